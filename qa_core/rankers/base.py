@@ -1,0 +1,118 @@
+"""The one ranker interface every model implements (baselines, SM-CNN, later models).
+
+Modelled on sentence-transformers' ``CrossEncoder.predict/rank``: ``score`` gives one number per
+candidate of a question's pool, ``rank`` sorts them, ``explain`` says why for one pair.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from qa_core.types import Question
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link between a question token span and an answer token span ([start, end) token indices)."""
+
+    q_start: int
+    q_end: int
+    a_start: int
+    a_end: int
+    kind: str  # "REL" for a shared lemma, "REL-FOCUS-<CLASS>" for focus-to-entity links
+    label: str = ""  # e.g. the shared lemma, or the entity type
+
+
+@dataclass
+class Explanation:
+    """Why a ranker scored one (question, candidate) pair as it did.
+
+    ``answer_weights`` holds one raw value per answer token (attention or saliency; the app scales
+    it per candidate for colour and shows the raw value on hover). ``matrices`` holds named
+    question-token x answer-token matrices (similarity, match levels).
+    """
+
+    score: float
+    question_tokens: list[str]
+    answer_tokens: list[str]
+    answer_weights: list[float]
+    weight_kind: str = "saliency"
+    question_weights: list[float] | None = None
+    matrices: dict[str, list[list[float]]] = field(default_factory=dict)
+    links: list[Link] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RankedCandidate:
+    corpus_id: int  # index into the candidates passed in
+    score: float
+    text: str
+
+
+ProgressCallback = Callable[[dict[str, Any]], None]
+
+
+class Ranker(ABC):
+    """Scores a question's candidate pool. Subclasses set ``name`` and register themselves."""
+
+    name: ClassVar[str]
+    trainable: ClassVar[bool] = False
+
+    @abstractmethod
+    def score(self, question: str, candidates: Sequence[str]) -> np.ndarray:
+        """One score per candidate (higher is more relevant), float64 array of ``len(candidates)``."""
+
+    def score_pools(self, pools: Sequence[tuple[str, Sequence[str]]]) -> list[np.ndarray]:
+        """Score many pools; models override this to batch across questions."""
+        return [self.score(question, candidates) for question, candidates in pools]
+
+    def rank(
+        self, question: str, candidates: Sequence[str], top_k: int | None = None
+    ) -> list[RankedCandidate]:
+        scores = self.score(question, candidates)
+        order = np.argsort(-scores, kind="stable")[:top_k]
+        return [RankedCandidate(int(i), float(scores[i]), candidates[i]) for i in order]
+
+    @abstractmethod
+    def explain(self, question: str, candidate: str) -> Explanation:
+        """Token weights, matrices and links for one pair."""
+
+    # Training and persistence; rankers with nothing to learn keep these defaults.
+
+    def fit(
+        self,
+        train: Sequence[Question],
+        dev: Sequence[Question],
+        *,
+        seed: int = 1,
+        progress: bool = True,
+        callback: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Train on ``train``, select on ``dev``; returns a report (best dev MAP, epochs, seconds)."""
+        raise NotImplementedError(f"{self.name} has nothing to train")
+
+    def state(self) -> dict[str, Any]:
+        """Everything ``from_state`` needs to rebuild this ranker (tensors, vocab, config)."""
+        return {}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Ranker:
+        return cls()
+
+    @property
+    def device(self) -> str:
+        return "cpu"
+
+
+class NotTrainedError(RuntimeError):
+    """A trainable ranker was asked to score before it was trained or loaded."""
+
+
+def checkpoint_path_for(directory: Path, name: str, version: int) -> Path:
+    return directory / f"{name}-v{version}.pt"
