@@ -1,0 +1,5 @@
+import sys
+
+from qa_core.cli import main
+
+sys.exit(main())

@@ -1,0 +1,198 @@
+"""Command line: ``python -m qa_core data|train|evaluate|rank|models``.
+
+Bad input ends with one clear ``error:`` line and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from qa_core import config, workbench
+from qa_core.rankers.base import NotTrainedError
+from qa_core.types import InputError
+
+EXIT_BAD_INPUT = 2
+
+
+def _store(args: argparse.Namespace):
+    from db.store import Store
+
+    return Store(args.db)
+
+
+def cmd_data_import(args: argparse.Namespace) -> None:
+    from qa_core.data.importers import load_dataset
+
+    dataset = load_dataset(Path(args.path), fmt=args.format, name=args.name)
+    store = _store(args)
+    store.import_dataset(dataset, replace=args.replace)
+    print(json.dumps({"imported": dataset.name, **store.dataset_summary(dataset.name)}))
+
+
+def cmd_data_demo(args: argparse.Namespace) -> None:
+    store = _store(args)
+    workbench.ensure_demo(store)
+    print(json.dumps({"datasets": store.dataset_names()}))
+
+
+def cmd_data_import_run(args: argparse.Namespace) -> None:
+    from qa_core.data.importers import read_trec_run
+
+    run = read_trec_run(Path(args.path))
+    _store(args).set_first_stage(args.data, run)
+    print(json.dumps({"first_stage_from": args.path, "questions": len(run)}))
+
+
+def cmd_data_import_qrels(args: argparse.Namespace) -> None:
+    from qa_core.data.importers import read_qrels
+
+    qrels = read_qrels(Path(args.path))
+    annotator = args.annotator or f"qrels:{Path(args.path).name}"
+    labels = _store(args).import_qrels(args.data, qrels, annotator)
+    print(json.dumps({"labels": labels, "annotator": annotator}))
+
+
+def cmd_data_export(args: argparse.Namespace) -> None:
+    store = _store(args)
+    if args.format == "qrels":
+        store.export_qrels(args.data, Path(args.out), source=args.source)
+    else:
+        store.export_labels_jsonl(args.data, Path(args.out))
+    print(json.dumps({"written": args.out}))
+
+
+def cmd_data_list(args: argparse.Namespace) -> None:
+    store = _store(args)
+    for name in store.dataset_names():
+        print(json.dumps({"dataset": name, **store.dataset_summary(name)}))
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from qa_core.experiments import train_ranker
+
+    store = _store(args)
+    dataset = store.load_dataset(args.data)
+    outcome = train_ranker(
+        args.model, dataset, seed=args.seed, train_split=args.train_split, dev_split=args.dev_split
+    )
+    version = store.register_model(
+        args.model,
+        kind=args.model,
+        checkpoint_path=str(outcome.checkpoint),
+        training_data={"dataset": args.data, "train": args.train_split, "dev": args.dev_split, "seed": args.seed},
+        metrics={**outcome.metrics, "train_seconds": outcome.report.get("seconds")},
+        promote=not args.no_promote,
+    )
+    print(json.dumps({"model": args.model, "version": version, "checkpoint": str(outcome.checkpoint), **outcome.metrics}))
+
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
+    from qa_core.experiments import evaluate_ranker, require_split, score_questions
+
+    store = _store(args)
+    ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
+    questions = require_split(store.load_dataset(args.data), args.split)
+    result = evaluate_ranker(ranker, questions, clean=args.clean)
+    if args.run_out:
+        from qa_core.data.exporters import write_trec_run
+
+        write_trec_run(score_questions(ranker, questions), Path(args.run_out), tag=ranker.name)
+    line = {"model": args.model, "data": args.data, "split": args.split, **result.aggregate}
+    line.update(questions=result.questions, clean=result.clean)
+    print(json.dumps(line))
+
+
+def cmd_rank(args: argparse.Namespace) -> None:
+    store = _store(args)
+    question = workbench.check_question(args.question)
+    ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
+    candidates = workbench.candidates_for_question(store, args.data, question, k=args.candidates)
+    table = workbench.rank(ranker, question, candidates).head(args.top)
+    for row in table.to_dict("records"):
+        print(f"{row['rank']:>3}  {row['score']:.4f}  {row['text']}")
+
+
+def cmd_models(args: argparse.Namespace) -> None:
+    from qa_core.rankers import available
+
+    store = _store(args)
+    for name in available():
+        print(json.dumps({"model": name, "versions": store.model_versions(name)}, default=str))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m qa_core", description=__doc__)
+    parser.add_argument("--db", default=None, help="SQLAlchemy URL of the store (default: RERANK_LAB_DB or SQLite in the data folder)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    data = commands.add_parser("data", help="import, export and list datasets").add_subparsers(dest="data_command", required=True)
+    imp = data.add_parser("import", help="import a dataset (WikiQA folder, TrecQA XML, SemEval XML, CSV, JSONL)")
+    imp.add_argument("path")
+    imp.add_argument("--format", default="auto")
+    imp.add_argument("--name", default=None)
+    imp.add_argument("--replace", action="store_true", help="replace a dataset of the same name")
+    imp.set_defaults(func=cmd_data_import)
+    data.add_parser("demo", help="import the bundled demo corpus").set_defaults(func=cmd_data_demo)
+    run = data.add_parser("import-run", help="set first-stage ranks and scores from a TREC run file")
+    run.add_argument("path")
+    run.add_argument("--data", required=True)
+    run.set_defaults(func=cmd_data_import_run)
+    qrels = data.add_parser("import-qrels", help="add relevance labels from a TREC qrels file")
+    qrels.add_argument("path")
+    qrels.add_argument("--data", required=True)
+    qrels.add_argument("--annotator", default=None)
+    qrels.set_defaults(func=cmd_data_import_qrels)
+    exp = data.add_parser("export", help="export labels as TREC qrels or JSONL")
+    exp.add_argument("--data", required=True)
+    exp.add_argument("--format", choices=["qrels", "jsonl"], default="qrels")
+    exp.add_argument("--source", choices=["labels", "gold"], default="labels")
+    exp.add_argument("--out", required=True)
+    exp.set_defaults(func=cmd_data_export)
+    data.add_parser("list", help="datasets in the store").set_defaults(func=cmd_data_list)
+
+    train = commands.add_parser("train", help="train a model and register it in the store")
+    train.add_argument("--model", required=True)
+    train.add_argument("--data", required=True)
+    train.add_argument("--seed", type=int, default=1)
+    train.add_argument("--train-split", default="train")
+    train.add_argument("--dev-split", default="dev")
+    train.add_argument("--no-promote", action="store_true", help="register without making it the version the app uses")
+    train.set_defaults(func=cmd_train)
+
+    ev = commands.add_parser("evaluate", help="evaluate a model on a split; prints one JSON line")
+    ev.add_argument("--model", required=True, help="a registered name or a checkpoint path")
+    ev.add_argument("--data", required=True)
+    ev.add_argument("--split", default="test")
+    ev.add_argument("--clean", action="store_true", help="drop questions with no or only correct candidates")
+    ev.add_argument("--run-out", default=None, help="also write the TREC run file here")
+    ev.set_defaults(func=cmd_evaluate)
+
+    rank = commands.add_parser("rank", help="rank BM25 candidates of a dataset's collection for a question")
+    rank.add_argument("question")
+    rank.add_argument("--data", default="demo")
+    rank.add_argument("--model", default="overlap")
+    rank.add_argument("--candidates", type=int, default=50, help="BM25 candidates to rerank")
+    rank.add_argument("--top", type=int, default=10)
+    rank.set_defaults(func=cmd_rank)
+
+    commands.add_parser("models", help="registered models and their versions").set_defaults(func=cmd_models)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.db is None:
+        args.db = config.database_url()
+    try:
+        args.func(args)
+    except (InputError, NotTrainedError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0

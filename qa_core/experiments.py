@@ -1,0 +1,71 @@
+"""Train, register and evaluate rankers: the one code path for the CLI, the pages and benchmarks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from qa_core import config
+from qa_core.evaluation import EvalResult, evaluate, qrels_from_questions, run_from_scores
+from qa_core.rankers import registry
+from qa_core.rankers.base import ProgressCallback, Ranker
+from qa_core.types import Dataset, InputError, Question
+
+
+def score_questions(ranker: Ranker, questions: Sequence[Question]) -> dict[str, dict[str, float]]:
+    """Score every question's pool; returns a run ``{qid: {doc_id: score}}``."""
+    pools = [(q.text, [c.text for c in q.candidates]) for q in questions]
+    return run_from_scores(questions, ranker.score_pools(pools))
+
+
+def evaluate_ranker(ranker: Ranker, questions: Sequence[Question], clean: bool = False) -> EvalResult:
+    """Score the pools and compute MAP/MRR/P@1/nDCG@10 against the questions' gold labels."""
+    labelled = [q for q in questions if any(c.label is not None for c in q.candidates)]
+    if not labelled:
+        raise InputError("no gold labels in this split: nothing to evaluate against")
+    return evaluate(score_questions(ranker, labelled), qrels_from_questions(labelled), clean=clean)
+
+
+def require_split(dataset: Dataset, split: str) -> list[Question]:
+    questions = dataset.split(split)
+    if not questions:
+        known = ", ".join(dataset.splits) or "none"
+        raise InputError(f"dataset {dataset.name!r} has no {split!r} split (splits: {known})")
+    return questions
+
+
+@dataclass
+class TrainingOutcome:
+    ranker: Ranker
+    checkpoint: Path
+    report: dict[str, Any]
+    metrics: dict[str, Any]
+
+
+def train_ranker(
+    model: str,
+    dataset: Dataset,
+    *,
+    seed: int = 1,
+    train_split: str = "train",
+    dev_split: str = "dev",
+    progress: bool = True,
+    callback: ProgressCallback | None = None,
+    checkpoint: Path | None = None,
+) -> TrainingOutcome:
+    """Fit ``model`` on a dataset's train split, select on dev, save the checkpoint atomically."""
+    ranker = registry.create(model)
+    if not ranker.trainable:
+        raise InputError(f"model {model!r} has nothing to train; evaluate it directly")
+    train, dev = require_split(dataset, train_split), require_split(dataset, dev_split)
+    started = time.perf_counter()
+    report = ranker.fit(train, dev, seed=seed, progress=progress, callback=callback)
+    report["seconds"] = round(time.perf_counter() - started, 2)
+    dev_result = evaluate_ranker(ranker, dev)
+    metrics = {f"dev_{name}": value for name, value in dev_result.aggregate.items()}
+    path = checkpoint or config.checkpoint_dir() / f"{model}-{dataset.name}-seed{seed}-{int(time.time())}.pt"
+    registry.save(ranker, path)
+    return TrainingOutcome(ranker, path, report, metrics)

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The one test command (README, .ci/run): system packages, .venv, then the whole pytest suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/system-deps.sh
+bash scripts/setup.sh --deps-only
+set +e
+.venv/bin/python -m pytest "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "pytest collected no tests: that is a failure here" >&2
+  exit 1
+fi
+exit "$status"
