@@ -18,6 +18,11 @@ from qa_core.types import InputError
 EXIT_BAD_INPUT = 2
 
 
+def _emit(record: dict) -> None:
+    """One JSON line on stdout; timestamps and paths print as strings."""
+    print(json.dumps(record, default=str))
+
+
 def _store(args: argparse.Namespace):
     from db.store import Store
 
@@ -30,13 +35,13 @@ def cmd_data_import(args: argparse.Namespace) -> None:
     dataset = load_dataset(Path(args.path), fmt=args.format, name=args.name)
     store = _store(args)
     store.import_dataset(dataset, replace=args.replace)
-    print(json.dumps({"imported": dataset.name, **store.dataset_summary(dataset.name)}))
+    _emit({"imported": dataset.name, **store.dataset_summary(dataset.name)})
 
 
 def cmd_data_demo(args: argparse.Namespace) -> None:
     store = _store(args)
     workbench.ensure_demo(store)
-    print(json.dumps({"datasets": store.dataset_names()}))
+    _emit({"datasets": store.dataset_names()})
 
 
 def cmd_data_import_run(args: argparse.Namespace) -> None:
@@ -44,7 +49,7 @@ def cmd_data_import_run(args: argparse.Namespace) -> None:
 
     run = read_trec_run(Path(args.path))
     _store(args).set_first_stage(args.data, run)
-    print(json.dumps({"first_stage_from": args.path, "questions": len(run)}))
+    _emit({"first_stage_from": args.path, "questions": len(run)})
 
 
 def cmd_data_import_qrels(args: argparse.Namespace) -> None:
@@ -53,7 +58,7 @@ def cmd_data_import_qrels(args: argparse.Namespace) -> None:
     qrels = read_qrels(Path(args.path))
     annotator = args.annotator or f"qrels:{Path(args.path).name}"
     labels = _store(args).import_qrels(args.data, qrels, annotator)
-    print(json.dumps({"labels": labels, "annotator": annotator}))
+    _emit({"labels": labels, "annotator": annotator})
 
 
 def cmd_data_export(args: argparse.Namespace) -> None:
@@ -62,13 +67,13 @@ def cmd_data_export(args: argparse.Namespace) -> None:
         store.export_qrels(args.data, Path(args.out), source=args.source)
     else:
         store.export_labels_jsonl(args.data, Path(args.out))
-    print(json.dumps({"written": args.out}))
+    _emit({"written": args.out})
 
 
 def cmd_data_list(args: argparse.Namespace) -> None:
     store = _store(args)
     for name in store.dataset_names():
-        print(json.dumps({"dataset": name, **store.dataset_summary(name)}))
+        _emit({"dataset": name, **store.dataset_summary(name)})
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -87,7 +92,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         metrics={**outcome.metrics, "train_seconds": outcome.report.get("seconds")},
         promote=not args.no_promote,
     )
-    print(json.dumps({"model": args.model, "version": version, "checkpoint": str(outcome.checkpoint), **outcome.metrics}))
+    _emit({"model": args.model, "version": version, "checkpoint": str(outcome.checkpoint), **outcome.metrics})
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
@@ -103,7 +108,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         write_trec_run(score_questions(ranker, questions), Path(args.run_out), tag=ranker.name)
     line = {"model": args.model, "data": args.data, "split": args.split, **result.aggregate}
     line.update(questions=result.questions, clean=result.clean)
-    print(json.dumps(line))
+    _emit(line)
 
 
 def cmd_rank(args: argparse.Namespace) -> None:
@@ -121,7 +126,7 @@ def cmd_models(args: argparse.Namespace) -> None:
 
     store = _store(args)
     for name in available():
-        print(json.dumps({"model": name, "versions": store.model_versions(name)}, default=str))
+        _emit({"model": name, "versions": store.model_versions(name)})
 
 
 def build_parser() -> argparse.ArgumentParser:

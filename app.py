@@ -1,0 +1,56 @@
+"""Rerank Lab landing page: where the app runs, which store it uses, what data and models it holds.
+
+``streamlit run app.py``; the pages in ``pages/`` (Ask, ...) appear in the sidebar.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
+
+from qa_core import config, workbench
+from qa_core.data.demo import DEMO_NAME
+from qa_core.types import InputError
+
+st.set_page_config(page_title="Rerank Lab", layout="wide")
+
+
+@st.cache_resource(show_spinner="Opening the store…")
+def get_store(url: str):
+    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
+    store = workbench.open_store(url)
+    workbench.ensure_demo(store)
+    return store
+
+
+st.title("Rerank Lab")
+st.markdown(
+    "A workbench for neural answer reranking: ask a question (or pick one from a dataset), get BM25 "
+    "candidates or the question's own pool, rerank them with a baseline or a neural model, and see "
+    "why: scores, rank changes against the first stage, word heatmaps and REL links."
+)
+st.page_link("pages/1_Ask.py", label="Ask a question", icon=":material/search:")
+
+url = config.database_url()
+st.caption(f"Running on: {workbench.device_label()} · Store: {workbench.as_markdown(workbench.masked_url(url))}")
+
+try:
+    store = get_store(url)
+except (InputError, SQLAlchemyError) as error:
+    st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
+    st.stop()
+
+st.subheader("Datasets")
+datasets = workbench.datasets_overview(store)
+if datasets.empty:
+    st.info("No datasets yet. Import one with `python -m qa_core data import PATH --name NAME`.")
+else:
+    st.dataframe(datasets, hide_index=True)
+
+st.subheader("Models")
+st.markdown("Available: " + ", ".join(f"`{name}`" for name in workbench.model_names()))
+models = workbench.models_overview(store)
+if models.empty:
+    st.info(f"No trained model registered yet. Train SM-CNN with `{workbench.train_command('smcnn', DEMO_NAME)}`.")
+else:
+    st.dataframe(models, hide_index=True)

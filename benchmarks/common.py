@@ -1,0 +1,61 @@
+"""Shared benchmark plumbing: the shared data, machine description, result files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from qa_core import config  # noqa: E402
+from qa_core.data.importers import load_trecqa, load_wikiqa  # noqa: E402
+from qa_core.types import Dataset  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "gpu": gpu,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "date": dt.date.today().isoformat(),
+    }
+
+
+def shared_datasets() -> dict[str, Dataset]:
+    """TrecQA and WikiQA from ../shared/data; exits with a clear message when absent."""
+    root = config.shared_data_dir()
+    if root is None:
+        sys.exit("benchmarks need the shared data folder (../shared/data or RERANK_LAB_SHARED_DATA)")
+    return {"trecqa": load_trecqa(root / "trecqa"), "wikiqa": load_wikiqa(root / "wikiqa")}
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def write_result(name: str, payload: dict[str, Any]) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    return path

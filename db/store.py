@@ -1,0 +1,669 @@
+"""The store API: datasets, labels (append-only), model registry and evaluation runs.
+
+Every public method runs in its own session and transaction (``session_scope``), so one ``Store``
+can be shared by Streamlit threads and background jobs. Bad input raises ``InputError`` and leaves
+the database unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+from sqlalchemy import Engine, Select, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from db.models import (
+    CandidateRow,
+    DatasetRow,
+    LabelRow,
+    ModelVersionRow,
+    QuestionRow,
+    RunRow,
+    RunScoreRow,
+)
+from db.session import make_engine, upgrade
+from qa_core.types import Candidate, Dataset, InputError, Question
+
+MIN_LABEL, MAX_LABEL = 0, 4
+QRELS_SOURCES = ("labels", "gold")
+# Concurrent registrations of one model name can pick the same next version; the unique
+# constraint rejects all but one and the others retry.
+REGISTER_ATTEMPTS = 5
+T = TypeVar("T")
+
+
+class CandidateRecord(NamedTuple):
+    """One candidate with its question, as the labelling queue needs it."""
+
+    candidate_id: int
+    qid: str
+    doc_id: str
+    question: str
+    candidate: str
+    gold_label: int | None
+
+
+class Store:
+    """Persistent store over SQLite or PostgreSQL; the schema is migrated on construction."""
+
+    def __init__(self, url: str | None = None, engine: Engine | None = None):
+        self.engine = engine if engine is not None else make_engine(url)
+        upgrade(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    def close(self) -> None:
+        """Release pooled connections (tests and scripts that drop the database need this)."""
+        self.engine.dispose()
+
+    @contextmanager
+    def session_scope(self) -> Iterator[Session]:
+        """A new session: committed when the block succeeds, rolled back when it raises."""
+        with self._sessions() as session:
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    # ------------------------------------------------------------------ datasets
+
+    def import_dataset(self, ds: Dataset, replace: bool = False) -> int:
+        """Store ``ds`` in one transaction and return its id.
+
+        An existing name is an error unless ``replace``; replacing deletes the old dataset (and
+        its runs) but carries the label history over to candidates that keep their (qid, doc_id),
+        so annotation work survives a re-import. ``Candidate.label`` becomes ``gold_label``.
+        """
+        _validate_dataset(ds)
+        try:
+            return self._import_dataset(ds, replace)
+        except IntegrityError as error:  # a concurrent import of the same name won the race
+            raise InputError(f"dataset {ds.name!r} could not be stored: {error.orig}") from error
+
+    def _import_dataset(self, ds: Dataset, replace: bool) -> int:
+        with self.session_scope() as session:
+            old_id = session.scalar(select(DatasetRow.id).where(DatasetRow.name == ds.name))
+            carried_labels: list[tuple[tuple[str, str], dict[str, Any]]] = []
+            if old_id is not None:
+                if not replace:
+                    raise InputError(f"dataset {ds.name!r} already exists (use replace to overwrite it)")
+                carried_labels = _labels_with_keys(session, old_id)
+                session.execute(delete(DatasetRow).where(DatasetRow.id == old_id))
+            dataset_id = session.scalar(
+                insert(DatasetRow).values(name=ds.name, source=ds.source).returning(DatasetRow.id)
+            )
+            if ds.questions:
+                session.execute(
+                    insert(QuestionRow),
+                    [{"dataset_id": dataset_id, "qid": q.qid, "text": q.text, "split": q.split} for q in ds.questions],
+                )
+            question_ids = dict(
+                session.execute(select(QuestionRow.qid, QuestionRow.id).where(QuestionRow.dataset_id == dataset_id)).all()
+            )
+            candidate_rows = [
+                {
+                    "question_id": question_ids[q.qid],
+                    "doc_id": c.doc_id,
+                    "text": c.text,
+                    "source": c.source,
+                    "url": c.url,
+                    # int()/float(): importers may hand over numpy scalars, which psycopg cannot bind.
+                    "first_stage_rank": _optional(int, c.first_stage_rank),
+                    "first_stage_score": _optional(float, c.first_stage_score),
+                    "gold_label": _optional(int, c.label),
+                }
+                for q in ds.questions
+                for c in q.candidates
+            ]
+            if candidate_rows:
+                session.execute(insert(CandidateRow), candidate_rows)
+            if carried_labels:
+                new_ids = _candidate_ids(session, dataset_id)
+                kept = [{**fields, "candidate_id": new_ids[key]} for key, fields in carried_labels if key in new_ids]
+                if kept:
+                    session.execute(insert(LabelRow), kept)
+            return dataset_id
+
+    def dataset_names(self) -> list[str]:
+        with self.session_scope() as session:
+            return list(session.scalars(select(DatasetRow.name).order_by(DatasetRow.name)))
+
+    def dataset_summary(self, name: str) -> dict[str, Any]:
+        """Counts for the dataset page: questions per split, candidates, gold positives, labelled."""
+        with self.session_scope() as session:
+            dataset = _dataset(session, name)
+            per_split = dict(
+                session.execute(
+                    select(QuestionRow.split, func.count())
+                    .where(QuestionRow.dataset_id == dataset.id)
+                    .group_by(QuestionRow.split)
+                    .order_by(QuestionRow.split)
+                )
+                .all()
+            )
+            candidates = (
+                select(CandidateRow.id, CandidateRow.gold_label)
+                .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
+                .where(QuestionRow.dataset_id == dataset.id)
+                .subquery()
+            )
+            total, positives = session.execute(
+                select(func.count(), func.count().filter(candidates.c.gold_label > 0))
+            ).one()
+            labelled = session.scalar(
+                select(func.count(func.distinct(LabelRow.candidate_id))).where(
+                    LabelRow.candidate_id.in_(select(candidates.c.id))
+                )
+            )
+            return {
+                "name": dataset.name,
+                "source": dataset.source,
+                "created_at": dataset.created_at,
+                "questions": per_split,
+                "candidates": total,
+                "positives": positives,
+                "labelled": labelled,
+            }
+
+    def delete_dataset(self, name: str) -> None:
+        """Delete the dataset with its questions, candidates, labels and runs."""
+        with self.session_scope() as session:
+            session.execute(delete(DatasetRow).where(DatasetRow.id == _dataset(session, name).id))
+
+    def load_dataset(self, name: str, split: str | None = None) -> Dataset:
+        """Rebuild the in-memory dataset (gold labels in ``Candidate.label``), in import order."""
+        with self.session_scope() as session:
+            dataset = _dataset(session, name)
+            question_query = select(QuestionRow).where(QuestionRow.dataset_id == dataset.id)
+            if split is not None:
+                question_query = question_query.where(QuestionRow.split == split)
+            questions = {
+                row.id: Question(qid=row.qid, text=row.text, split=row.split)
+                for row in session.scalars(question_query.order_by(QuestionRow.id))
+            }
+            candidate_query = (
+                select(CandidateRow)
+                .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
+                .where(QuestionRow.dataset_id == dataset.id)
+                .order_by(CandidateRow.id)
+            )
+            if split is not None:
+                candidate_query = candidate_query.where(QuestionRow.split == split)
+            for row in session.scalars(candidate_query):
+                questions[row.question_id].candidates.append(
+                    Candidate(
+                        doc_id=row.doc_id,
+                        text=row.text,
+                        label=row.gold_label,
+                        first_stage_rank=row.first_stage_rank,
+                        first_stage_score=row.first_stage_score,
+                        source=row.source,
+                        url=row.url,
+                    )
+                )
+            return Dataset(name=dataset.name, questions=list(questions.values()), source=dataset.source)
+
+    def find_candidate_id(self, dataset: str, qid: str, doc_id: str) -> int:
+        with self.session_scope() as session:
+            candidate_id = session.scalar(
+                _candidates_of(session, dataset, CandidateRow.id).where(
+                    QuestionRow.qid == qid, CandidateRow.doc_id == doc_id
+                )
+            )
+            if candidate_id is None:
+                raise InputError(f"dataset {dataset!r} has no candidate {doc_id!r} for question {qid!r}")
+            return candidate_id
+
+    def candidate_rows(self, dataset: str, split: str | None = None) -> list[CandidateRecord]:
+        """All candidates with their question text, in import order."""
+        with self.session_scope() as session:
+            query = _candidates_of(
+                session,
+                dataset,
+                CandidateRow.id,
+                QuestionRow.qid,
+                CandidateRow.doc_id,
+                QuestionRow.text,
+                CandidateRow.text,
+                CandidateRow.gold_label,
+            ).order_by(CandidateRow.id)
+            if split is not None:
+                query = query.where(QuestionRow.split == split)
+            return [CandidateRecord(*row) for row in session.execute(query)]
+
+    def set_first_stage(self, dataset: str, run: Mapping[str, Sequence[tuple[str, int, float]]]) -> int:
+        """Store a first-stage TREC run's (doc_id, rank, score) on existing candidates.
+
+        Every (qid, doc_id) must exist, else nothing is written. Returns the candidates updated.
+        """
+        with self.session_scope() as session:
+            ids = _candidate_ids(session, _dataset(session, dataset).id)
+            updates = []
+            for qid, entries in run.items():
+                for doc_id, rank, score in entries:
+                    if (qid, doc_id) not in ids:
+                        raise InputError(f"dataset {dataset!r} has no candidate {doc_id!r} for question {qid!r}")
+                    updates.append(
+                        {"id": ids[(qid, doc_id)], "first_stage_rank": int(rank), "first_stage_score": float(score)}
+                    )
+            if updates:
+                session.execute(update(CandidateRow), updates)
+            return len(updates)
+
+    # ------------------------------------------------------------------ labels
+
+    def add_label(self, candidate_id: int, annotator: str, value: int, note: str | None = None) -> int:
+        """Append a graded judgement (0..4) and return its id; earlier ones stay as history."""
+        if not isinstance(annotator, str) or not annotator.strip():
+            raise InputError("annotator name is empty")
+        if isinstance(value, bool) or not isinstance(value, int) or not MIN_LABEL <= value <= MAX_LABEL:
+            raise InputError(f"label must be an integer from {MIN_LABEL} to {MAX_LABEL}, got {value!r}")
+        with self.session_scope() as session:
+            if session.get(CandidateRow, candidate_id) is None:
+                raise InputError(f"no candidate with id {candidate_id}")
+            return session.scalar(
+                insert(LabelRow)
+                .values(candidate_id=candidate_id, annotator=annotator.strip(), value=value, note=note)
+                .returning(LabelRow.id)
+            )
+
+    def import_qrels(self, dataset: str, qrels: Mapping[str, Mapping[str, int]], annotator: str) -> int:
+        """Append every qrels judgement as a label by ``annotator``, in one transaction.
+
+        An unknown (qid, doc_id) or a grade outside 0..4 rejects the whole file. Returns the labels added.
+        """
+        if not annotator.strip():
+            raise InputError("annotator name is empty")
+        with self.session_scope() as session:
+            ids = _candidate_ids(session, _dataset(session, dataset).id)
+            rows = []
+            for qid, grades in qrels.items():
+                for doc_id, grade in grades.items():
+                    if (qid, doc_id) not in ids:
+                        raise InputError(f"dataset {dataset!r} has no candidate {doc_id!r} for question {qid!r}")
+                    if not MIN_LABEL <= int(grade) <= MAX_LABEL:
+                        raise InputError(
+                            f"grade {grade} of ({qid}, {doc_id}) is outside {MIN_LABEL}..{MAX_LABEL}"
+                        )
+                    rows.append({"candidate_id": ids[(qid, doc_id)], "annotator": annotator.strip(), "value": int(grade)})
+            if rows:
+                session.execute(insert(LabelRow), rows)
+            return len(rows)
+
+    def current_labels(self, dataset: str, annotator: str | None = None) -> dict[int, dict[str, int]]:
+        """Latest value per candidate and annotator: ``{candidate_id: {annotator: value}}``."""
+        with self.session_scope() as session:
+            candidate_ids = _candidates_of(session, dataset, CandidateRow.id)
+            latest = select(func.max(LabelRow.id)).where(LabelRow.candidate_id.in_(candidate_ids))
+            if annotator is not None:
+                latest = latest.where(LabelRow.annotator == annotator)
+            latest = latest.group_by(LabelRow.candidate_id, LabelRow.annotator)
+            result: dict[int, dict[str, int]] = defaultdict(dict)
+            rows = session.execute(
+                select(LabelRow.candidate_id, LabelRow.annotator, LabelRow.value).where(LabelRow.id.in_(latest))
+            )
+            for candidate_id, name, value in rows:
+                result[candidate_id][name] = value
+            return dict(result)
+
+    def label_history(self, candidate_id: int) -> list[dict[str, Any]]:
+        """Every judgement of the candidate, oldest first."""
+        with self.session_scope() as session:
+            rows = session.scalars(
+                select(LabelRow).where(LabelRow.candidate_id == candidate_id).order_by(LabelRow.id)
+            )
+            return [
+                {
+                    "id": row.id,
+                    "annotator": row.annotator,
+                    "value": row.value,
+                    "note": row.note,
+                    "created_at": row.created_at,
+                }
+                for row in rows
+            ]
+
+    def qrels(self, dataset: str, source: str = "labels") -> dict[str, dict[str, int]]:
+        """``{qid: {doc_id: grade}}`` from the latest label of any annotator, or from gold labels."""
+        if source not in QRELS_SOURCES:
+            raise InputError(f"qrels source must be one of {', '.join(QRELS_SOURCES)}, got {source!r}")
+        with self.session_scope() as session:
+            if source == "gold":
+                query = _candidates_of(
+                    session, dataset, QuestionRow.qid, CandidateRow.doc_id, CandidateRow.gold_label
+                ).where(CandidateRow.gold_label.is_not(None))
+            else:
+                latest = select(func.max(LabelRow.id)).group_by(LabelRow.candidate_id)
+                query = (
+                    _candidates_of(session, dataset, QuestionRow.qid, CandidateRow.doc_id, LabelRow.value)
+                    .join(LabelRow, LabelRow.candidate_id == CandidateRow.id)
+                    .where(LabelRow.id.in_(latest))
+                )
+            result: dict[str, dict[str, int]] = {}
+            for qid, doc_id, grade in session.execute(query.order_by(QuestionRow.id, CandidateRow.id)):
+                result.setdefault(qid, {})[doc_id] = grade
+            return result
+
+    def export_qrels(self, dataset: str, path: str | Path, source: str = "labels") -> int:
+        """Write TREC qrels (``qid 0 doc_id grade``) atomically; returns the lines written."""
+        lines = [
+            f"{qid} 0 {doc_id} {grade}\n"
+            for qid, grades in self.qrels(dataset, source).items()
+            for doc_id, grade in grades.items()
+        ]
+        _write_atomically(Path(path), "".join(lines))
+        return len(lines)
+
+    def export_labels_jsonl(self, dataset: str, path: str | Path) -> int:
+        """Write the full label history, one JSON object per judgement, atomically."""
+        with self.session_scope() as session:
+            rows = session.execute(
+                _candidates_of(
+                    session,
+                    dataset,
+                    QuestionRow.qid,
+                    CandidateRow.doc_id,
+                    QuestionRow.text,
+                    CandidateRow.text,
+                    LabelRow.annotator,
+                    LabelRow.value,
+                    LabelRow.note,
+                    LabelRow.created_at,
+                )
+                .join(LabelRow, LabelRow.candidate_id == CandidateRow.id)
+                .order_by(LabelRow.id)
+            ).all()
+        keys = ("qid", "doc_id", "question", "candidate", "annotator", "value", "note", "created_at")
+        lines = [
+            json.dumps(dict(zip(keys, (*row[:-1], row[-1].isoformat()))), ensure_ascii=False) + "\n"
+            for row in rows
+        ]
+        _write_atomically(Path(path), "".join(lines))
+        return len(lines)
+
+    # ------------------------------------------------------------------ model registry
+
+    def register_model(
+        self,
+        name: str,
+        kind: str,
+        checkpoint_path: str | Path,
+        training_data: dict[str, Any],
+        metrics: dict[str, Any],
+        promote: bool = False,
+    ) -> int:
+        """Record the next version of model ``name`` and return its ``model_versions`` id."""
+        if not name.strip():
+            raise InputError("model name is empty")
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                with self.session_scope() as session:
+                    version = 1 + (
+                        session.scalar(select(func.max(ModelVersionRow.version)).where(ModelVersionRow.name == name))
+                        or 0
+                    )
+                    if promote:
+                        _clear_promoted(session, name)
+                    return session.scalar(
+                        insert(ModelVersionRow)
+                        .values(
+                            name=name,
+                            kind=kind,
+                            version=version,
+                            training_data=_jsonable(training_data),
+                            metrics=_jsonable(metrics),
+                            checkpoint_path=str(checkpoint_path),
+                            promoted=promote,
+                        )
+                        .returning(ModelVersionRow.id)
+                    )
+            except IntegrityError:
+                if attempt >= REGISTER_ATTEMPTS:
+                    raise
+
+    def model_versions(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Registered versions, by name then version."""
+        with self.session_scope() as session:
+            query = select(ModelVersionRow).order_by(ModelVersionRow.name, ModelVersionRow.version)
+            if name is not None:
+                query = query.where(ModelVersionRow.name == name)
+            return [_model_dict(row) for row in session.scalars(query)]
+
+    def promoted_model(self, name: str) -> dict[str, Any] | None:
+        """The promoted version of ``name``, else its newest, else ``None``."""
+        with self.session_scope() as session:
+            row = session.scalars(
+                select(ModelVersionRow)
+                .where(ModelVersionRow.name == name)
+                .order_by(ModelVersionRow.promoted.desc(), ModelVersionRow.version.desc())
+                .limit(1)
+            ).first()
+            return None if row is None else _model_dict(row)
+
+    def promote(self, name: str, version: int) -> None:
+        """Make ``version`` the one promoted version of ``name``."""
+        with self.session_scope() as session:
+            row = session.scalars(
+                select(ModelVersionRow).where(ModelVersionRow.name == name, ModelVersionRow.version == version)
+            ).first()
+            if row is None:
+                raise InputError(f"model {name!r} has no version {version}")
+            _clear_promoted(session, name)
+            session.execute(update(ModelVersionRow).where(ModelVersionRow.id == row.id).values(promoted=True))
+
+    # ------------------------------------------------------------------ runs
+
+    def save_run(
+        self,
+        dataset: str,
+        split: str | None,
+        scores: Mapping[str, Mapping[str, float]],
+        metrics: dict[str, Any],
+        model_version_id: int | None = None,
+        tag: str = "",
+    ) -> int:
+        """Store a scored run (ranks: score descending, ties by doc_id) and return its id."""
+        with self.session_scope() as session:
+            dataset_id = _dataset(session, dataset).id
+            if model_version_id is not None and session.get(ModelVersionRow, model_version_id) is None:
+                raise InputError(f"no model version with id {model_version_id}")
+            ids = _candidate_ids(session, dataset_id)
+            run_id = session.scalar(
+                insert(RunRow)
+                .values(
+                    dataset_id=dataset_id,
+                    split=split,
+                    tag=tag,
+                    metrics=_jsonable(metrics),
+                    model_version_id=model_version_id,
+                )
+                .returning(RunRow.id)
+            )
+            rows = []
+            for qid, doc_scores in scores.items():
+                ranked = sorted(doc_scores.items(), key=lambda item: (-item[1], item[0]))
+                for rank, (doc_id, score) in enumerate(ranked, start=1):
+                    if (qid, doc_id) not in ids:
+                        raise InputError(f"dataset {dataset!r} has no candidate {doc_id!r} for question {qid!r}")
+                    rows.append(
+                        {"run_id": run_id, "candidate_id": ids[(qid, doc_id)], "score": float(score), "rank": rank}
+                    )
+            if rows:
+                session.execute(insert(RunScoreRow), rows)
+            return run_id
+
+    def load_run(self, run_id: int) -> dict[str, dict[str, float]]:
+        """``{qid: {doc_id: score}}`` of a saved run."""
+        with self.session_scope() as session:
+            if session.get(RunRow, run_id) is None:
+                raise InputError(f"no run with id {run_id}")
+            rows = session.execute(
+                select(QuestionRow.qid, CandidateRow.doc_id, RunScoreRow.score)
+                .join(CandidateRow, RunScoreRow.candidate_id == CandidateRow.id)
+                .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
+                .where(RunScoreRow.run_id == run_id)
+                .order_by(QuestionRow.id, RunScoreRow.rank)
+            )
+            result: dict[str, dict[str, float]] = {}
+            for qid, doc_id, score in rows:
+                result.setdefault(qid, {})[doc_id] = score
+            return result
+
+    def runs(self, dataset: str | None = None) -> list[dict[str, Any]]:
+        """Saved runs, newest first, with their dataset and model names."""
+        with self.session_scope() as session:
+            query = (
+                select(RunRow, DatasetRow.name, ModelVersionRow.name, ModelVersionRow.version)
+                .join(DatasetRow, RunRow.dataset_id == DatasetRow.id)
+                .outerjoin(ModelVersionRow, RunRow.model_version_id == ModelVersionRow.id)
+                .order_by(RunRow.id.desc())
+            )
+            if dataset is not None:
+                query = query.where(RunRow.dataset_id == _dataset(session, dataset).id)
+            return [
+                {
+                    "id": run.id,
+                    "dataset": dataset_name,
+                    "split": run.split,
+                    "tag": run.tag,
+                    "created_at": run.created_at,
+                    "metrics": run.metrics,
+                    "model_version_id": run.model_version_id,
+                    "model": model_name,
+                    "model_version": model_version,
+                }
+                for run, dataset_name, model_name, model_version in session.execute(query)
+            ]
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _validate_dataset(ds: Dataset) -> None:
+    """Reject what the unique constraints would reject, with a message naming the culprit."""
+    if not ds.name or not ds.name.strip():
+        raise InputError("dataset name is empty")
+    seen_qids: set[str] = set()
+    for question in ds.questions:
+        if question.qid in seen_qids:
+            raise InputError(f"dataset {ds.name!r}: question id {question.qid!r} appears twice")
+        seen_qids.add(question.qid)
+        seen_docs: set[str] = set()
+        for candidate in question.candidates:
+            if candidate.doc_id in seen_docs:
+                raise InputError(
+                    f"dataset {ds.name!r}: candidate {candidate.doc_id!r} appears twice in question {question.qid!r}"
+                )
+            seen_docs.add(candidate.doc_id)
+
+
+def _optional(convert: Callable[[Any], T], value: Any) -> T | None:
+    return None if value is None else convert(value)
+
+
+def _dataset(session: Session, name: str) -> DatasetRow:
+    row = session.scalars(select(DatasetRow).where(DatasetRow.name == name)).first()
+    if row is None:
+        known = list(session.scalars(select(DatasetRow.name).order_by(DatasetRow.name)))
+        raise InputError(f"unknown dataset {name!r}; known datasets: {', '.join(known) or '(none)'}")
+    return row
+
+
+def _candidates_of(session: Session, dataset: str, *columns: Any) -> Select[Any]:
+    """``select(columns)`` over the dataset's candidates joined to their questions."""
+    return (
+        select(*columns)
+        .select_from(CandidateRow)
+        .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
+        .where(QuestionRow.dataset_id == _dataset(session, dataset).id)
+    )
+
+
+def _candidate_ids(session: Session, dataset_id: int) -> dict[tuple[str, str], int]:
+    rows = session.execute(
+        select(QuestionRow.qid, CandidateRow.doc_id, CandidateRow.id)
+        .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
+        .where(QuestionRow.dataset_id == dataset_id)
+    )
+    return {(qid, doc_id): candidate_id for qid, doc_id, candidate_id in rows}
+
+
+def _labels_with_keys(session: Session, dataset_id: int) -> list[tuple[tuple[str, str], dict[str, Any]]]:
+    """The dataset's label rows, oldest first, as ((qid, doc_id), insertable fields)."""
+    rows = session.execute(
+        select(QuestionRow.qid, CandidateRow.doc_id, LabelRow)
+        .join(CandidateRow, LabelRow.candidate_id == CandidateRow.id)
+        .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
+        .where(QuestionRow.dataset_id == dataset_id)
+        .order_by(LabelRow.id)
+    )
+    return [
+        (
+            (qid, doc_id),
+            {"annotator": label.annotator, "value": label.value, "note": label.note, "created_at": label.created_at},
+        )
+        for qid, doc_id, label in rows
+    ]
+
+
+def _clear_promoted(session: Session, name: str) -> None:
+    session.execute(
+        update(ModelVersionRow)
+        .where(ModelVersionRow.name == name, ModelVersionRow.promoted.is_(True))
+        .values(promoted=False)
+    )
+
+
+def _model_dict(row: ModelVersionRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "name": row.name,
+        "kind": row.kind,
+        "version": row.version,
+        "training_data": row.training_data,
+        "metrics": row.metrics,
+        "checkpoint_path": row.checkpoint_path,
+        "created_at": row.created_at,
+        "promoted": row.promoted,
+        "status": row.status,
+    }
+
+
+def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
+    """Plain JSON types (numpy scalars and arrays become floats and lists), checked before writing."""
+
+    def convert(obj: Any) -> Any:
+        if hasattr(obj, "tolist"):
+            return obj.tolist()
+        if isinstance(obj, (Path, datetime)):
+            return str(obj)
+        raise InputError(f"value of type {type(obj).__name__} cannot be stored as JSON")
+
+    return json.loads(json.dumps(value, default=convert))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,214 @@
+"""Question analysis models feeding the focus links: question class (``question_class``) and
+question focus (``focus``), after Nicosia (2018), chapter 6.
+
+Both are "pick one of N" models trained with cross-entropy, N being the 6 classes or the
+sentence's tokens, so this module holds everything they share: vocabulary and GloVe table,
+encoding, training through the shared loop with dev accuracy for selection, batched logits, and
+checkpoints (atomic write; a missing or foreign file raises ``InputError``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, Self
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from qa_core.device import default_device
+from qa_core.nn.encoders import WordEmbedding
+from qa_core.rankers.base import ProgressCallback
+from qa_core.text.vectors import Vocabulary, embedding_matrix, normalize
+from qa_core.training.batching import TensorBatches, pad_ids
+from qa_core.training.loop import seed_everything, train
+from qa_core.types import InputError
+
+CHECKPOINT_FORMAT = 1
+PREDICT_BATCH = 256
+
+
+class NotTrainedError(RuntimeError):
+    """A classifier was asked to predict before ``fit`` or ``load``."""
+
+
+class EmbeddingModel(nn.Module):
+    """Word ids (batch, length) -> logits (batch, choices), reading one GloVe ``embedding``.
+
+    Choices that do not exist for a row (padding tokens) must come out as -inf.
+    """
+
+    embedding: WordEmbedding
+
+
+class TrainingConfig(Protocol):
+    """Fields every classifier config dataclass has (the optimisation settings of ``_fit``)."""
+
+    lr: float
+    weight_decay: float
+    batch_size: int
+    max_epochs: int
+    patience: int
+
+
+class TokenModelClassifier(ABC):
+    """Shared life cycle of a classifier over normalised word tokens: build vocabulary and GloVe
+    table from the training tokens, train, compute logits in batches, save and load.
+
+    Subclasses set ``kind`` (checked on load), ``config_class`` (a dataclass with the
+    ``TrainingConfig`` fields) and ``_build_model``.
+    """
+
+    kind: ClassVar[str]
+    config_class: ClassVar[type]
+
+    def __init__(self, config: Any = None) -> None:
+        self.config = config if config is not None else self.config_class()
+        self.vocab: Vocabulary | None = None
+        self.model: EmbeddingModel | None = None
+        self.device = default_device()
+
+    @abstractmethod
+    def _build_model(self, vectors: torch.Tensor) -> EmbeddingModel:
+        """The untrained network over a (vocabulary, 50) table of initial word vectors."""
+
+    def _init_model(self, token_lists: Sequence[Sequence[str]], seed: int) -> None:
+        """Vocabulary of the training tokens, GloVe rows (seeded random for unknown words)."""
+        self.vocab = Vocabulary.build([[normalize(t) for t in tokens] for tokens in token_lists])
+        vectors = torch.as_tensor(embedding_matrix(self.vocab, seed), dtype=torch.float32)
+        self.model = self._build_model(vectors).to(self.device)
+
+    def _encode(self, token_lists: Sequence[Sequence[str]]) -> torch.Tensor:
+        """(count, longest) word ids on the model's device; unknown words map to UNK."""
+        if self.vocab is None:
+            raise NotTrainedError(f"{type(self).__name__} is not trained: call fit() or load()")
+        ids = [self.vocab.encode([normalize(t) for t in tokens]) for tokens in token_lists]
+        return pad_ids(ids).to(self.device)
+
+    def _trained_model(self) -> EmbeddingModel:
+        if self.model is None:
+            raise NotTrainedError(f"{type(self).__name__} is not trained: call fit() or load()")
+        return self.model
+
+    def _fit(
+        self,
+        train_tokens: Sequence[Sequence[str]],
+        train_targets: Sequence[int],
+        dev_tokens: Sequence[Sequence[str]],
+        dev_targets: Sequence[int],
+        *,
+        seed: int,
+        progress: bool,
+        callback: ProgressCallback | None,
+    ) -> dict[str, Any]:
+        """Adam on cross-entropy through the shared loop; dev accuracy after every epoch picks the
+        kept state. The loop reports it under its ranking name: ``best_dev_map`` is dev accuracy."""
+        if not train_tokens or not dev_tokens:
+            raise InputError("training needs at least one training and one dev example")
+        config: TrainingConfig = self.config
+        seed_everything(seed)
+        self._init_model(train_tokens, seed)
+        model = self._trained_model()
+        batches = TensorBatches(
+            {"ids": self._encode(train_tokens)},
+            torch.tensor(list(train_targets), device=self.device),
+            batch_size=config.batch_size,
+        )
+        dev_ids = self._encode(dev_tokens)
+        dev_gold = torch.tensor(list(dev_targets))
+
+        def dev_accuracy() -> float:
+            return float((self._logits_of(dev_ids).argmax(dim=1) == dev_gold).float().mean())
+
+        optimizer = torch.optim.Adam(
+            [p for p in model.parameters() if p.requires_grad], lr=config.lr, weight_decay=config.weight_decay
+        )
+        return train(
+            model,
+            optimizer,
+            F.cross_entropy,
+            batches,
+            dev_accuracy,
+            eval_every=len(batches),
+            max_epochs=config.max_epochs,
+            patience=config.patience,
+            seed=seed,
+            progress=progress,
+            callback=callback,
+        )
+
+    @torch.no_grad()
+    def _logits_of(self, ids: torch.Tensor) -> torch.Tensor:
+        """Logits on the CPU for encoded rows, in eval mode, ``PREDICT_BATCH`` rows at a time."""
+        model = self._trained_model()
+        was_training = model.training
+        model.eval()
+        try:
+            chunks = [ids[start : start + PREDICT_BATCH] for start in range(0, len(ids), PREDICT_BATCH)]
+            return torch.cat([model(chunk).cpu() for chunk in chunks])
+        finally:
+            model.train(was_training)
+
+    def _logits(self, token_lists: Sequence[Sequence[str]]) -> torch.Tensor:
+        if any(len(tokens) == 0 for tokens in token_lists):
+            raise InputError("cannot classify an empty question")
+        if not token_lists:
+            return torch.empty(0, 0)
+        return self._logits_of(self._encode(token_lists))
+
+    def state(self) -> dict[str, Any]:
+        """Config, vocabulary, word vectors (a frozen table is outside the state_dict) and weights."""
+        model = self._trained_model()
+        assert self.vocab is not None
+        return {
+            "config": asdict(self.config),
+            "vocab": self.vocab.to_list(),
+            "vectors": model.embedding.weight.detach().cpu(),
+            "model": {name: tensor.detach().cpu() for name, tensor in model.state_dict().items()},
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Self:
+        classifier = cls(cls.config_class(**state["config"]))
+        classifier.vocab = Vocabulary.from_list(state["vocab"])
+        model = classifier._build_model(state["vectors"])
+        model.load_state_dict(state["model"])
+        classifier.model = model.to(classifier.device).eval()
+        return classifier
+
+    def save(self, path: str | Path) -> Path:
+        """Write a checkpoint atomically: a crash mid-write never leaves a half file at ``path``."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"format": CHECKPOINT_FORMAT, "kind": self.kind, "state": self.state()}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                torch.save(payload, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Self:
+        """Rebuild a saved classifier; a missing, corrupt or other-kind file raises ``InputError``."""
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(f"checkpoint not found: {path}")
+        try:
+            payload = torch.load(path, map_location="cpu", weights_only=False)
+            kind, state = payload["kind"], payload["state"]
+        except Exception as exc:  # torch raises many types for a damaged file
+            raise InputError(f"checkpoint {path} is corrupt or not a Rerank Lab checkpoint ({exc})") from exc
+        if kind != cls.kind:
+            raise InputError(f"checkpoint {path} holds a {kind!r} model, not a {cls.kind!r}")
+        return cls.from_state(state)

@@ -1,0 +1,117 @@
+"""Question focus: which token of a question names what is asked for ("Who is the #author of...").
+
+Tagger as specified in Nicosia (2018): 4 stacked width-10 convolutions of 100 maps, a shared
+(position-wise) 100-d ReLU layer, a linear layer to one score per token, softmax over the
+sentence's tokens; Adam 1e-4, batch 16. Word vectors are frozen GloVe 50d, as in the class CNN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from qa_core.classifiers import EmbeddingModel, TokenModelClassifier
+from qa_core.nn.encoders import PAD_ID, WordEmbedding
+from qa_core.rankers.base import ProgressCallback
+from qa_core.types import InputError
+
+
+@dataclass(frozen=True)
+class FocusConfig:
+    layers: int = 4
+    width: int = 10
+    filters: int = 100
+    hidden: int = 100
+    trainable_embeddings: bool = False
+    lr: float = 1e-4
+    weight_decay: float = 0.0
+    batch_size: int = 16
+    max_epochs: int = 60
+    patience: int = 8
+
+
+class FocusCNN(EmbeddingModel):
+    """Word ids -> one score per token, -inf on padding (a masked softmax gives it no mass).
+
+    Convolutions pad with zeros to keep the length (width 10: 4 columns before, 5 after) and
+    padding columns are zeroed again after every layer, so a real token sees exactly what it would
+    at the sentence edge: scores do not depend on how much padding the batch adds.
+    """
+
+    def __init__(self, vectors: torch.Tensor, config: FocusConfig):
+        super().__init__()
+        self.embedding = WordEmbedding(vectors, trainable=config.trainable_embeddings)
+        inputs = [self.embedding.dim] + [config.filters] * (config.layers - 1)
+        self.same_length = ((config.width - 1) // 2, config.width // 2)
+        self.convs = nn.ModuleList(
+            nn.Conv1d(size, config.filters, kernel_size=config.width) for size in inputs
+        )
+        self.hidden = nn.Linear(config.filters, config.hidden)
+        self.score = nn.Linear(config.hidden, 1)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        mask = ids != PAD_ID
+        keep = mask.unsqueeze(1).to(torch.float32)
+        columns = self.embedding(ids).transpose(1, 2)
+        for conv in self.convs:
+            columns = torch.relu(conv(F.pad(columns, self.same_length))) * keep
+        scores = self.score(torch.relu(self.hidden(columns.transpose(1, 2)))).squeeze(-1)
+        return scores.masked_fill(~mask, float("-inf"))
+
+
+class FocusTagger(TokenModelClassifier):
+    """Predicts the focus token index of whitespace-tokenised questions."""
+
+    kind = "question_focus"
+    config_class = FocusConfig
+
+    def _build_model(self, vectors: torch.Tensor) -> EmbeddingModel:
+        return FocusCNN(vectors, self.config)
+
+    @staticmethod
+    def _check_targets(token_lists: Sequence[Sequence[str]], focus: Sequence[int]) -> list[int]:
+        if len(token_lists) != len(focus):
+            raise InputError("questions and focus indices differ in number")
+        for number, (tokens, index) in enumerate(zip(token_lists, focus, strict=True), start=1):
+            if not 0 <= index < len(tokens):
+                raise InputError(f"question {number}: focus index {index} outside its {len(tokens)} tokens")
+        return list(focus)
+
+    def fit(
+        self,
+        token_lists: Sequence[Sequence[str]],
+        focus: Sequence[int],
+        dev_token_lists: Sequence[Sequence[str]],
+        dev_focus: Sequence[int],
+        *,
+        seed: int = 1,
+        progress: bool = False,
+        callback: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Train on tokenised questions with their focus index; keep the best-dev-accuracy state.
+
+        Returns the shared loop's report (``best_dev_map`` holds the dev accuracy).
+        """
+        return self._fit(
+            token_lists,
+            self._check_targets(token_lists, focus),
+            dev_token_lists,
+            self._check_targets(dev_token_lists, dev_focus),
+            seed=seed,
+            progress=progress,
+            callback=callback,
+        )
+
+    def predict_proba(self, token_lists: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """One probability per token for each question (each array sums to 1)."""
+        probabilities = torch.softmax(self._logits(token_lists), dim=1).numpy()
+        return [row[: len(tokens)] for row, tokens in zip(probabilities, token_lists, strict=True)]
+
+    def predict(self, token_lists: Sequence[Sequence[str]]) -> list[int]:
+        return [int(row.argmax()) for row in self.predict_proba(token_lists)]

@@ -1,0 +1,82 @@
+"""Exporters: TREC runs, TREC qrels and JSONL, each written atomically.
+
+A temporary file in the target folder is renamed over the target (``os.replace``), so a crash or
+an error halfway leaves either the old file or the complete new one, never a truncated file that
+a later evaluation would silently read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from qa_core.types import InputError
+
+
+def _write_atomically(path: str | Path, lines: Iterable[str]) -> int:
+    """Write ``lines`` to ``path`` through a temporary sibling file; returns the lines written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", newline="\n", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
+    )
+    count = 0
+    try:
+        with handle:
+            for line in lines:
+                handle.write(line)
+                count += 1
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    return count
+
+
+def _trec_token(value: str, what: str) -> str:
+    """TREC files are whitespace-separated: an id with whitespace would corrupt every later column."""
+    text = str(value)
+    if not text or any(c.isspace() for c in text):
+        raise InputError(f"{what} {text!r} cannot be written to a TREC file (empty or holds whitespace)")
+    return text
+
+
+def _run_lines(run: Mapping[str, Mapping[str, float]], tag: str) -> Iterator[str]:
+    tag = _trec_token(tag, "run tag")
+    for qid, scores in run.items():
+        qid = _trec_token(qid, "query id")
+        # Highest score first; equal scores in doc_id order, so the same run always writes the same file.
+        ranked = sorted(scores.items(), key=lambda item: (-float(item[1]), str(item[0])))
+        for rank, (doc_id, score) in enumerate(ranked, start=1):
+            yield f"{qid} Q0 {_trec_token(doc_id, 'document id')} {rank} {float(score)!r} {tag}\n"
+
+
+def write_trec_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str) -> int:
+    """Write ``{qid: {doc_id: score}}`` as a TREC run (``qid Q0 doc_id rank score tag``); returns the lines.
+
+    Scores are written with ``repr`` so that reading the run back gives the same floats.
+    """
+    return _write_atomically(path, _run_lines(run, tag))
+
+
+def write_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path) -> int:
+    """Write ``{qid: {doc_id: grade}}`` as TREC qrels (``qid 0 doc_id grade``); returns the lines."""
+    return _write_atomically(
+        path,
+        (
+            f"{_trec_token(qid, 'query id')} 0 {_trec_token(doc_id, 'document id')} {int(grade)}\n"
+            for qid, grades in qrels.items()
+            for doc_id, grade in grades.items()
+        ),
+    )
+
+
+def write_jsonl(rows: Iterable[Mapping[str, Any]], path: str | Path) -> int:
+    """Write one JSON object a line (UTF-8, not ASCII-escaped); returns the lines."""
+    return _write_atomically(path, (json.dumps(dict(row), ensure_ascii=False) + "\n" for row in rows))

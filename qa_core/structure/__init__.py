@@ -1,0 +1,34 @@
+"""Structural representations for tree-kernel rerankers: shallow trees, REL tagging, tree kernels.
+
+Names are imported lazily: kernel worker processes import ``kernels`` alone and start fast, while
+``rel`` pulls in the rankers package (and with it torch).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "Tree": "trees",
+    "ShallowTree": "trees",
+    "build_shallow_tree": "trees",
+    "shallow_tree": "trees",
+    "RelTagged": "rel",
+    "rel_tag": "rel",
+    "heuristic_focus_and_class": "rel",
+    "CompiledTree": "kernels",
+    "compile_tree": "kernels",
+    "stk": "kernels",
+    "ptk": "kernels",
+    "tree_kernel": "kernels",
+    "gram_matrix": "kernels",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{_EXPORTS[name]}"), name)

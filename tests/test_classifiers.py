@@ -1,0 +1,221 @@
+"""Question-class CNN and focus tagger: loaders, masking, learning on real data, checkpoints."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from qa_core import config
+from qa_core.classifiers import NotTrainedError
+from qa_core.classifiers.focus import FocusCNN, FocusConfig, FocusTagger
+from qa_core.classifiers.question_class import QuestionClassConfig, QuestionClassifier, QuestionCNN
+from qa_core.data.questions import (
+    ClassifiedQuestion,
+    FocusQuestion,
+    load_focus_questions,
+    load_question_classes,
+)
+from qa_core.types import InputError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "questions"
+SHARED = config.shared_data_dir()
+needs_shared_data = pytest.mark.skipif(
+    SHARED is None, reason="shared benchmark data absent (../shared/data or RERANK_LAB_SHARED_DATA)"
+)
+
+# Small settings so that training in tests takes seconds; the architecture stays as specified.
+FAST_CLASS = QuestionClassConfig(filters=100, lr=2e-3, max_epochs=6, patience=6)
+FAST_FOCUS = FocusConfig(lr=1e-3, max_epochs=6, patience=6)
+
+
+# ------------------------------------------------------------------------------------ loaders
+
+
+def test_uiuc_loader_decodes_iso_8859_1_and_skips_blank_lines():
+    questions = load_question_classes(FIXTURES / "classes_latin1.label")
+    assert [q.coarse for q in questions] == ["DESC", "HUM", "NUM"]
+    assert questions[1] == ClassifiedQuestion("Who directed the film Amélie ?", "HUM", "ind")
+
+
+def test_uiuc_loader_names_file_and_line_of_a_malformed_line():
+    path = FIXTURES / "classes_malformed.label"
+    with pytest.raises(InputError, match=r"classes_malformed.label, line 2: expected 'COARSE:fine") as error:
+        load_question_classes(path)
+    assert error.value.line == 2
+
+
+def test_uiuc_loader_rejects_unknown_coarse_class(tmp_path: Path):
+    path = tmp_path / "bad.label"
+    path.write_text("COLOR:red What colour is the sky ?\n")
+    with pytest.raises(InputError, match="line 1: unknown coarse class 'COLOR'"):
+        load_question_classes(path)
+
+
+def test_focus_loader_strips_marks_and_picks_the_head_of_a_multiword_focus():
+    first, multi, quoted = load_focus_questions(FIXTURES / "focus.label")
+    assert first == FocusQuestion(
+        "1", tuple("Who is the author of the book , “The Iron Lady” ?".split()), focus=3, marked=(3,)
+    )
+    assert multi.tokens[3:6] == ("Docklands", "Light", "Railway") and multi.marked == (3, 4, 5)
+    assert multi.focus == 5
+    # Marks after an opening quote count; "of" ends the head: "Pines" of "The Pines of Rome".
+    assert quoted.tokens == ("Who", "wrote", "“The", "Pines", "of", "Rome”", "?")
+    assert quoted.marked == (2, 3, 4, 5) and quoted.focus == 3
+
+
+def test_focus_loader_names_file_and_line_of_a_question_without_focus():
+    with pytest.raises(InputError, match=r"focus_malformed.label, line 2: no focus word marked"):
+        load_focus_questions(FIXTURES / "focus_malformed.label")
+
+
+def test_focus_loader_rejects_a_line_without_tab(tmp_path: Path):
+    path = tmp_path / "focus.label"
+    path.write_text("1 Who is the #author ?\n")
+    with pytest.raises(InputError, match="line 1: expected 'id<TAB>question'"):
+        load_focus_questions(path)
+
+
+@needs_shared_data
+def test_real_files_load_with_their_documented_counts():
+    assert SHARED is not None
+    train = load_question_classes(SHARED / "question_class" / "train_5500.label")
+    test = load_question_classes(SHARED / "question_class" / "TREC_10.label")
+    focus = load_focus_questions(SHARED / "question_focus" / "train_1228.label")
+    assert (len(train), len(test), len(focus)) == (5452, 500, 1228)
+    assert {q.coarse for q in train} == {"ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"}
+    assert all(not token.startswith("#") for q in focus for token in q.tokens)
+
+
+# ---------------------------------------------------------------------------- shapes and masking
+
+
+def _vectors(rows: int = 30) -> torch.Tensor:
+    torch.manual_seed(0)
+    vectors = torch.randn(rows, 50)
+    vectors[0] = 0
+    return vectors
+
+
+def test_class_cnn_logits_do_not_depend_on_padding_length():
+    model = QuestionCNN(_vectors(), QuestionClassConfig(), classes=6).eval()
+    question = [5, 9, 2, 17]
+    alone = model(torch.tensor([question]))
+    padded = model(torch.tensor([question + [0] * 11, list(range(2, 17))]))
+    assert alone.shape == (1, 6)
+    torch.testing.assert_close(padded[0], alone[0])
+    one_word = model(torch.tensor([[7]]))  # shorter than the widest filter
+    torch.testing.assert_close(model(torch.tensor([[7, 0, 0, 0]])), one_word)
+
+
+def test_focus_padding_gets_no_probability_and_changes_no_score():
+    model = FocusCNN(_vectors(), FocusConfig()).eval()
+    sentence = [4, 8, 15, 16, 23]
+    alone = model(torch.tensor([sentence]))
+    padded = model(torch.tensor([sentence + [0] * 20, list(range(2, 27))]))
+    assert alone.shape == (1, 5) and padded.shape == (2, 25)
+    torch.testing.assert_close(padded[0, :5], alone[0])
+    probabilities = torch.softmax(padded, dim=1)
+    assert torch.all(probabilities[0, 5:] == 0)
+    torch.testing.assert_close(probabilities[0, :5].sum(), torch.tensor(1.0))
+
+
+# ----------------------------------------------------------------- training, prediction, checkpoints
+
+SYNTHETIC = {
+    "HUM": ["Who wrote Hamlet ?", "Who invented the telephone ?", "Who is the president of France ?"],
+    "LOC": ["Where is the Eiffel Tower ?", "Where was Mozart born ?", "Where is Lake Victoria ?"],
+    "NUM": ["How many moons does Mars have ?", "When did World War II end ?", "How tall is Everest ?"],
+}
+
+
+@pytest.fixture(scope="module")
+def small_classifier() -> QuestionClassifier:
+    questions = [q for texts in SYNTHETIC.values() for q in texts]
+    labels = [label for label, texts in SYNTHETIC.items() for _ in texts]
+    classifier = QuestionClassifier(FAST_CLASS)
+    classifier.fit(questions, labels, questions, labels, seed=3)
+    return classifier
+
+
+@pytest.fixture(scope="module")
+def small_tagger() -> FocusTagger:
+    questions = load_focus_questions(FIXTURES / "focus.label")
+    tokens, focus = [q.tokens for q in questions], [q.focus for q in questions]
+    tagger = FocusTagger(FAST_FOCUS)
+    tagger.fit(tokens, focus, tokens, focus, seed=3)
+    return tagger
+
+
+def test_classifier_outputs_and_save_load_round_trip(small_classifier: QuestionClassifier, tmp_path: Path):
+    texts = ["Who painted the Mona Lisa ?", "Where is Timbuktu ?", "How far is the Moon ?"]
+    probabilities = small_classifier.predict_proba(texts)
+    assert probabilities.shape == (3, 6)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    path = small_classifier.save(tmp_path / "models" / "class.pt")
+    assert [p.name for p in path.parent.iterdir()] == ["class.pt"]  # no temporary file left behind
+    restored = QuestionClassifier.load(path)
+    assert restored.predict(texts) == small_classifier.predict(texts)
+    np.testing.assert_allclose(restored.predict_proba(texts), probabilities, rtol=1e-6)
+    assert restored.config == FAST_CLASS
+
+
+def test_tagger_outputs_and_save_load_round_trip(small_tagger: FocusTagger, tmp_path: Path):
+    sentences = [["What", "is", "the", "capital", "of", "Peru", "?"], ["Who", "is", "Tom", "Cruise", "?"]]
+    probabilities = small_tagger.predict_proba(sentences)
+    assert [len(p) for p in probabilities] == [7, 5]
+    np.testing.assert_allclose(probabilities[1], small_tagger.predict_proba(sentences[1:])[0], rtol=1e-5)
+    restored = FocusTagger.load(small_tagger.save(tmp_path / "focus.pt"))
+    assert restored.predict(sentences) == small_tagger.predict(sentences)
+    np.testing.assert_allclose(restored.predict_proba(sentences)[0], probabilities[0], rtol=1e-6)
+
+
+def test_checkpoint_errors_are_input_errors(small_tagger: FocusTagger, tmp_path: Path):
+    with pytest.raises(InputError, match="checkpoint not found"):
+        QuestionClassifier.load(tmp_path / "missing.pt")
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(b"not a checkpoint")
+    with pytest.raises(InputError, match="corrupt"):
+        QuestionClassifier.load(corrupt)
+    with pytest.raises(InputError, match="holds a 'question_focus' model"):
+        QuestionClassifier.load(small_tagger.save(tmp_path / "focus.pt"))
+
+
+def test_bad_input_is_reported_clearly(small_classifier: QuestionClassifier):
+    with pytest.raises(NotTrainedError):
+        QuestionClassifier().predict(["Who is it ?"])
+    with pytest.raises(InputError, match="empty question"):
+        small_classifier.predict([""])
+    with pytest.raises(InputError, match="unknown question classes"):
+        QuestionClassifier(FAST_CLASS).fit(["Why ?"], ["WHY"], ["Why ?"], ["DESC"])
+    with pytest.raises(InputError, match="focus index 3 outside its 2 tokens"):
+        FocusTagger(FAST_FOCUS).fit([["a", "b"]], [3], [["a", "b"]], [0])
+
+
+@needs_shared_data
+def test_class_cnn_learns_from_a_thousand_questions():
+    assert SHARED is not None
+    questions = load_question_classes(SHARED / "question_class" / "train_5500.label")
+    random.Random(0).shuffle(questions)
+    train, dev, held_out = questions[:1000], questions[1000:1200], questions[1200:1700]
+    classifier = QuestionClassifier(FAST_CLASS)
+    classifier.fit([q.text for q in train], [q.coarse for q in train], [q.text for q in dev], [q.coarse for q in dev])
+    predicted = classifier.predict([q.text for q in held_out])
+    accuracy = np.mean([p == q.coarse for p, q in zip(predicted, held_out, strict=True)])
+    assert accuracy > 0.6  # chance (majority class) is about 0.23
+
+
+@needs_shared_data
+def test_focus_tagger_learns_from_real_questions():
+    assert SHARED is not None
+    questions = load_focus_questions(SHARED / "question_focus" / "train_1228.label")
+    random.Random(0).shuffle(questions)
+    train, dev, held_out = questions[:700], questions[700:800], questions[800:1000]
+    tagger = FocusTagger(FAST_FOCUS)
+    tagger.fit([q.tokens for q in train], [q.focus for q in train], [q.tokens for q in dev], [q.focus for q in dev])
+    predicted = tagger.predict([q.tokens for q in held_out])
+    accuracy = np.mean([p == q.focus for p, q in zip(predicted, held_out, strict=True)])
+    assert accuracy > 0.5  # a uniform guess over about 10 tokens gets 0.1

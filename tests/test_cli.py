@@ -1,0 +1,121 @@
+"""The command line end to end: real store (SQLite), real spaCy, real training, one process each."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qa_core.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def cli_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("RERANK_LAB_DB", f"sqlite:///{tmp_path / 'store.sqlite'}")
+    return tmp_path
+
+
+def run_cli(*args: str, capsys) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_demo_train_evaluate_rank(cli_env, capsys):
+    assert run_cli("data", "demo", capsys=capsys)[0] == 0
+
+    code, out, _ = run_cli("train", "--model", "smcnn", "--data", "demo", "--seed", "3", capsys=capsys)
+    assert code == 0
+    trained = json.loads(out.strip().splitlines()[-1])
+    assert trained["version"] == 1 and Path(trained["checkpoint"]).is_file()
+
+    code, out, _ = run_cli("evaluate", "--model", "smcnn", "--data", "demo", "--split", "test", capsys=capsys)
+    assert code == 0
+    line = json.loads(out)
+    assert set(line) >= {"map", "mrr", "p@1", "ndcg@10", "questions", "clean"}
+    assert line["clean"] is False and line["questions"] > 0
+    assert 0.0 < line["map"] <= 1.0
+
+    code, out, _ = run_cli("evaluate", "--model", trained["checkpoint"], "--data", "demo", "--clean", capsys=capsys)
+    assert code == 0 and json.loads(out)["clean"] is True
+
+    code, out, _ = run_cli("rank", "who wrote the adventures of tom sawyer", "--data", "demo",
+                           "--model", "smcnn", "--top", "3", capsys=capsys)
+    assert code == 0
+    assert len(out.strip().splitlines()) == 3
+
+
+def test_import_export_round_trip(cli_env, capsys, tmp_path):
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("qid,question,doc_id,candidate,label,split\n"
+                     "q1,who wrote hamlet,d1,Shakespeare wrote Hamlet.,1,test\n"
+                     "q1,who wrote hamlet,d2,Hamlet is a play.,0,test\n")
+    code, out, err = run_cli("data", "import", str(pairs), "--name", "tiny", capsys=capsys)
+    assert code == 0, err
+    assert json.loads(out)["imported"] == "tiny"
+
+    qrels = tmp_path / "gold.qrels"
+    assert run_cli("data", "export", "--data", "tiny", "--source", "gold", "--out", str(qrels), capsys=capsys)[0] == 0
+    assert sorted(qrels.read_text().split("\n")[:-1]) == ["q1 0 d1 1", "q1 0 d2 0"]
+
+    code, out, _ = run_cli("evaluate", "--model", "overlap", "--data", "tiny", capsys=capsys)
+    assert code == 0 and json.loads(out)["map"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["rank", "   ", "--data", "demo"], "empty"),
+        (["evaluate", "--model", "smcnn", "--data", "demo"], "train"),
+        (["evaluate", "--model", "nosuchmodel", "--data", "demo"], "unknown model"),
+        (["evaluate", "--model", "overlap", "--data", "nosuchdata"], "nosuchdata"),
+        (["evaluate", "--model", "/nonexistent/model.pt", "--data", "demo"], "not found"),
+    ],
+)
+def test_bad_input_gives_one_clear_line(cli_env, capsys, args, message):
+    assert run_cli("data", "demo", capsys=capsys)[0] == 0
+    code, _, err = run_cli(*args, capsys=capsys)
+    assert code == 2
+    assert err.startswith("error: ") and message in err.lower()
+    assert "Traceback" not in err
+
+
+def test_malformed_file_names_file_and_line_and_imports_nothing(cli_env, capsys, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "q", "candidate": "c", "label": 1}\n{not json\n')
+    code, _, err = run_cli("data", "import", str(bad), capsys=capsys)
+    assert code == 2 and "bad.jsonl" in err and "line 2" in err
+    code, out, _ = run_cli("data", "list", capsys=capsys)
+    assert code == 0 and "bad" not in out
+
+
+def test_module_entry_point_runs_as_a_process(cli_env):
+    result = subprocess.run([sys.executable, "-m", "qa_core", "rank", ""], cwd=ROOT, env=os.environ.copy(),
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
+def test_import_qrels_adds_labels_and_a_bad_file_adds_none(cli_env, capsys, tmp_path):
+    assert run_cli("data", "demo", capsys=capsys)[0] == 0
+    good = tmp_path / "judged.qrels"
+    good.write_text("demo-01 0 demo-01-0 2\ndemo-01 0 demo-01-1 0\n")
+    code, out, err = run_cli("data", "import-qrels", str(good), "--data", "demo", "--annotator", "ann", capsys=capsys)
+    assert code == 0, err
+    assert json.loads(out) == {"labels": 2, "annotator": "ann"}
+
+    bad = tmp_path / "bad.qrels"
+    bad.write_text("demo-01 0 demo-01-2 1\ndemo-01 0 no-such-doc 1\n")
+    code, _, err = run_cli("data", "import-qrels", str(bad), "--data", "demo", capsys=capsys)
+    assert code == 2 and "no-such-doc" in err
+
+    exported = tmp_path / "labels.qrels"
+    assert run_cli("data", "export", "--data", "demo", "--out", str(exported), capsys=capsys)[0] == 0
+    assert sorted(exported.read_text().splitlines()) == ["demo-01 0 demo-01-0 2", "demo-01 0 demo-01-1 0"]

@@ -1,0 +1,81 @@
+"""qa_core.retrieval: bm25s index over (doc_id, text) pairs and pool scoring."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qa_core.retrieval import BM25Index, bm25_scores
+
+CORPUS = [
+    ("d1", "Mark Twain was born in Florida, Missouri, in 1835."),
+    ("d2", "Paris is the capital and largest city of France."),
+    ("d3", "Twain wrote The Adventures of Tom Sawyer."),
+    ("d4", "The Missouri River is the longest river in North America."),
+    ("d5", "Cats sleep for most of the day."),
+]
+
+
+@pytest.fixture(scope="module")
+def index() -> BM25Index:
+    return BM25Index.build(CORPUS)
+
+
+def test_right_document_ranks_first(index: BM25Index) -> None:
+    assert index.search("Where was Mark Twain born?", k=3)[0][0] == "d1"
+    assert index.search("capital of France", k=3)[0][0] == "d2"
+    assert index.search("Who wrote Tom Sawyer?")[0][0] == "d3"
+
+
+def test_results_sorted_and_only_matching(index: BM25Index) -> None:
+    results = index.search("Twain Missouri", k=10)
+    scores = [score for _, score in results]
+    assert scores == sorted(scores, reverse=True) and all(s > 0 for s in scores)
+    assert {doc_id for doc_id, _ in results} == {"d1", "d3", "d4"}  # d2, d5 share no term
+
+
+def test_k_is_capped(index: BM25Index) -> None:
+    assert len(index.search("the Twain Missouri Paris cats", k=1000)) == len(CORPUS)
+    assert len(index.search("Twain Missouri", k=1)) == 1
+    assert index.search("Twain", k=0) == []
+
+
+@pytest.mark.parametrize("query", ["", "   ", "the of is and", "xylophone zeppelin", "?!"])
+def test_queries_matching_nothing_give_no_results(index: BM25Index, query: str) -> None:
+    assert index.search(query) == []
+
+
+def test_save_load_gives_identical_results(index: BM25Index, tmp_path: Path) -> None:
+    index.save(tmp_path / "bm25")
+    loaded = BM25Index.load(tmp_path / "bm25")
+    assert loaded.doc_ids == index.doc_ids
+    for query in ["Where was Mark Twain born?", "river", "France capital city", ""]:
+        assert loaded.search(query, k=5) == index.search(query, k=5)
+
+
+def test_empty_and_stopword_only_corpora(tmp_path: Path) -> None:
+    empty = BM25Index.build([])
+    assert len(empty) == 0 and empty.search("Twain") == []
+    stopwords_only = BM25Index.build([("a", "the"), ("b", "of it")])
+    assert stopwords_only.search("the") == []
+    stopwords_only.save(tmp_path / "s")
+    assert BM25Index.load(tmp_path / "s").search("the") == []
+
+
+def test_duplicate_doc_ids_rejected() -> None:
+    with pytest.raises(ValueError):
+        BM25Index.build([("d1", "a text"), ("d1", "another text")])
+
+
+def test_bm25_scores_of_a_pool() -> None:
+    pool = [text for _, text in CORPUS]
+    scores = bm25_scores("Where was Mark Twain born?", pool)
+    assert scores.dtype == np.float64 and scores.shape == (len(pool),)
+    assert int(np.argmax(scores)) == 0 and scores[1] == 0.0
+    np.testing.assert_array_equal(bm25_scores("", pool), np.zeros(len(pool)))
+    assert bm25_scores("Twain", []).shape == (0,)
+    # The same scores as searching an index of the pool
+    by_id = dict(BM25Index.build(CORPUS).search("Where was Mark Twain born?"))
+    np.testing.assert_allclose([by_id.get(doc_id, 0.0) for doc_id, _ in CORPUS], scores, rtol=1e-6)

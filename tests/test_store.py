@@ -1,0 +1,300 @@
+"""The store on real databases: every test runs on SQLite and on PostgreSQL (see conftest)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import func, inspect, select
+
+from db.models import Base, CandidateRow, LabelRow, RunScoreRow
+from db.session import make_engine
+from db.store import Store
+from qa_core.types import Candidate, Dataset, InputError, Question
+
+
+def small_dataset(name: str = "demo") -> Dataset:
+    return Dataset(
+        name=name,
+        source="unit test",
+        questions=[
+            Question(
+                qid="q1",
+                text="who wrote hamlet?",
+                split="train",
+                candidates=[
+                    Candidate("d1", "Shakespeare wrote Hamlet.", label=1, first_stage_rank=1, first_stage_score=9.5),
+                    Candidate("d2", "Hamlet is a prince.", label=0, source="wiki", url="https://example.org/h"),
+                    Candidate("d3", "Unjudged sentence."),
+                ],
+            ),
+            Question(
+                qid="q2",
+                text="what is the capital of france?",
+                split="dev",
+                candidates=[
+                    Candidate("d1", "Paris is the capital of France.", label=3),
+                    Candidate("d4", "France is in Europe.", label=0),
+                ],
+            ),
+        ],
+    )
+
+
+def test_migration_matches_models(store: Store) -> None:
+    with store.engine.connect() as connection:
+        diff = compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}), Base.metadata)
+        assert diff == []
+        tables = set(inspect(connection).get_table_names())
+    assert {"datasets", "questions", "candidates", "labels", "model_versions", "runs", "run_scores"} <= tables
+
+
+def test_upgrade_is_idempotent(store: Store, database_url: str) -> None:
+    store.import_dataset(small_dataset())
+    again = Store(database_url)
+    try:
+        assert again.dataset_names() == ["demo"]
+    finally:
+        again.close()
+
+
+def test_sqlite_pragmas(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'pragmas.sqlite'}")
+    try:
+        with engine.connect() as connection:
+            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+            assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+    finally:
+        engine.dispose()
+
+
+def test_import_round_trip(store: Store) -> None:
+    dataset = small_dataset()
+    store.import_dataset(dataset)
+    loaded = store.load_dataset("demo")
+    assert loaded == dataset
+    assert [q.qid for q in store.load_dataset("demo", split="dev").questions] == ["q2"]
+    assert store.dataset_names() == ["demo"]
+    summary = store.dataset_summary("demo")
+    assert summary["questions"] == {"dev": 1, "train": 1}
+    assert (summary["candidates"], summary["positives"], summary["labelled"]) == (5, 2, 0)
+
+
+def test_import_accepts_numpy_scalars(store: Store) -> None:
+    candidate = Candidate("d1", "text", label=np.int64(2), first_stage_rank=np.int32(1), first_stage_score=np.float32(0.5))
+    store.import_dataset(Dataset("np", [Question("q1", "question", [candidate])]))
+    loaded = store.load_dataset("np").questions[0].candidates[0]
+    assert (loaded.label, loaded.first_stage_rank, loaded.first_stage_score) == (2, 1, 0.5)
+    assert type(loaded.label) is int
+
+
+def test_unknown_dataset_lists_known_names(store: Store) -> None:
+    store.import_dataset(small_dataset("alpha"))
+    with pytest.raises(InputError, match="alpha"):
+        store.load_dataset("beta")
+
+
+def test_failed_import_writes_nothing(store: Store) -> None:
+    store.import_dataset(small_dataset())
+    broken = small_dataset("broken")
+    broken.questions[1].candidates.append(Candidate("d4", "duplicate doc id"))
+    with pytest.raises(InputError, match="d4"):
+        store.import_dataset(broken)
+    with pytest.raises(InputError):
+        store.import_dataset(broken, replace=True)
+    assert store.dataset_names() == ["demo"]
+    broken.name = "demo"
+    with pytest.raises(InputError):
+        store.import_dataset(broken, replace=True)
+    assert store.load_dataset("demo") == small_dataset()
+
+
+def test_duplicate_name_and_replace(store: Store) -> None:
+    store.import_dataset(small_dataset())
+    with pytest.raises(InputError, match="already exists"):
+        store.import_dataset(small_dataset())
+    kept = store.find_candidate_id("demo", "q1", "d2")
+    store.add_label(kept, "ann", 2)
+    store.add_label(store.find_candidate_id("demo", "q2", "d4"), "ann", 1)
+    replacement = small_dataset()
+    replacement.questions.pop()  # q2 and its candidates disappear
+    store.import_dataset(replacement, replace=True)
+    assert store.load_dataset("demo") == replacement
+    new_id = store.find_candidate_id("demo", "q1", "d2")
+    assert store.current_labels("demo") == {new_id: {"ann": 2}}
+
+
+def test_bulk_import_of_ten_thousand_candidates(store: Store) -> None:
+    questions = [
+        Question(f"q{i}", f"question {i}", [Candidate(f"d{j}", f"answer {i} {j}", label=j % 2) for j in range(50)])
+        for i in range(200)
+    ]
+    store.import_dataset(Dataset("big", questions))
+    assert store.dataset_summary("big")["candidates"] == 10_000
+    assert len(store.candidate_rows("big")) == 10_000
+
+
+def test_candidate_rows(store: Store) -> None:
+    store.import_dataset(small_dataset())
+    rows = store.candidate_rows("demo", split="dev")
+    assert [(r.qid, r.doc_id, r.question, r.candidate, r.gold_label) for r in rows] == [
+        ("q2", "d1", "what is the capital of france?", "Paris is the capital of France.", 3),
+        ("q2", "d4", "what is the capital of france?", "France is in Europe.", 0),
+    ]
+    assert rows[0].candidate_id == store.find_candidate_id("demo", "q2", "d1")
+    with pytest.raises(InputError):
+        store.find_candidate_id("demo", "q2", "d2")
+
+
+def test_label_history_is_append_only(store: Store) -> None:
+    store.import_dataset(small_dataset())
+    candidate_id = store.find_candidate_id("demo", "q1", "d1")
+    store.add_label(candidate_id, "alice", 1)
+    store.add_label(candidate_id, "alice", 3, note="on second reading")
+    store.add_label(candidate_id, "bob", 0)
+    history = store.label_history(candidate_id)
+    assert [(h["annotator"], h["value"], h["note"]) for h in history] == [
+        ("alice", 1, None),
+        ("alice", 3, "on second reading"),
+        ("bob", 0, None),
+    ]
+    assert all(h["created_at"].tzinfo is not None for h in history)
+    assert store.current_labels("demo") == {candidate_id: {"alice": 3, "bob": 0}}
+    assert store.current_labels("demo", annotator="alice") == {candidate_id: {"alice": 3}}
+    assert store.dataset_summary("demo")["labelled"] == 1
+
+
+@pytest.mark.parametrize(
+    ("annotator", "value"), [("", 1), ("   ", 1), ("alice", 5), ("alice", -1), ("alice", 2.0), ("alice", True)]
+)
+def test_invalid_labels_are_rejected(store: Store, annotator: str, value: object) -> None:
+    store.import_dataset(small_dataset())
+    candidate_id = store.find_candidate_id("demo", "q1", "d1")
+    with pytest.raises(InputError):
+        store.add_label(candidate_id, annotator, value)  # type: ignore[arg-type]
+    assert store.label_history(candidate_id) == []
+
+
+def test_label_on_unknown_candidate(store: Store) -> None:
+    with pytest.raises(InputError, match="no candidate"):
+        store.add_label(12345, "alice", 1)
+
+
+def test_export_qrels(store: Store, tmp_path: Path) -> None:
+    store.import_dataset(small_dataset())
+    first = store.find_candidate_id("demo", "q1", "d1")
+    store.add_label(first, "alice", 1)
+    store.add_label(first, "bob", 2)  # the latest label of any annotator counts
+    store.add_label(store.find_candidate_id("demo", "q2", "d4"), "alice", 0)
+
+    labels_path = tmp_path / "out" / "labels.qrels"
+    assert store.export_qrels("demo", labels_path) == 2
+    assert labels_path.read_text().splitlines() == ["q1 0 d1 2", "q2 0 d4 0"]
+
+    gold_path = tmp_path / "gold.qrels"
+    assert store.export_qrels("demo", gold_path, source="gold") == 4
+    assert gold_path.read_text().splitlines() == ["q1 0 d1 1", "q1 0 d2 0", "q2 0 d1 3", "q2 0 d4 0"]
+    assert store.qrels("demo", "gold") == {"q1": {"d1": 1, "d2": 0}, "q2": {"d1": 3, "d4": 0}}
+    with pytest.raises(InputError):
+        store.export_qrels("demo", gold_path, source="other")
+    assert [p.name for p in tmp_path.rglob("*.tmp")] == []
+
+
+def test_export_labels_jsonl(store: Store, tmp_path: Path) -> None:
+    store.import_dataset(small_dataset())
+    candidate_id = store.find_candidate_id("demo", "q2", "d1")
+    store.add_label(candidate_id, "alice", 4, note="exact")
+    store.add_label(candidate_id, "alice", 3)
+    path = tmp_path / "labels.jsonl"
+    assert store.export_labels_jsonl("demo", path) == 2
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["qid"], r["doc_id"], r["annotator"], r["value"], r["note"]) for r in records] == [
+        ("q2", "d1", "alice", 4, "exact"),
+        ("q2", "d1", "alice", 3, None),
+    ]
+    assert records[0]["question"] == "what is the capital of france?"
+    assert records[0]["candidate"] == "Paris is the capital of France."
+    assert records[0]["created_at"].endswith("+00:00")
+
+
+def test_model_registry(store: Store) -> None:
+    assert store.promoted_model("smcnn") is None
+    first = store.register_model("smcnn", "smcnn", "/ckpt/1.pt", {"dataset": "demo"}, {"map": 0.5})
+    store.register_model("smcnn", "smcnn", "/ckpt/2.pt", {"dataset": "demo"}, {"map": 0.6})
+    store.register_model("bm25", "bm25", "/ckpt/bm25", {}, {})
+    assert [v["version"] for v in store.model_versions("smcnn")] == [1, 2]
+    assert store.promoted_model("smcnn")["version"] == 2  # newest when none is promoted
+
+    store.promote("smcnn", 1)
+    promoted = store.promoted_model("smcnn")
+    assert (promoted["id"], promoted["version"], promoted["metrics"]) == (first, 1, {"map": 0.5})
+    store.register_model("smcnn", "smcnn", "/ckpt/3.pt", {}, {}, promote=True)
+    assert [(v["version"], v["promoted"]) for v in store.model_versions("smcnn")] == [(1, False), (2, False), (3, True)]
+    assert store.promoted_model("bm25")["version"] == 1
+    with pytest.raises(InputError):
+        store.promote("smcnn", 9)
+    assert store.promoted_model("smcnn")["version"] == 3
+
+
+def test_concurrent_registrations_get_distinct_versions(store: Store) -> None:
+    errors: list[BaseException] = []
+
+    def register() -> None:
+        try:
+            store.register_model("m", "k", "/x", {}, {})
+        except BaseException as error:  # noqa: BLE001 - reported by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=register) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert sorted(v["version"] for v in store.model_versions("m")) == [1, 2, 3, 4]
+
+
+def test_save_and_load_run(store: Store) -> None:
+    store.import_dataset(small_dataset())
+    model_id = store.register_model("bm25", "bm25", "/ckpt", {}, {})
+    scores = {"q1": {"d1": 0.5, "d2": 2.0, "d3": -1.0}, "q2": {"d1": 1.0, "d4": 1.0}}
+    run_id = store.save_run("demo", "train", scores, {"map": 0.75}, model_version_id=model_id, tag="first")
+    assert store.load_run(run_id) == scores
+    assert list(store.load_run(run_id)["q1"]) == ["d2", "d1", "d3"]  # rank order
+    (listed,) = store.runs("demo")
+    assert (listed["id"], listed["tag"], listed["metrics"], listed["model"]) == (run_id, "first", {"map": 0.75}, "bm25")
+    with pytest.raises(InputError):
+        store.save_run("demo", None, {"q1": {"nope": 1.0}}, {})
+    assert len(store.runs()) == 1
+    with pytest.raises(InputError):
+        store.load_run(run_id + 100)
+
+
+def test_set_first_stage(store: Store) -> None:
+    store.import_dataset(small_dataset())
+    assert store.set_first_stage("demo", {"q1": [("d3", 1, 7.0), ("d1", 2, 3.5)]}) == 2
+    with pytest.raises(InputError, match="zz"):
+        store.set_first_stage("demo", {"q2": [("d1", 1, 1.0)], "q1": [("zz", 1, 1.0)]})
+    by_id = {c.doc_id: c for c in store.load_dataset("demo").questions[0].candidates}
+    assert (by_id["d3"].first_stage_rank, by_id["d3"].first_stage_score) == (1, 7.0)
+    assert (by_id["d1"].first_stage_rank, by_id["d1"].first_stage_score) == (2, 3.5)
+    assert store.load_dataset("demo").questions[1].candidates[0].first_stage_rank is None
+
+
+def test_delete_dataset_cascades(store: Store) -> None:
+    store.import_dataset(small_dataset())
+    store.add_label(store.find_candidate_id("demo", "q1", "d1"), "alice", 1)
+    store.save_run("demo", None, {"q1": {"d1": 1.0}}, {})
+    store.delete_dataset("demo")
+    assert store.dataset_names() == [] and store.runs() == []
+    with store.engine.connect() as connection:
+        for model in (CandidateRow, LabelRow, RunScoreRow):
+            assert connection.execute(select(func.count()).select_from(model)).scalar() == 0
+    with pytest.raises(InputError):
+        store.delete_dataset("demo")
