@@ -8,8 +8,6 @@ the database unchanged.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -31,6 +29,7 @@ from db.models import (
     RunScoreRow,
 )
 from db.session import make_engine, upgrade
+from qa_core.data.exporters import write_jsonl, write_qrels
 from qa_core.types import Candidate, Dataset, InputError, Question
 
 MIN_LABEL, MAX_LABEL = 0, 4
@@ -356,13 +355,7 @@ class Store:
 
     def export_qrels(self, dataset: str, path: str | Path, source: str = "labels") -> int:
         """Write TREC qrels (``qid 0 doc_id grade``) atomically; returns the lines written."""
-        lines = [
-            f"{qid} 0 {doc_id} {grade}\n"
-            for qid, grades in self.qrels(dataset, source).items()
-            for doc_id, grade in grades.items()
-        ]
-        _write_atomically(Path(path), "".join(lines))
-        return len(lines)
+        return write_qrels(self.qrels(dataset, source), path)
 
     def export_labels_jsonl(self, dataset: str, path: str | Path) -> int:
         """Write the full label history, one JSON object per judgement, atomically."""
@@ -384,12 +377,7 @@ class Store:
                 .order_by(LabelRow.id)
             ).all()
         keys = ("qid", "doc_id", "question", "candidate", "annotator", "value", "note", "created_at")
-        lines = [
-            json.dumps(dict(zip(keys, (*row[:-1], row[-1].isoformat()))), ensure_ascii=False) + "\n"
-            for row in rows
-        ]
-        _write_atomically(Path(path), "".join(lines))
-        return len(lines)
+        return write_jsonl((dict(zip(keys, (*row[:-1], row[-1].isoformat()))) for row in rows), path)
 
     # ------------------------------------------------------------------ model registry
 
@@ -653,17 +641,3 @@ def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
 
     return json.loads(json.dumps(value, default=convert))
 
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise

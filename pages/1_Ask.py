@@ -11,8 +11,7 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
 from qa_core import config, viz, workbench
-from qa_core.rankers.base import NotTrainedError
-from qa_core.types import InputError
+from qa_core.types import InputError, NotTrainedError
 
 TYPED, PICKED = "Type a question", "Pick a dataset question"
 EXPLAINED = 5  # candidates with a heatmap: explaining is a backward pass each for neural models

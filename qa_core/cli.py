@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from qa_core import config, workbench
-from qa_core.rankers.base import NotTrainedError
-from qa_core.types import InputError
+from qa_core.types import InputError, NotTrainedError
 
 EXIT_BAD_INPUT = 2
 

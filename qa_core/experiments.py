@@ -17,8 +17,7 @@ from qa_core.types import Dataset, InputError, Question
 
 def score_questions(ranker: Ranker, questions: Sequence[Question]) -> dict[str, dict[str, float]]:
     """Score every question's pool; returns a run ``{qid: {doc_id: score}}``."""
-    pools = [(q.text, [c.text for c in q.candidates]) for q in questions]
-    return run_from_scores(questions, ranker.score_pools(pools))
+    return run_from_scores(questions, ranker.score_pools([(q.text, q.candidates) for q in questions]))
 
 
 def evaluate_ranker(ranker: Ranker, questions: Sequence[Question], clean: bool = False) -> EvalResult:

@@ -59,3 +59,7 @@ class InputError(ValueError):
         super().__init__(where + message)
         self.path = path
         self.line = line
+
+
+class NotTrainedError(RuntimeError):
+    """A trainable model was asked to predict before it was trained or loaded."""

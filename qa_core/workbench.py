@@ -18,12 +18,12 @@ from sqlalchemy.engine import make_url
 
 from qa_core import config
 from qa_core.rankers import registry
-from qa_core.rankers.base import Explanation, NotTrainedError, Ranker
-from qa_core.types import Candidate, Dataset, InputError, Question
+from qa_core.rankers.base import Explanation, Ranker
+from qa_core.types import Candidate, Dataset, InputError, NotTrainedError, Question
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading the store or bm25s
-    from qa_core.retrieval import BM25Index
     from db.store import Store
+    from qa_core.retrieval import BM25Index
 
 MAX_QUESTION_CHARS = 1000
 DEFAULT_CANDIDATES = 50
@@ -261,7 +261,7 @@ def rank(ranker: Ranker, question: str, candidates: Sequence[Candidate]) -> pd.D
     question = check_question(question)
     if not candidates:
         return pd.DataFrame(columns=RESULT_COLUMNS)
-    scores = ranker.score(question, [c.text for c in candidates])
+    scores = ranker.score(question, candidates)
     table = pd.DataFrame(
         {
             "score": [float(s) for s in scores],

@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from qa_core import config
-from qa_core.classifiers import NotTrainedError
 from qa_core.classifiers.focus import FocusCNN, FocusConfig, FocusTagger
 from qa_core.classifiers.question_class import QuestionClassConfig, QuestionClassifier, QuestionCNN
 from qa_core.data.questions import (
@@ -19,7 +18,7 @@ from qa_core.data.questions import (
     load_focus_questions,
     load_question_classes,
 )
-from qa_core.types import InputError
+from qa_core.types import InputError, NotTrainedError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "questions"
 SHARED = config.shared_data_dir()

@@ -9,10 +9,9 @@ from torch import nn
 
 from qa_core.nn.encoders import ConvEncoder, WordEmbedding
 from qa_core.rankers import registry
-from qa_core.rankers.base import NotTrainedError
 from qa_core.rankers.smcnn import SMCNN, SMCNNRanker, expected_parameter_count
 from qa_core.training.loop import weight_decay_groups
-from qa_core.types import Candidate, Question
+from qa_core.types import Candidate, NotTrainedError, Question
 
 QUESTION = "Who wrote the play Hamlet?"
 POOL = [
@@ -185,3 +184,24 @@ def test_smcnn_scores_are_probabilities_and_explain_gives_saliency(trained_smcnn
     hamlet_q, hamlet_a = explanation.question_tokens.index("Hamlet"), explanation.answer_tokens.index("Hamlet")
     assert similarity[hamlet_q, hamlet_a] == pytest.approx(1.0)
     assert "hamlet" in {link.label for link in explanation.links}
+
+
+def test_frozen_table_is_open_vocabulary_and_growth_moves_no_score(trained_smcnn):
+    """A word unseen in training gets its GloVe row at scoring time; earlier scores stay put."""
+    from qa_core.text.vectors import glove_vectors
+
+    copy = type(trained_smcnn).from_state(trained_smcnn.state())  # the fixture stays as trained
+    before = copy.score(QUESTION, POOL)
+    assert "zeppelin" not in copy.vocabulary
+    copy.score("Who flew the zeppelin?", ["The zeppelin flew over Hamlet."])
+    assert "zeppelin" in copy.vocabulary
+    row = copy.model().embedding.weight[copy.vocabulary.index["zeppelin"]].cpu().numpy()
+    np.testing.assert_array_equal(row, glove_vectors(["zeppelin"])["zeppelin"])
+    assert np.array_equal(copy.score(QUESTION, POOL), before)
+    copy.score("What is qqxqzzv?", ["qqxqzzv is not a word."])
+    assert "qqxqzzv" not in copy.vocabulary  # GloVe does not know it: UNK
+
+
+def test_candidate_records_score_like_their_texts(trained_smcnn):
+    records = [Candidate(f"d{i}", text, first_stage_rank=i + 1) for i, text in enumerate(POOL)]
+    assert np.array_equal(trained_smcnn.score(QUESTION, records), trained_smcnn.score(QUESTION, POOL))

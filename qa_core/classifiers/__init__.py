@@ -9,8 +9,6 @@ checkpoints (atomic write; a missing or foreign file raises ``InputError``).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -21,20 +19,16 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from qa_core.checkpoints import load_checkpoint, save_checkpoint
 from qa_core.device import default_device
 from qa_core.nn.encoders import WordEmbedding
 from qa_core.rankers.base import ProgressCallback
 from qa_core.text.vectors import Vocabulary, embedding_matrix, normalize
 from qa_core.training.batching import TensorBatches, pad_ids
 from qa_core.training.loop import seed_everything, train
-from qa_core.types import InputError
+from qa_core.types import InputError, NotTrainedError
 
-CHECKPOINT_FORMAT = 1
 PREDICT_BATCH = 256
-
-
-class NotTrainedError(RuntimeError):
-    """A classifier was asked to predict before ``fit`` or ``load``."""
 
 
 class EmbeddingModel(nn.Module):
@@ -182,33 +176,13 @@ class TokenModelClassifier(ABC):
         return classifier
 
     def save(self, path: str | Path) -> Path:
-        """Write a checkpoint atomically: a crash mid-write never leaves a half file at ``path``."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"format": CHECKPOINT_FORMAT, "kind": self.kind, "state": self.state()}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                torch.save(payload, handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        """Write a checkpoint atomically (see ``qa_core.checkpoints``)."""
+        return save_checkpoint(self.kind, self.state(), path)
 
     @classmethod
     def load(cls, path: str | Path) -> Self:
         """Rebuild a saved classifier; a missing, corrupt or other-kind file raises ``InputError``."""
-        path = Path(path)
-        if not path.is_file():
-            raise InputError(f"checkpoint not found: {path}")
-        try:
-            payload = torch.load(path, map_location="cpu", weights_only=False)
-            kind, state = payload["kind"], payload["state"]
-        except Exception as exc:  # torch raises many types for a damaged file
-            raise InputError(f"checkpoint {path} is corrupt or not a Rerank Lab checkpoint ({exc})") from exc
+        kind, state = load_checkpoint(path)
         if kind != cls.kind:
             raise InputError(f"checkpoint {path} holds a {kind!r} model, not a {cls.kind!r}")
         return cls.from_state(state)

@@ -1,41 +1,25 @@
-"""Exporters: TREC runs, TREC qrels and JSONL, each written atomically.
-
-A temporary file in the target folder is renamed over the target (``os.replace``), so a crash or
-an error halfway leaves either the old file or the complete new one, never a truncated file that
-a later evaluation would silently read.
-"""
+"""Exporters: TREC runs, TREC qrels and JSONL, each written atomically (``qa_core.checkpoints.atomic_file``):
+a crash halfway leaves the old file or the complete new one, never a truncated file that a later
+evaluation would silently read."""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from qa_core.checkpoints import atomic_file
 from qa_core.types import InputError
 
 
 def _write_atomically(path: str | Path, lines: Iterable[str]) -> int:
     """Write ``lines`` to ``path`` through a temporary sibling file; returns the lines written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", newline="\n", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
-    )
     count = 0
-    try:
-        with handle:
-            for line in lines:
-                handle.write(line)
-                count += 1
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+    with atomic_file(path, "w", encoding="utf-8", newline="\n") as handle:
+        for line in lines:
+            handle.write(line)
+            count += 1
     return count
 
 

@@ -1,4 +1,4 @@
-"""Torch building blocks shared by the neural rankers (SM-CNN now; CNN_WO+SO and MP-HCNN later).
+"""Torch building blocks shared by the neural rankers and the question classifiers.
 
 Embedding and encoding are separate modules on purpose: one frozen table can feed several
 encoders without being stored twice, and gradient saliency needs the embedded input as a leaf.
@@ -32,6 +32,13 @@ class WordEmbedding(nn.Module):
     @property
     def dim(self) -> int:
         return self.weight.shape[1]
+
+    def append_rows(self, vectors: torch.Tensor) -> None:
+        """Grow a frozen table by new words' vectors (open-vocabulary scoring; see ``rankers.neural``)."""
+        if self.trainable:
+            raise ValueError("a trainable table cannot grow: appended rows would be untrained")
+        rows = torch.as_tensor(vectors, dtype=self.weight.dtype, device=self.weight.device)
+        self.weight = torch.cat([self.weight, rows])
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """(batch, length) ids -> (batch, length, dim) vectors; PAD rows come out as zeros."""

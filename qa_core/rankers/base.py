@@ -2,6 +2,9 @@
 
 Modelled on sentence-transformers' ``CrossEncoder.predict/rank``: ``score`` gives one number per
 candidate of a question's pool, ``rank`` sorts them, ``explain`` says why for one pair.
+
+Candidates are plain strings or ``Candidate`` records: a string is all most models read, while a
+record also carries what the first stage knew (rank, URL) for the models that use it.
 """
 
 from __future__ import annotations
@@ -9,12 +12,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from qa_core.types import Question
+from qa_core.types import Candidate, Question
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,16 @@ class RankedCandidate:
 
 
 ProgressCallback = Callable[[dict[str, Any]], None]
+CandidateInput = str | Candidate
+
+
+def as_candidate(candidate: CandidateInput, index: int = 0) -> Candidate:
+    """A ``Candidate`` for a string (doc_id is its position) or the record itself."""
+    return candidate if isinstance(candidate, Candidate) else Candidate(str(index), candidate)
+
+
+def candidate_text(candidate: CandidateInput) -> str:
+    return candidate.text if isinstance(candidate, Candidate) else candidate
 
 
 class Ranker(ABC):
@@ -65,22 +77,22 @@ class Ranker(ABC):
     trainable: ClassVar[bool] = False
 
     @abstractmethod
-    def score(self, question: str, candidates: Sequence[str]) -> np.ndarray:
+    def score(self, question: str, candidates: Sequence[CandidateInput]) -> np.ndarray:
         """One score per candidate (higher is more relevant), float64 array of ``len(candidates)``."""
 
-    def score_pools(self, pools: Sequence[tuple[str, Sequence[str]]]) -> list[np.ndarray]:
+    def score_pools(self, pools: Sequence[tuple[str, Sequence[CandidateInput]]]) -> list[np.ndarray]:
         """Score many pools; models override this to batch across questions."""
         return [self.score(question, candidates) for question, candidates in pools]
 
     def rank(
-        self, question: str, candidates: Sequence[str], top_k: int | None = None
+        self, question: str, candidates: Sequence[CandidateInput], top_k: int | None = None
     ) -> list[RankedCandidate]:
         scores = self.score(question, candidates)
         order = np.argsort(-scores, kind="stable")[:top_k]
-        return [RankedCandidate(int(i), float(scores[i]), candidates[i]) for i in order]
+        return [RankedCandidate(int(i), float(scores[i]), candidate_text(candidates[i])) for i in order]
 
     @abstractmethod
-    def explain(self, question: str, candidate: str) -> Explanation:
+    def explain(self, question: str, candidate: CandidateInput) -> Explanation:
         """Token weights, matrices and links for one pair."""
 
     # Training and persistence; rankers with nothing to learn keep these defaults.
@@ -109,10 +121,3 @@ class Ranker(ABC):
     def device(self) -> str:
         return "cpu"
 
-
-class NotTrainedError(RuntimeError):
-    """A trainable ranker was asked to score before it was trained or loaded."""
-
-
-def checkpoint_path_for(directory: Path, name: str, version: int) -> Path:
-    return directory / f"{name}-v{version}.pt"

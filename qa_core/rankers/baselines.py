@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from qa_core.rankers.base import Explanation, ProgressCallback, Ranker
+from qa_core.rankers.base import CandidateInput, Explanation, ProgressCallback, Ranker, candidate_text
 from qa_core.rankers.registry import register
 from qa_core.retrieval import bm25_scores
 from qa_core.text.features import FEATURE_NAMES, IdfTable, overlap_features
@@ -23,15 +23,17 @@ class BM25Ranker(Ranker):
 
     name = "bm25"
 
-    def score(self, question: str, candidates: Sequence[str]) -> np.ndarray:
-        return bm25_scores(question, candidates) if len(candidates) else np.zeros(0)
+    def score(self, question: str, candidates: Sequence[CandidateInput]) -> np.ndarray:
+        texts = [candidate_text(c) for c in candidates]
+        return bm25_scores(question, texts) if texts else np.zeros(0)
 
-    def explain(self, question: str, candidate: str) -> Explanation:
+    def explain(self, question: str, candidate: CandidateInput) -> Explanation:
         """Each answer token that is a question term carries that term's share of the BM25 score.
 
         BM25 is a sum over query terms, so the term's share is the BM25 score of the candidate for
         that term alone (IDF from this one-candidate pool, as ``score`` would compute it).
         """
+        candidate = candidate_text(candidate)
         q_parsed, a_parsed = parse_many([question, candidate])
         question_terms = {token.lower() for token in q_parsed.tokens}
         share = {term: float(bm25_scores(term, [candidate])[0]) for term in question_terms}
@@ -89,21 +91,21 @@ class WordOverlapRanker(Ranker):
         self.idf = IdfTable.fit(_words(parsed) for parsed in parse_many(texts))
         return {"idf_documents": self.idf.documents, "idf_words": len(self.idf.df)}
 
-    def score(self, question: str, candidates: Sequence[str]) -> np.ndarray:
-        q_parsed, *answers = parse_many([question, *candidates])
+    def score(self, question: str, candidates: Sequence[CandidateInput]) -> np.ndarray:
+        q_parsed, *answers = parse_many([question, *(candidate_text(c) for c in candidates)])
         idf = self.idf if self.idf is not None else IdfTable.fit(_words(parsed) for parsed in answers)
         return np.array(
             [overlap_features(q_parsed, a_parsed, idf)[IDF_OVERLAP_NONSTOP] for a_parsed in answers],
             dtype=np.float64,
         )
 
-    def explain(self, question: str, candidate: str) -> Explanation:
+    def explain(self, question: str, candidate: CandidateInput) -> Explanation:
         """Each answer content word shared with the question weighs its IDF.
 
         Unfitted, a one-candidate pool gives every word IDF 0, so matches then weigh 1 (plain
         overlap) and the score is the plain non-stopword overlap.
         """
-        q_parsed, a_parsed = parse_many([question, candidate])
+        q_parsed, a_parsed = parse_many([question, candidate_text(candidate)])
         shared = _content_words(q_parsed) & _content_words(a_parsed)
         features = overlap_features(q_parsed, a_parsed, self.idf if self.idf is not None else IdfTable())
         if self.idf is not None:

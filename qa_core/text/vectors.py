@@ -60,6 +60,10 @@ class Vocabulary:
     def __contains__(self, word: object) -> bool:
         return word in self.index
 
+    def extended(self, words: Sequence[str]) -> Vocabulary:
+        """A new vocabulary with ``words`` appended (ids of existing words unchanged)."""
+        return Vocabulary([*self.words[2:], *(w for w in dict.fromkeys(words) if w not in self.index)])
+
     def to_list(self) -> list[str]:
         """All words in id order (``<pad>``, ``<unk>`` first): what a checkpoint stores."""
         return list(self.words)
@@ -100,6 +104,12 @@ def glove_rows(vocab: Vocabulary) -> dict[int, int]:
     """Vocabulary id -> GloVe row for the words GloVe knows (PAD and UNK excluded)."""
     rows, _ = glove()
     return {i: rows[w] for i, w in enumerate(vocab.words) if i > UNK and w in rows}
+
+
+def glove_vectors(words: Iterable[str]) -> dict[str, np.ndarray]:
+    """GloVe vectors (float32) of the words GloVe knows, in the order given; others are left out."""
+    rows, matrix = glove()
+    return {word: np.asarray(matrix[rows[word]], dtype=np.float32) for word in words if word in rows}
 
 
 def glove_coverage(vocab: Vocabulary) -> float:
