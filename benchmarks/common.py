@@ -59,3 +59,21 @@ def write_result(name: str, payload: dict[str, Any]) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def read_results(pattern: str) -> list[dict[str, Any]]:
+    """Every result file matching ``pattern`` (e.g. ``ranker_*``), by file name."""
+    return [json.loads(path.read_text()) for path in sorted(RESULTS.glob(f"{pattern}.json"))]
+
+
+def machine_line(m: dict[str, Any]) -> str:
+    return (f"{m['cpu']}, {m['cores']} cores, GPU: {m['gpu'] or 'none'}; Python {m['python']}, "
+            f"torch {m['torch']}; run on {m['date']}")
+
+
+def write_section(name: str, lines: list[str]) -> Path:
+    """A markdown section of docs/benchmarks.md (``report.py`` joins the sections in ``SECTION_ORDER``)."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.md"
+    path.write_text("\n".join(lines).rstrip() + "\n")
+    return path
