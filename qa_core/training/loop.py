@@ -85,9 +85,8 @@ def train(
 
     model.train()
     for epoch in range(1, max_epochs + 1):
-        epoch_batches = batches(generator)
-        total = len(epoch_batches) if hasattr(epoch_batches, "__len__") else None
-        bar = tqdm(epoch_batches, total=total, desc=f"epoch {epoch}/{max_epochs}", disable=not progress, leave=False)
+        total = len(batches) if hasattr(batches, "__len__") else None  # a factory may know its batch count
+        bar = tqdm(batches(generator), total=total, desc=f"epoch {epoch}/{max_epochs}", disable=not progress, leave=False)
         for inputs, targets in bar:
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(model(**inputs), targets)
