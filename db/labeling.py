@@ -257,6 +257,21 @@ class LabelingStore(StoreBase):
             )
             return result.rowcount == 1
 
+    def release_claims(self, dataset: str, holder: str) -> int:
+        """End every open claim of ``holder`` on ``dataset``'s pairs as released (a session that
+        leaves, switches annotator, or undoes); returns how many it ended."""
+        with self.session_scope() as session:
+            result = session.execute(
+                update(QueueClaimRow)
+                .where(
+                    QueueClaimRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)),
+                    QueueClaimRow.holder == holder,
+                    QueueClaimRow.ended_at.is_(None),
+                )
+                .values(ended_at=now(), outcome="released")
+            )
+            return result.rowcount
+
     def label_claim(self, claim_id: int, value: int, note: str | None = None) -> int:
         """Append the claim's annotator's judgement of its pair and end the claim ("labelled"), in
         one transaction; returns the label id.
