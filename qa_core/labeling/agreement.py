@@ -22,9 +22,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import krippendorff
 import numpy as np
-from sklearn.metrics import cohen_kappa_score
 
 from db.base import MAX_LABEL, MIN_LABEL
 
@@ -84,6 +82,8 @@ def pairwise_kappa(labels: Labels) -> list[PairAgreement]:
 
 def krippendorff_alpha(labels: Labels, level: str = "ordinal") -> float | None:
     """Krippendorff's alpha over every annotator (``level``: nominal, ordinal, interval, ratio)."""
+    import krippendorff  # here: the queue's worker processes import this package without needing it
+
     annotators = sorted({name for judged in labels.values() for name in judged})
     units = [judged for judged in labels.values() if len(judged) >= 2]
     values = {grade for judged in units for grade in judged.values()}
@@ -147,6 +147,8 @@ def agreement_report(store: Store, dataset: str, level: str = "ordinal") -> Agre
 
 
 def _kappa(y_a: list[int], y_b: list[int], weights: str | None) -> float | None:
+    from sklearn.metrics import cohen_kappa_score  # here: scikit-learn takes seconds to import
+
     with warnings.catch_warnings():
         # Undefined kappa (one shared grade) warns and returns NaN; we report None instead.
         warnings.simplefilter("ignore")

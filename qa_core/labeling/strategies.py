@@ -28,7 +28,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
-from scipy.stats import rankdata
 
 from qa_core.types import Candidate, InputError
 
@@ -124,6 +123,8 @@ def uncertainty_order(
 
 def disagreement_order(records: Sequence[PairRecord], scores: Mapping[str, Scores], seed: int) -> list[int]:
     """Largest disagreement between the models' within-question percentile ranks first."""
+    from scipy.stats import rankdata  # here: scipy.stats takes a second to import
+
     percentiles: dict[int, list[float]] = defaultdict(list)
     for model_scores in scores.values():
         for group in _by_question(records).values():
