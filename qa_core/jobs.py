@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -109,8 +110,13 @@ def start_training_job(
         raise InputError(f"the training process could not start: {error}") from error
     store.set_job_process(job_id, process.pid, socket.gethostname())
     _children[job_id] = process
-    threading.Thread(target=process.wait, name=f"reap-job-{job_id}", daemon=True).start()
+    threading.Thread(target=_reap, args=(job_id, process), name=f"reap-job-{job_id}", daemon=True).start()
     return job_id
+
+
+def _reap(job_id: int, process: subprocess.Popen[bytes]) -> None:
+    process.wait()
+    _children.pop(job_id, None)
 
 
 def job_log_path(job_id: int) -> Path:
@@ -134,15 +140,20 @@ def cancel_job(store: Store, job_id: int) -> bool:
     return store.fail_job(job_id, "cancelled")
 
 
-def wait_for_job(store: Store, job_id: int, timeout: float = 600.0) -> dict[str, Any]:
-    """Block until the job ends (scripts and tests; a page polls ``store.job`` instead)."""
+def wait_for_job(store: Store, job_id: int, timeout: float = 600.0, poll_seconds: float = 0.2) -> dict[str, Any]:
+    """Block until the job has ended and return it (scripts and tests; a page polls ``store.job``)."""
+    deadline = time.monotonic() + timeout
     process = _children.get(job_id)
     if process is not None:
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
-            raise InputError(f"training job {job_id} did not finish within {timeout:.0f} s") from None
-    return store.job(job_id)
+            pass
+    while (job := store.job(job_id))["status"] in ("queued", "running"):
+        if time.monotonic() > deadline:
+            raise InputError(f"training job {job_id} did not finish within {timeout:.0f} s")
+        time.sleep(poll_seconds)
+    return job
 
 
 # ---------------------------------------------------------------------- the job process
@@ -179,6 +190,13 @@ def _train(store: Store, job: dict[str, Any]) -> int:
         source = {"labels": resolved.counts(), "conflicts": len(resolved.conflicts)}
     else:
         dataset, source = store.load_dataset(name), {"labels": "gold"}
+    # Checked here, before the seconds of loading models, so a job without labels fails at once.
+    for split, purpose in ((params["train_split"], "train on"), (params["dev_split"], "select the model on")):
+        if not any(c.label is not None for q in dataset.split(split) for c in q.candidates):
+            raise InputError(
+                f"no labels to {purpose} in split {split!r} of dataset {name!r}: "
+                "label some of its pairs, or include its gold labels"
+            )
     store.job_heartbeat(job_id, "training")
     checkpoint = config.checkpoint_dir() / f"{model}-{_slug(name)}-job{job_id}.pt"
     outcome = train_ranker(
