@@ -5,10 +5,13 @@ queue at once never hold, and so never label, the same pair twice."""
 from __future__ import annotations
 
 import multiprocessing
+import sys
 import threading
+import types
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import pytest
 from sqlalchemy import select
@@ -60,8 +63,11 @@ def run_parallel(kind: str, target: Callable[..., None], jobs: list[tuple[Any, .
     context.set_forkserver_preload([__name__])
     barrier = context.Barrier(len(jobs))
     processes = [context.Process(target=target, args=(*args, barrier)) for args in jobs]
-    for process in processes:
-        process.start()
+    # A child re-runs the parent's __main__ file unless __main__ is importable by name; Streamlit's
+    # AppTest (tests/test_app.py) leaves a page script there, which must not run in the workers.
+    with mock.patch.dict(sys.modules, {"__main__": types.ModuleType("__main__")}):
+        for process in processes:
+            process.start()
     for process in processes:
         process.join(JOIN_TIMEOUT_S)
     codes = [process.exitcode for process in processes]

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import pytest
 
-from db.base import LabelRecord
+from db.base import CandidateRecord, LabelRecord
 from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.labeling import (
@@ -102,9 +102,9 @@ def test_strategy_input_errors(strategy: str, scores: dict | None, message: str)
         order_candidates(strategy, PAIRS, scores=scores)
 
 
-def test_model_scores_scores_every_pair_with_a_real_ranker(store: Store) -> None:
-    store.import_dataset(load_demo())
-    records = store.candidate_rows("demo", split="dev")
+def test_model_scores_scores_every_pair_with_a_real_ranker() -> None:
+    pairs = [(q, c) for q in load_demo().split("dev") for c in q.candidates]
+    records = [CandidateRecord(i, q.qid, c.doc_id, q.text, c.text, c.label) for i, (q, c) in enumerate(pairs)]
     scores = model_scores(registry.create("overlap"), records)
     assert set(scores) == {r.candidate_id for r in records}
     order = order_candidates("uncertainty", records, seed=0, scores={"overlap": scores})

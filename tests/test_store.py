@@ -14,7 +14,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import func, inspect, select, text
 
 from db.models import Base, CandidateRow, LabelRow, RunScoreRow
-from db.session import make_engine, upgrade
+from db.session import downgrade, make_engine, upgrade
 from db.store import Store
 from qa_core.types import Candidate, Dataset, InputError, Question
 
@@ -346,6 +346,17 @@ def test_upgrade_from_0001_keeps_labels_and_models(database_url: str) -> None:
         assert store.current_labels("old") == {1: {"alice": 1, "bob": 0}}
     finally:
         store.close()
+
+
+def test_downgrade_and_upgrade_again(store: Store) -> None:
+    store.import_dataset(small_dataset())
+    store.add_label(store.find_candidate_id("demo", "q1", "d1"), "alice", 2)
+    upgrade(store.engine, "head")
+    downgrade(store.engine, "0001")
+    with store.engine.connect() as connection:
+        assert "queue_claims" not in inspect(connection).get_table_names()
+    upgrade(store.engine, "head")
+    assert store.current_labels("demo") == {store.find_candidate_id("demo", "q1", "d1"): {"alice": 2}}
 
 
 def test_undo_retracts_without_losing_history(store: Store, tmp_path: Path) -> None:
