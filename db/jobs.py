@@ -171,8 +171,9 @@ class JobStore(StoreBase):
             row = session.get(TrainingJobRow, job_id)
             if row is None:
                 raise InputError(f"no training job with id {job_id}")
-        if self._fail_if_dead(row):
-            return self.job(job_id)
+        if self._found_dead(row):  # re-read: failed now, or it ended by itself meanwhile
+            with self.session_scope() as session:
+                row = session.get(TrainingJobRow, job_id)
         return _job_dict(row)
 
     def jobs(self, model: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
@@ -186,7 +187,7 @@ class JobStore(StoreBase):
             query = query.where(TrainingJobRow.model == model)
         with self.session_scope() as session:
             rows = list(session.scalars(query))
-        if any([self._fail_if_dead(row) for row in rows]):
+        if any([self._found_dead(row) for row in rows]):
             with self.session_scope() as session:
                 rows = list(session.scalars(query))
         return [_job_dict(row) for row in rows]
@@ -212,8 +213,9 @@ class JobStore(StoreBase):
                 for row in rows
             ]
 
-    def _fail_if_dead(self, row: TrainingJobRow) -> bool:
-        """Mark an active job whose process is gone failed; returns whether it did."""
+    def _found_dead(self, row: TrainingJobRow) -> bool:
+        """Mark an active job whose process is gone failed; returns whether the process was gone
+        (the row read is stale then, even if the job reported its result just before dying)."""
         if row.status not in ACTIVE_STATUSES:
             return False
         reason = None
@@ -223,7 +225,10 @@ class JobStore(StoreBase):
             last_sign = row.heartbeat_at or row.created_at
             if now() - last_sign > timedelta(seconds=HEARTBEAT_TIMEOUT_SECONDS):
                 reason = f"no heartbeat from the training process since {last_sign:%Y-%m-%d %H:%M:%S} UTC"
-        return reason is not None and self.fail_job(row.id, reason)
+        if reason is None:
+            return False
+        self.fail_job(row.id, reason)
+        return True
 
 
 def process_alive(pid: int) -> bool:

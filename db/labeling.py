@@ -185,7 +185,9 @@ class LabelingStore(StoreBase):
         targets = targets or {}
         with self.session_scope() as session:
             state = _read_state(session, dataset, annotator)
-        position = {candidate_id: i for i, candidate_id in reversed(list(enumerate(order)))}
+        position: dict[int, int] = {}
+        for i, candidate_id in enumerate(order):
+            position.setdefault(candidate_id, i)
         at = now()
 
         mine = sorted(

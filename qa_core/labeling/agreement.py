@@ -82,7 +82,7 @@ def pairwise_kappa(labels: Labels) -> list[PairAgreement]:
 
 def krippendorff_alpha(labels: Labels, level: str = "ordinal") -> float | None:
     """Krippendorff's alpha over every annotator (``level``: nominal, ordinal, interval, ratio)."""
-    import krippendorff  # here: the queue's worker processes import this package without needing it
+    import krippendorff  # imported on use: processes that only label need not load it
 
     annotators = sorted({name for judged in labels.values() for name in judged})
     units = [judged for judged in labels.values() if len(judged) >= 2]
@@ -147,7 +147,7 @@ def agreement_report(store: Store, dataset: str, level: str = "ordinal") -> Agre
 
 
 def _kappa(y_a: list[int], y_b: list[int], weights: str | None) -> float | None:
-    from sklearn.metrics import cohen_kappa_score  # here: scikit-learn takes seconds to import
+    from sklearn.metrics import cohen_kappa_score  # imported on use: scikit-learn takes seconds to load
 
     with warnings.catch_warnings():
         # Undefined kappa (one shared grade) warns and returns NaN; we report None instead.

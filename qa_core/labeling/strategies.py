@@ -123,7 +123,7 @@ def uncertainty_order(
 
 def disagreement_order(records: Sequence[PairRecord], scores: Mapping[str, Scores], seed: int) -> list[int]:
     """Largest disagreement between the models' within-question percentile ranks first."""
-    from scipy.stats import rankdata  # here: scipy.stats takes a second to import
+    from scipy.stats import rankdata  # imported on use: scipy.stats takes a second to load
 
     percentiles: dict[int, list[float]] = defaultdict(list)
     for model_scores in scores.values():
