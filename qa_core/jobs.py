@@ -156,6 +156,20 @@ def wait_for_job(store: Store, job_id: int, timeout: float = 600.0, poll_seconds
     return job
 
 
+def progress_fraction(job: dict[str, Any], events: list[dict[str, Any]]) -> float:
+    """0..1 for a progress bar: 1 once the job has ended, else the last event's epoch over the
+    planned epochs (the model's ``max_epochs``; early stopping can end the job sooner)."""
+    if job["status"] not in ("queued", "running"):
+        return 1.0
+    if not events or events[-1]["epoch"] is None:
+        return 0.0
+    planned = (job["params"].get("config") or {}).get("max_epochs")
+    if planned is None:
+        config_class = getattr(registry.ranker_class(job["model"]), "config_class", None)
+        planned = getattr(config_class, "max_epochs", None)
+    return min(1.0, events[-1]["epoch"] / planned) if planned else 0.0
+
+
 # ---------------------------------------------------------------------- the job process
 
 

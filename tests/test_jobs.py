@@ -114,6 +114,15 @@ def test_job_with_bad_input_fails_with_a_clear_error(demo_store: Store, trained_
     assert len(demo_store.jobs()) == 1
 
 
+def test_progress_fraction_for_the_progress_bar() -> None:
+    job = {"status": "running", "model": "smcnn", "params": {"config": {"max_epochs": 4}}}
+    assert jobs.progress_fraction(job, []) == 0.0
+    assert jobs.progress_fraction(job, [{"epoch": 1}, {"epoch": 3}]) == 0.75
+    default = {**job, "params": {"config": {}}}  # SM-CNN's own max_epochs (25)
+    assert jobs.progress_fraction(default, [{"epoch": 5}]) == pytest.approx(5 / 25)
+    assert jobs.progress_fraction({**job, "status": "failed"}, []) == 1.0
+
+
 def test_unknown_model_setting_is_an_input_error() -> None:
     with pytest.raises(InputError, match="no_such_setting"):
         train_ranker("smcnn", load_demo(), model_config={"no_such_setting": 1})
