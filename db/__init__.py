@@ -1,6 +1,7 @@
 """Persistence: SQLAlchemy models, engine and Alembic migrations, and the ``Store`` API."""
 
+from db.labeling import Claim, QueueProgress
 from db.session import make_engine, upgrade
-from db.store import CandidateRecord, Store
+from db.store import CandidateRecord, LabelRecord, Store
 
-__all__ = ["CandidateRecord", "Store", "make_engine", "upgrade"]
+__all__ = ["CandidateRecord", "Claim", "LabelRecord", "QueueProgress", "Store", "make_engine", "upgrade"]

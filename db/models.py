@@ -1,7 +1,11 @@
 """SQLAlchemy 2 ORM models of the store.
 
-Migration ``0001_initial`` creates exactly these tables; ``tests/test_store.py`` checks that the
-two agree, so any change here needs a new Alembic revision.
+Migrations ``0001_initial`` and ``0002_labeling_and_jobs`` create exactly these tables;
+``tests/test_store.py`` checks that the two agree, so any change here needs a new Alembic revision.
+
+History is append-only wherever people's work is recorded: a judgement is never updated or
+deleted (undo appends a ``label_retractions`` row), adjudications and queue claims are new rows,
+and a training job's progress is a stream of ``training_events``.
 """
 
 from __future__ import annotations
@@ -99,10 +103,12 @@ class CandidateRow(Base):
 
 
 class LabelRow(Base):
-    """Append-only: a new judgement is a new row; the current one is the latest (highest id)."""
+    """Append-only: a new judgement is a new row; an annotator's current one is their latest
+    (highest id) that has no retraction."""
 
     __tablename__ = "labels"
-    __table_args__ = (Index(None, "candidate_id", "annotator"),)
+    # (annotator, id): an annotator's latest judgement, for undo.
+    __table_args__ = (Index(None, "candidate_id", "annotator"), Index(None, "annotator", "id"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
@@ -110,6 +116,59 @@ class LabelRow(Base):
     value: Mapped[int]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     note: Mapped[str | None] = mapped_column(Text)
+
+
+class LabelRetractionRow(Base):
+    """Undo of one judgement: the label row stays, this row says it no longer counts."""
+
+    __tablename__ = "label_retractions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    label_id: Mapped[int] = mapped_column(ForeignKey("labels.id", ondelete="CASCADE"), unique=True)
+    annotator: Mapped[str]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AdjudicationRow(Base):
+    """A reviewer's final value for a candidate; the latest one (highest id) wins over every label."""
+
+    __tablename__ = "adjudications"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"), index=True)
+    value: Mapped[int]
+    adjudicator: Mapped[str]
+    note: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class QueueClaimRow(Base):
+    """A lease on a candidate handed out by the labelling queue to one app session (``holder``).
+
+    Open while ``ended_at`` is NULL; ``outcome`` says how it ended (labelled, skipped, released,
+    expired). The database keeps at most one open claim per candidate (partial unique index
+    below), so two sessions can never hold the same pair at once, on any back end.
+    """
+
+    __tablename__ = "queue_claims"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"), index=True)
+    annotator: Mapped[str] = mapped_column(index=True)
+    holder: Mapped[str] = mapped_column(index=True)
+    claimed_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    ended_at: Mapped[datetime | None]
+    outcome: Mapped[str | None]
+
+
+Index(
+    "uq_queue_claims_open_candidate_id",
+    QueueClaimRow.candidate_id,
+    unique=True,
+    sqlite_where=QueueClaimRow.ended_at.is_(None),
+    postgresql_where=QueueClaimRow.ended_at.is_(None),
+)
 
 
 class ModelVersionRow(Base):
@@ -126,6 +185,8 @@ class ModelVersionRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     promoted: Mapped[bool] = mapped_column(default=False)
     status: Mapped[str] = mapped_column(default="ready")
+    # When it was last promoted: roll back promotes the most recently promoted other version.
+    promoted_at: Mapped[datetime | None]
 
 
 # At most one promoted version per name, enforced by the database itself (partial unique index).
@@ -161,3 +222,45 @@ class RunScoreRow(Base):
     )
     score: Mapped[float]
     rank: Mapped[int]
+
+
+class TrainingJobRow(Base):
+    """A training run in its own OS process (``qa_core.jobs``): queued, running, succeeded or failed.
+
+    ``params`` holds everything the process needs (model, labels, seed, config); ``pid``/``host``
+    and ``heartbeat_at`` let a reader notice a process that died without saying so.
+    """
+
+    __tablename__ = "training_jobs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    model: Mapped[str]
+    dataset: Mapped[str]
+    params: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(default="queued", index=True)
+    phase: Mapped[str] = mapped_column(Text, default="")
+    pid: Mapped[int | None]
+    host: Mapped[str | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    heartbeat_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    error: Mapped[str | None] = mapped_column(Text)
+    model_version_id: Mapped[int | None] = mapped_column(
+        ForeignKey("model_versions.id", ondelete="SET NULL"), index=True
+    )
+
+
+class TrainingEventRow(Base):
+    """One progress point of a job (the training loop's callback: epoch, batch, loss, dev MAP)."""
+
+    __tablename__ = "training_events"
+    __table_args__ = (Index(None, "job_id", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("training_jobs.id", ondelete="CASCADE"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    epoch: Mapped[int | None]
+    batch: Mapped[int | None]
+    loss: Mapped[float | None]
+    dev_map: Mapped[float | None]

@@ -1,4 +1,5 @@
-"""The store API: datasets, labels (append-only), model registry and evaluation runs.
+"""The store API: datasets, labels (append-only), model registry and evaluation runs, plus the
+labelling queue and review (``db/labeling.py``) and training jobs (``db/jobs.py``).
 
 Every public method runs in its own session and transaction (``session_scope``), so one ``Store``
 can be shared by Streamlit threads and background jobs. Bad input raises ``InputError`` and leaves
@@ -7,32 +8,49 @@ the database unchanged.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine, Select, delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
+from db.base import (
+    MAX_LABEL,
+    MIN_LABEL,
+    CandidateRecord,
+    LabelRecord,
+    candidates_of,
+    check_annotator,
+    check_grade,
+    clear_promoted,
+    current_label_ids,
+    dataset_row,
+    insert_model_version,
+    jsonable,
+    model_dict,
+    now,
+)
+from db.jobs import JobStore
+from db.labeling import LabelingStore
 from db.models import (
+    AdjudicationRow,
     CandidateRow,
     DatasetRow,
+    LabelRetractionRow,
     LabelRow,
     ModelVersionRow,
     QuestionRow,
     RunRow,
     RunScoreRow,
 )
-from db.session import make_engine, upgrade
 from qa_core.data.exporters import write_jsonl, write_qrels
 from qa_core.types import Candidate, Dataset, InputError, Question
 
-MIN_LABEL, MAX_LABEL = 0, 4
+__all__ = ["MAX_LABEL", "MIN_LABEL", "CandidateRecord", "LabelRecord", "Store"]
+
 QRELS_SOURCES = ("labels", "gold")
 # Concurrent registrations of one model name can pick the same next version; the unique
 # constraint rejects all but one and the others retry.
@@ -40,39 +58,8 @@ REGISTER_ATTEMPTS = 5
 T = TypeVar("T")
 
 
-class CandidateRecord(NamedTuple):
-    """One candidate with its question, as the labelling queue needs it."""
-
-    candidate_id: int
-    qid: str
-    doc_id: str
-    question: str
-    candidate: str
-    gold_label: int | None
-
-
-class Store:
+class Store(LabelingStore, JobStore):
     """Persistent store over SQLite or PostgreSQL; the schema is migrated on construction."""
-
-    def __init__(self, url: str | None = None, engine: Engine | None = None):
-        self.engine = engine if engine is not None else make_engine(url)
-        upgrade(self.engine)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
-
-    def close(self) -> None:
-        """Release pooled connections (tests and scripts that drop the database need this)."""
-        self.engine.dispose()
-
-    @contextmanager
-    def session_scope(self) -> Iterator[Session]:
-        """A new session: committed when the block succeeds, rolled back when it raises."""
-        with self._sessions() as session:
-            try:
-                yield session
-                session.commit()
-            except BaseException:
-                session.rollback()
-                raise
 
     # ------------------------------------------------------------------ datasets
 
@@ -80,8 +67,9 @@ class Store:
         """Store ``ds`` in one transaction and return its id.
 
         An existing name is an error unless ``replace``; replacing deletes the old dataset (and
-        its runs) but carries the label history over to candidates that keep their (qid, doc_id),
-        so annotation work survives a re-import. ``Candidate.label`` becomes ``gold_label``.
+        its runs) but carries the label history (with retractions) and the adjudications over to
+        candidates that keep their (qid, doc_id), so annotation work survives a re-import. Open
+        queue claims are dropped. ``Candidate.label`` becomes ``gold_label``.
         """
         _validate_dataset(ds)
         try:
@@ -92,11 +80,11 @@ class Store:
     def _import_dataset(self, ds: Dataset, replace: bool) -> int:
         with self.session_scope() as session:
             old_id = session.scalar(select(DatasetRow.id).where(DatasetRow.name == ds.name))
-            carried_labels: list[tuple[tuple[str, str], dict[str, Any]]] = []
+            carried = _CarriedWork()
             if old_id is not None:
                 if not replace:
                     raise InputError(f"dataset {ds.name!r} already exists (use replace to overwrite it)")
-                carried_labels = _labels_with_keys(session, old_id)
+                carried = _CarriedWork.read(session, old_id)
                 session.execute(delete(DatasetRow).where(DatasetRow.id == old_id))
             dataset_id = session.scalar(
                 insert(DatasetRow).values(name=ds.name, source=ds.source).returning(DatasetRow.id)
@@ -126,11 +114,7 @@ class Store:
             ]
             if candidate_rows:
                 session.execute(insert(CandidateRow), candidate_rows)
-            if carried_labels:
-                new_ids = _candidate_ids(session, dataset_id)
-                kept = [{**fields, "candidate_id": new_ids[key]} for key, fields in carried_labels if key in new_ids]
-                if kept:
-                    session.execute(insert(LabelRow), kept)
+            carried.write(session, _candidate_ids(session, dataset_id))
             return dataset_id
 
     def dataset_names(self) -> list[str]:
@@ -138,9 +122,10 @@ class Store:
             return list(session.scalars(select(DatasetRow.name).order_by(DatasetRow.name)))
 
     def dataset_summary(self, name: str) -> dict[str, Any]:
-        """Counts for the dataset page: questions per split, candidates, gold positives, labelled."""
+        """Counts for the dataset page: questions per split, candidates, gold positives, labelled
+        (candidates with at least one current, i.e. unretracted, label)."""
         with self.session_scope() as session:
-            dataset = _dataset(session, name)
+            dataset = dataset_row(session, name)
             per_split = dict(
                 session.execute(
                     select(QuestionRow.split, func.count())
@@ -161,7 +146,7 @@ class Store:
             ).one()
             labelled = session.scalar(
                 select(func.count(func.distinct(LabelRow.candidate_id))).where(
-                    LabelRow.candidate_id.in_(select(candidates.c.id))
+                    LabelRow.id.in_(current_label_ids(select(candidates.c.id)))
                 )
             )
             return {
@@ -177,12 +162,12 @@ class Store:
     def delete_dataset(self, name: str) -> None:
         """Delete the dataset with its questions, candidates, labels and runs."""
         with self.session_scope() as session:
-            session.execute(delete(DatasetRow).where(DatasetRow.id == _dataset(session, name).id))
+            session.execute(delete(DatasetRow).where(DatasetRow.id == dataset_row(session, name).id))
 
     def load_dataset(self, name: str, split: str | None = None) -> Dataset:
         """Rebuild the in-memory dataset (gold labels in ``Candidate.label``), in import order."""
         with self.session_scope() as session:
-            dataset = _dataset(session, name)
+            dataset = dataset_row(session, name)
             question_query = select(QuestionRow).where(QuestionRow.dataset_id == dataset.id)
             if split is not None:
                 question_query = question_query.where(QuestionRow.split == split)
@@ -215,7 +200,7 @@ class Store:
     def find_candidate_id(self, dataset: str, qid: str, doc_id: str) -> int:
         with self.session_scope() as session:
             candidate_id = session.scalar(
-                _candidates_of(session, dataset, CandidateRow.id).where(
+                candidates_of(session, dataset, CandidateRow.id).where(
                     QuestionRow.qid == qid, CandidateRow.doc_id == doc_id
                 )
             )
@@ -226,7 +211,7 @@ class Store:
     def candidate_rows(self, dataset: str, split: str | None = None) -> list[CandidateRecord]:
         """All candidates with their question text, in import order."""
         with self.session_scope() as session:
-            query = _candidates_of(
+            query = candidates_of(
                 session,
                 dataset,
                 CandidateRow.id,
@@ -246,7 +231,7 @@ class Store:
         Every (qid, doc_id) must exist, else nothing is written. Returns the candidates updated.
         """
         with self.session_scope() as session:
-            ids = _candidate_ids(session, _dataset(session, dataset).id)
+            ids = _candidate_ids(session, dataset_row(session, dataset).id)
             updates = []
             for qid, entries in run.items():
                 for doc_id, rank, score in entries:
@@ -263,16 +248,13 @@ class Store:
 
     def add_label(self, candidate_id: int, annotator: str, value: int, note: str | None = None) -> int:
         """Append a graded judgement (0..4) and return its id; earlier ones stay as history."""
-        if not isinstance(annotator, str) or not annotator.strip():
-            raise InputError("annotator name is empty")
-        if isinstance(value, bool) or not isinstance(value, int) or not MIN_LABEL <= value <= MAX_LABEL:
-            raise InputError(f"label must be an integer from {MIN_LABEL} to {MAX_LABEL}, got {value!r}")
+        annotator, value = check_annotator(annotator), check_grade(value)
         with self.session_scope() as session:
             if session.get(CandidateRow, candidate_id) is None:
                 raise InputError(f"no candidate with id {candidate_id}")
             return session.scalar(
                 insert(LabelRow)
-                .values(candidate_id=candidate_id, annotator=annotator.strip(), value=value, note=note)
+                .values(candidate_id=candidate_id, annotator=annotator, value=value, note=note)
                 .returning(LabelRow.id)
             )
 
@@ -284,7 +266,7 @@ class Store:
         if not annotator.strip():
             raise InputError("annotator name is empty")
         with self.session_scope() as session:
-            ids = _candidate_ids(session, _dataset(session, dataset).id)
+            ids = _candidate_ids(session, dataset_row(session, dataset).id)
             rows = []
             for qid, grades in qrels.items():
                 for doc_id, grade in grades.items():
@@ -300,26 +282,36 @@ class Store:
             return len(rows)
 
     def current_labels(self, dataset: str, annotator: str | None = None) -> dict[int, dict[str, int]]:
-        """Latest value per candidate and annotator: ``{candidate_id: {annotator: value}}``."""
+        """Current value per candidate and annotator: ``{candidate_id: {annotator: value}}``.
+
+        An annotator's current label is their latest judgement that has not been retracted (undo).
+        """
+        result: dict[int, dict[str, int]] = defaultdict(dict)
+        for label in self.current_label_records(dataset, annotator):
+            result[label.candidate_id][label.annotator] = label.value
+        return dict(result)
+
+    def current_label_records(self, dataset: str, annotator: str | None = None) -> list[LabelRecord]:
+        """The current labels (see ``current_labels``) with their ids and times, oldest first."""
         with self.session_scope() as session:
-            candidate_ids = _candidates_of(session, dataset, CandidateRow.id)
-            latest = select(func.max(LabelRow.id)).where(LabelRow.candidate_id.in_(candidate_ids))
-            if annotator is not None:
-                latest = latest.where(LabelRow.annotator == annotator)
-            latest = latest.group_by(LabelRow.candidate_id, LabelRow.annotator)
-            result: dict[int, dict[str, int]] = defaultdict(dict)
-            rows = session.execute(
-                select(LabelRow.candidate_id, LabelRow.annotator, LabelRow.value).where(LabelRow.id.in_(latest))
+            query = select(LabelRow).where(
+                LabelRow.id.in_(current_label_ids(candidates_of(session, dataset, CandidateRow.id)))
             )
-            for candidate_id, name, value in rows:
-                result[candidate_id][name] = value
-            return dict(result)
+            if annotator is not None:
+                query = query.where(LabelRow.annotator == annotator)
+            return [
+                LabelRecord(row.id, row.candidate_id, row.annotator, row.value, row.created_at)
+                for row in session.scalars(query.order_by(LabelRow.id))
+            ]
 
     def label_history(self, candidate_id: int) -> list[dict[str, Any]]:
-        """Every judgement of the candidate, oldest first."""
+        """Every judgement of the candidate, oldest first; ``retracted_at`` is set on undone ones."""
         with self.session_scope() as session:
-            rows = session.scalars(
-                select(LabelRow).where(LabelRow.candidate_id == candidate_id).order_by(LabelRow.id)
+            rows = session.execute(
+                select(LabelRow, LabelRetractionRow.created_at)
+                .outerjoin(LabelRetractionRow, LabelRetractionRow.label_id == LabelRow.id)
+                .where(LabelRow.candidate_id == candidate_id)
+                .order_by(LabelRow.id)
             )
             return [
                 {
@@ -328,23 +320,26 @@ class Store:
                     "value": row.value,
                     "note": row.note,
                     "created_at": row.created_at,
+                    "retracted_at": retracted_at,
                 }
-                for row in rows
+                for row, retracted_at in rows
             ]
 
     def qrels(self, dataset: str, source: str = "labels") -> dict[str, dict[str, int]]:
-        """``{qid: {doc_id: grade}}`` from the latest label of any annotator, or from gold labels."""
+        """``{qid: {doc_id: grade}}`` from the latest unretracted label of any annotator, or from gold
+        labels. (The rule that also weighs adjudications and several annotators is
+        ``qa_core.labeling.training_labels``.)"""
         if source not in QRELS_SOURCES:
             raise InputError(f"qrels source must be one of {', '.join(QRELS_SOURCES)}, got {source!r}")
         with self.session_scope() as session:
             if source == "gold":
-                query = _candidates_of(
+                query = candidates_of(
                     session, dataset, QuestionRow.qid, CandidateRow.doc_id, CandidateRow.gold_label
                 ).where(CandidateRow.gold_label.is_not(None))
             else:
-                latest = select(func.max(LabelRow.id)).group_by(LabelRow.candidate_id)
+                latest = current_label_ids(per_annotator=False)
                 query = (
-                    _candidates_of(session, dataset, QuestionRow.qid, CandidateRow.doc_id, LabelRow.value)
+                    candidates_of(session, dataset, QuestionRow.qid, CandidateRow.doc_id, LabelRow.value)
                     .join(LabelRow, LabelRow.candidate_id == CandidateRow.id)
                     .where(LabelRow.id.in_(latest))
                 )
@@ -358,10 +353,11 @@ class Store:
         return write_qrels(self.qrels(dataset, source), path)
 
     def export_labels_jsonl(self, dataset: str, path: str | Path) -> int:
-        """Write the full label history, one JSON object per judgement, atomically."""
+        """Write the full label history, one JSON object per judgement, atomically
+        (``retracted_at`` is null unless the judgement was undone)."""
         with self.session_scope() as session:
             rows = session.execute(
-                _candidates_of(
+                candidates_of(
                     session,
                     dataset,
                     QuestionRow.qid,
@@ -372,12 +368,17 @@ class Store:
                     LabelRow.value,
                     LabelRow.note,
                     LabelRow.created_at,
+                    LabelRetractionRow.created_at,
                 )
                 .join(LabelRow, LabelRow.candidate_id == CandidateRow.id)
+                .outerjoin(LabelRetractionRow, LabelRetractionRow.label_id == LabelRow.id)
                 .order_by(LabelRow.id)
             ).all()
-        keys = ("qid", "doc_id", "question", "candidate", "annotator", "value", "note", "created_at")
-        return write_jsonl((dict(zip(keys, (*row[:-1], row[-1].isoformat()))) for row in rows), path)
+        keys = ("qid", "doc_id", "question", "candidate", "annotator", "value", "note", "created_at", "retracted_at")
+        return write_jsonl(
+            (dict(zip(keys, (*row[:-2], *(None if t is None else t.isoformat() for t in row[-2:])))) for row in rows),
+            path,
+        )
 
     # ------------------------------------------------------------------ model registry
 
@@ -391,32 +392,12 @@ class Store:
         promote: bool = False,
     ) -> int:
         """Record the next version of model ``name`` and return its ``model_versions`` id."""
-        if not name.strip():
-            raise InputError("model name is empty")
         attempt = 0
         while True:
             attempt += 1
             try:
                 with self.session_scope() as session:
-                    version = 1 + (
-                        session.scalar(select(func.max(ModelVersionRow.version)).where(ModelVersionRow.name == name))
-                        or 0
-                    )
-                    if promote:
-                        _clear_promoted(session, name)
-                    return session.scalar(
-                        insert(ModelVersionRow)
-                        .values(
-                            name=name,
-                            kind=kind,
-                            version=version,
-                            training_data=_jsonable(training_data),
-                            metrics=_jsonable(metrics),
-                            checkpoint_path=str(checkpoint_path),
-                            promoted=promote,
-                        )
-                        .returning(ModelVersionRow.id)
-                    )
+                    return insert_model_version(session, name, kind, checkpoint_path, training_data, metrics, promote)
             except IntegrityError:
                 if attempt >= REGISTER_ATTEMPTS:
                     raise
@@ -427,7 +408,7 @@ class Store:
             query = select(ModelVersionRow).order_by(ModelVersionRow.name, ModelVersionRow.version)
             if name is not None:
                 query = query.where(ModelVersionRow.name == name)
-            return [_model_dict(row) for row in session.scalars(query)]
+            return [model_dict(row) for row in session.scalars(query)]
 
     def promoted_model(self, name: str) -> dict[str, Any] | None:
         """The promoted version of ``name``, else its newest, else ``None``."""
@@ -438,18 +419,51 @@ class Store:
                 .order_by(ModelVersionRow.promoted.desc(), ModelVersionRow.version.desc())
                 .limit(1)
             ).first()
-            return None if row is None else _model_dict(row)
+            return None if row is None else model_dict(row)
+
+    def model_version(self, version_id: int) -> dict[str, Any]:
+        """One registered version by its ``model_versions`` id."""
+        with self.session_scope() as session:
+            row = session.get(ModelVersionRow, version_id)
+            if row is None:
+                raise InputError(f"no model version with id {version_id}")
+            return model_dict(row)
 
     def promote(self, name: str, version: int) -> None:
-        """Make ``version`` the one promoted version of ``name``."""
+        """Make ``version`` the one promoted version of ``name`` (any version: also how to roll back)."""
         with self.session_scope() as session:
             row = session.scalars(
                 select(ModelVersionRow).where(ModelVersionRow.name == name, ModelVersionRow.version == version)
             ).first()
             if row is None:
                 raise InputError(f"model {name!r} has no version {version}")
-            _clear_promoted(session, name)
-            session.execute(update(ModelVersionRow).where(ModelVersionRow.id == row.id).values(promoted=True))
+            clear_promoted(session, name)
+            session.execute(
+                update(ModelVersionRow).where(ModelVersionRow.id == row.id).values(promoted=True, promoted_at=now())
+            )
+
+    def rollback(self, name: str) -> dict[str, Any]:
+        """Promote again the version of ``name`` that was promoted most recently before the current
+        one, and return it; ``InputError`` when no other version was ever promoted."""
+        with self.session_scope() as session:
+            row = session.scalars(
+                select(ModelVersionRow)
+                .where(
+                    ModelVersionRow.name == name,
+                    ModelVersionRow.promoted.is_(False),
+                    ModelVersionRow.promoted_at.is_not(None),
+                )
+                .order_by(ModelVersionRow.promoted_at.desc(), ModelVersionRow.id.desc())
+                .limit(1)
+            ).first()
+            if row is None:
+                raise InputError(f"model {name!r} has no earlier promoted version to roll back to")
+            clear_promoted(session, name)
+            session.execute(
+                update(ModelVersionRow).where(ModelVersionRow.id == row.id).values(promoted=True, promoted_at=now())
+            )
+            session.refresh(row)
+            return model_dict(row)
 
     # ------------------------------------------------------------------ runs
 
@@ -464,7 +478,7 @@ class Store:
     ) -> int:
         """Store a scored run (ranks: score descending, ties by doc_id) and return its id."""
         with self.session_scope() as session:
-            dataset_id = _dataset(session, dataset).id
+            dataset_id = dataset_row(session, dataset).id
             if model_version_id is not None and session.get(ModelVersionRow, model_version_id) is None:
                 raise InputError(f"no model version with id {model_version_id}")
             ids = _candidate_ids(session, dataset_id)
@@ -474,7 +488,7 @@ class Store:
                     dataset_id=dataset_id,
                     split=split,
                     tag=tag,
-                    metrics=_jsonable(metrics),
+                    metrics=jsonable(metrics),
                     model_version_id=model_version_id,
                 )
                 .returning(RunRow.id)
@@ -519,7 +533,7 @@ class Store:
                 .order_by(RunRow.id.desc())
             )
             if dataset is not None:
-                query = query.where(RunRow.dataset_id == _dataset(session, dataset).id)
+                query = query.where(RunRow.dataset_id == dataset_row(session, dataset).id)
             return [
                 {
                     "id": run.id,
@@ -561,24 +575,6 @@ def _optional(convert: Callable[[Any], T], value: Any) -> T | None:
     return None if value is None else convert(value)
 
 
-def _dataset(session: Session, name: str) -> DatasetRow:
-    row = session.scalars(select(DatasetRow).where(DatasetRow.name == name)).first()
-    if row is None:
-        known = list(session.scalars(select(DatasetRow.name).order_by(DatasetRow.name)))
-        raise InputError(f"unknown dataset {name!r}; known datasets: {', '.join(known) or '(none)'}")
-    return row
-
-
-def _candidates_of(session: Session, dataset: str, *columns: Any) -> Select[Any]:
-    """``select(columns)`` over the dataset's candidates joined to their questions."""
-    return (
-        select(*columns)
-        .select_from(CandidateRow)
-        .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
-        .where(QuestionRow.dataset_id == _dataset(session, dataset).id)
-    )
-
-
 def _candidate_ids(session: Session, dataset_id: int) -> dict[tuple[str, str], int]:
     rows = session.execute(
         select(QuestionRow.qid, CandidateRow.doc_id, CandidateRow.id)
@@ -588,56 +584,52 @@ def _candidate_ids(session: Session, dataset_id: int) -> dict[tuple[str, str], i
     return {(qid, doc_id): candidate_id for qid, doc_id, candidate_id in rows}
 
 
-def _labels_with_keys(session: Session, dataset_id: int) -> list[tuple[tuple[str, str], dict[str, Any]]]:
-    """The dataset's label rows, oldest first, as ((qid, doc_id), insertable fields)."""
-    rows = session.execute(
-        select(QuestionRow.qid, CandidateRow.doc_id, LabelRow)
-        .join(CandidateRow, LabelRow.candidate_id == CandidateRow.id)
-        .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
-        .where(QuestionRow.dataset_id == dataset_id)
-        .order_by(LabelRow.id)
-    )
-    return [
-        (
-            (qid, doc_id),
-            {"annotator": label.annotator, "value": label.value, "note": label.note, "created_at": label.created_at},
+class _CarriedWork:
+    """Labels (with retractions) and adjudications of a dataset being replaced, keyed by
+    (qid, doc_id), to be written again onto the new dataset's candidates that keep those keys."""
+
+    def __init__(self) -> None:
+        self.labels: list[tuple[tuple[str, str], dict[str, Any], dict[str, Any] | None]] = []
+        self.adjudications: list[tuple[tuple[str, str], dict[str, Any]]] = []
+
+    @classmethod
+    def read(cls, session: Session, dataset_id: int) -> _CarriedWork:
+        carried = cls()
+        keyed = (
+            select(QuestionRow.qid, CandidateRow.doc_id)
+            .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
+            .where(QuestionRow.dataset_id == dataset_id)
         )
-        for qid, doc_id, label in rows
-    ]
+        labels = session.execute(
+            keyed.add_columns(LabelRow, LabelRetractionRow)
+            .join(LabelRow, LabelRow.candidate_id == CandidateRow.id)
+            .outerjoin(LabelRetractionRow, LabelRetractionRow.label_id == LabelRow.id)
+            .order_by(LabelRow.id)
+        )
+        for qid, doc_id, label, retraction in labels:
+            fields = {"annotator": label.annotator, "value": label.value, "note": label.note, "created_at": label.created_at}
+            undo = None if retraction is None else {"annotator": retraction.annotator, "created_at": retraction.created_at}
+            carried.labels.append(((qid, doc_id), fields, undo))
+        adjudications = session.execute(
+            keyed.add_columns(AdjudicationRow)
+            .join(AdjudicationRow, AdjudicationRow.candidate_id == CandidateRow.id)
+            .order_by(AdjudicationRow.id)
+        )
+        for qid, doc_id, row in adjudications:
+            fields = {"value": row.value, "adjudicator": row.adjudicator, "note": row.note, "created_at": row.created_at}
+            carried.adjudications.append(((qid, doc_id), fields))
+        return carried
 
-
-def _clear_promoted(session: Session, name: str) -> None:
-    session.execute(
-        update(ModelVersionRow)
-        .where(ModelVersionRow.name == name, ModelVersionRow.promoted.is_(True))
-        .values(promoted=False)
-    )
-
-
-def _model_dict(row: ModelVersionRow) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "name": row.name,
-        "kind": row.kind,
-        "version": row.version,
-        "training_data": row.training_data,
-        "metrics": row.metrics,
-        "checkpoint_path": row.checkpoint_path,
-        "created_at": row.created_at,
-        "promoted": row.promoted,
-        "status": row.status,
-    }
-
-
-def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
-    """Plain JSON types (numpy scalars and arrays become floats and lists), checked before writing."""
-
-    def convert(obj: Any) -> Any:
-        if hasattr(obj, "tolist"):
-            return obj.tolist()
-        if isinstance(obj, (Path, datetime)):
-            return str(obj)
-        raise InputError(f"value of type {type(obj).__name__} cannot be stored as JSON")
-
-    return json.loads(json.dumps(value, default=convert))
-
+    def write(self, session: Session, new_ids: Mapping[tuple[str, str], int]) -> None:
+        labels = [(new_ids[key], fields, undo) for key, fields, undo in self.labels if key in new_ids]
+        if labels:
+            label_ids = session.scalars(
+                insert(LabelRow).returning(LabelRow.id, sort_by_parameter_order=True),
+                [{**fields, "candidate_id": candidate_id} for candidate_id, fields, _ in labels],
+            ).all()
+            retractions = [{**undo, "label_id": label_id} for label_id, (_, _, undo) in zip(label_ids, labels) if undo]
+            if retractions:
+                session.execute(insert(LabelRetractionRow), retractions)
+        adjudications = [{**fields, "candidate_id": new_ids[key]} for key, fields in self.adjudications if key in new_ids]
+        if adjudications:
+            session.execute(insert(AdjudicationRow), adjudications)

@@ -79,6 +79,13 @@ def cmd_train(args: argparse.Namespace) -> None:
     from qa_core.experiments import train_ranker
 
     store = _store(args)
+    if args.job is not None:
+        from qa_core.jobs import run_job
+
+        _emit({"job": args.job, "model_version_id": run_job(store, args.job)})
+        return
+    if not args.model or not args.data:
+        raise InputError("train needs --model and --data (or --job ID for a job queued in the store)")
     dataset = store.load_dataset(args.data)
     outcome = train_ranker(
         args.model, dataset, seed=args.seed, train_split=args.train_split, dev_split=args.dev_split
@@ -159,12 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_parser("list", help="datasets in the store").set_defaults(func=cmd_data_list)
 
     train = commands.add_parser("train", help="train a model and register it in the store")
-    train.add_argument("--model", required=True)
-    train.add_argument("--data", required=True)
+    train.add_argument("--model")
+    train.add_argument("--data")
     train.add_argument("--seed", type=int, default=1)
     train.add_argument("--train-split", default="train")
     train.add_argument("--dev-split", default="dev")
     train.add_argument("--no-promote", action="store_true", help="register without making it the version the app uses")
+    train.add_argument(
+        "--job", type=int, default=None, help="run training job ID queued in the store (its settings come from there)"
+    )
     train.set_defaults(func=cmd_train)
 
     ev = commands.add_parser("evaluate", help="evaluate a model on a split; prints one JSON line")

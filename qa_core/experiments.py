@@ -54,9 +54,17 @@ def train_ranker(
     progress: bool = True,
     callback: ProgressCallback | None = None,
     checkpoint: Path | None = None,
+    model_config: dict[str, Any] | None = None,
 ) -> TrainingOutcome:
-    """Fit ``model`` on a dataset's train split, select on dev, save the checkpoint atomically."""
-    ranker = registry.create(model)
+    """Fit ``model`` on a dataset's train split, select on dev, save the checkpoint atomically.
+
+    ``model_config`` overrides the model's settings (e.g. ``{"max_epochs": 1}``); an unknown setting is
+    an ``InputError``.
+    """
+    try:
+        ranker = registry.create(model, **(model_config or {}))
+    except TypeError as error:
+        raise InputError(f"model {model!r} does not take these settings {sorted(model_config or {})}: {error}") from None
     if not ranker.trainable:
         raise InputError(f"model {model!r} has nothing to train; evaluate it directly")
     train, dev = require_split(dataset, train_split), require_split(dataset, dev_split)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import re
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,19 +138,26 @@ def load_ranker(store: Store, name: str, fit_on: str | None = None) -> Ranker:
     """A ready-to-score ranker by registered name or checkpoint path.
 
     Trainable models load the promoted (else newest) registered version and raise
-    ``NotTrainedError`` with the train command when there is none. Baselines are created and, when
-    they learn statistics (``fit``), fitted on ``fit_on``'s train split.
+    ``NotTrainedError`` with the train command when there is none. When that version's checkpoint
+    is missing or corrupt, the previous loadable version is used and a
+    ``qa_core.jobs.CheckpointFallbackWarning`` says which (``qa_core.jobs.load_promoted`` returns
+    the same as data, for a page to show). Baselines are created and, when they learn statistics
+    (``fit``), fitted on ``fit_on``'s train split.
     """
     if _looks_like_path(name):
         return registry.load(Path(name))
     ranker_class = registry.ranker_class(name)
     if ranker_class.trainable:
-        record = store.promoted_model(name)
-        if record is None:
+        from qa_core.jobs import CheckpointFallbackWarning, load_promoted
+
+        if store.promoted_model(name) is None:
             raise NotTrainedError(
                 f"model {name!r} is not trained yet; train it with: {train_command(name, fit_on)}"
             )
-        return registry.load(Path(record["checkpoint_path"]))
+        loaded = load_promoted(store, name)
+        if loaded.notice is not None:
+            warnings.warn(loaded.notice, CheckpointFallbackWarning, stacklevel=2)
+        return loaded.ranker
     ranker = ranker_class()
     if fit_on is not None and ranker_class.fit is not Ranker.fit:
         dataset = store.load_dataset(fit_on)

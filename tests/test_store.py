@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import func, inspect, select
+from sqlalchemy import func, inspect, select, text
 
 from db.models import Base, CandidateRow, LabelRow, RunScoreRow
-from db.session import make_engine
+from db.session import downgrade, make_engine, upgrade
 from db.store import Store
 from qa_core.types import Candidate, Dataset, InputError, Question
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def small_dataset(name: str = "demo") -> Dataset:
@@ -52,6 +55,7 @@ def test_migration_matches_models(store: Store) -> None:
         assert diff == []
         tables = set(inspect(connection).get_table_names())
     assert {"datasets", "questions", "candidates", "labels", "model_versions", "runs", "run_scores"} <= tables
+    assert {"label_retractions", "adjudications", "queue_claims", "training_jobs", "training_events"} <= tables
 
 
 def test_upgrade_is_idempotent(store: Store, database_url: str) -> None:
@@ -70,6 +74,7 @@ def test_sqlite_pragmas(tmp_path: Path) -> None:
             assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
             assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
             assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30000
+            assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
     finally:
         engine.dispose()
 
@@ -298,3 +303,135 @@ def test_delete_dataset_cascades(store: Store) -> None:
             assert connection.execute(select(func.count()).select_from(model)).scalar() == 0
     with pytest.raises(InputError):
         store.delete_dataset("demo")
+
+
+# ------------------------------------------------------------------ migration 0002, undo, adjudication
+
+
+def test_upgrade_from_0001_keeps_labels_and_models(database_url: str) -> None:
+    """A store created by revision 0001, with data, upgrades to head and keeps every row."""
+    engine = make_engine(database_url)
+    try:
+        upgrade(engine, "0001")
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO datasets (id, name, source, created_at) VALUES (1, 'old', '', :t)"), {"t": T0})
+            connection.execute(text("INSERT INTO questions (id, dataset_id, qid, text, split) VALUES (1, 1, 'q1', 'who?', 'train')"))
+            connection.execute(
+                text("INSERT INTO candidates (id, question_id, doc_id, text, source, gold_label) VALUES (1, 1, 'd1', 'him', '', 1)")
+            )
+            for label_id, annotator, value in [(1, "alice", 1), (2, "alice", 3), (3, "bob", 0)]:
+                connection.execute(
+                    text("INSERT INTO labels (id, candidate_id, annotator, value, created_at) VALUES (:i, 1, :a, :v, :t)"),
+                    {"i": label_id, "a": annotator, "v": value, "t": T0},
+                )
+            connection.execute(
+                text(
+                    "INSERT INTO model_versions (name, kind, version, training_data, metrics, checkpoint_path,"
+                    " created_at, promoted, status) VALUES ('smcnn', 'smcnn', 1, '{}', '{}', '/x.pt', :t, :p, 'ready')"
+                ),
+                {"t": T0, "p": True},
+            )
+            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0001"
+    finally:
+        engine.dispose()
+    store = Store(database_url)  # upgrades to head
+    try:
+        with store.engine.connect() as connection:
+            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+        assert store.current_labels("old") == {1: {"alice": 3, "bob": 0}}
+        assert [h["value"] for h in store.label_history(1)] == [1, 3, 0]
+        promoted = store.promoted_model("smcnn")
+        assert (promoted["version"], promoted["promoted"], promoted["promoted_at"]) == (1, True, None)
+        assert store.undo_last("alice") == {"label_id": 2, "candidate_id": 1, "value": 3}
+        assert store.current_labels("old") == {1: {"alice": 1, "bob": 0}}
+    finally:
+        store.close()
+
+
+def test_downgrade_and_upgrade_again(store: Store) -> None:
+    store.import_dataset(small_dataset())
+    store.add_label(store.find_candidate_id("demo", "q1", "d1"), "alice", 2)
+    upgrade(store.engine, "head")
+    downgrade(store.engine, "0001")
+    with store.engine.connect() as connection:
+        assert "queue_claims" not in inspect(connection).get_table_names()
+    upgrade(store.engine, "head")
+    assert store.current_labels("demo") == {store.find_candidate_id("demo", "q1", "d1"): {"alice": 2}}
+
+
+def test_undo_retracts_without_losing_history(store: Store, tmp_path: Path) -> None:
+    store.import_dataset(small_dataset())
+    first, second = store.find_candidate_id("demo", "q1", "d1"), store.find_candidate_id("demo", "q2", "d1")
+    store.add_label(first, "alice", 1)
+    store.add_label(first, "alice", 2)
+    store.add_label(second, "alice", 4)
+    store.add_label(first, "bob", 0)
+
+    assert store.undo_last("alice") == {"label_id": 3, "candidate_id": second, "value": 4}
+    assert store.current_labels("demo") == {first: {"alice": 2, "bob": 0}}
+    assert store.undo_last("alice", "demo")["value"] == 2  # the previous judgement becomes current
+    assert store.current_labels("demo") == {first: {"alice": 1, "bob": 0}}
+    assert store.qrels("demo") == {"q1": {"d1": 0}}  # bob's is the latest unretracted label
+    store.undo_last("alice")
+    assert store.undo_last("alice") is None
+    assert store.current_labels("demo") == {first: {"bob": 0}}
+    assert store.dataset_summary("demo")["labelled"] == 1
+
+    history = store.label_history(first)
+    assert [(h["annotator"], h["value"], h["retracted_at"] is not None) for h in history] == [
+        ("alice", 1, True),
+        ("alice", 2, True),
+        ("bob", 0, False),
+    ]
+    path = tmp_path / "labels.jsonl"
+    assert store.export_labels_jsonl("demo", path) == 4
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["retracted_at"] is not None for r in records] == [True, True, True, False]
+    with store.engine.connect() as connection:
+        assert connection.execute(select(func.count()).select_from(LabelRow)).scalar() == 4
+    with pytest.raises(InputError):
+        store.undo_last("  ")
+
+
+def test_adjudications_and_replace_carry_work_over(store: Store) -> None:
+    store.import_dataset(small_dataset())
+    candidate = store.find_candidate_id("demo", "q1", "d2")
+    store.add_label(candidate, "alice", 1)
+    store.add_label(candidate, "alice", 3)
+    store.add_label(candidate, "bob", 0)
+    store.undo_last("alice")
+    store.adjudicate(candidate, 2, "carol", note="partly answers")
+    store.adjudicate(candidate, 1, "carol")
+    assert store.adjudications("demo")[candidate]["value"] == 1  # the latest wins
+    with pytest.raises(InputError):
+        store.adjudicate(candidate, 7, "carol")
+    with pytest.raises(InputError):
+        store.adjudicate(candidate + 1000, 1, "carol")
+
+    store.import_dataset(small_dataset(), replace=True)
+    new_id = store.find_candidate_id("demo", "q1", "d2")
+    assert [(h["annotator"], h["value"], h["retracted_at"] is not None) for h in store.label_history(new_id)] == [
+        ("alice", 1, False),
+        ("alice", 3, True),
+        ("bob", 0, False),
+    ]
+    assert store.current_labels("demo") == {new_id: {"alice": 1, "bob": 0}}
+    adjudication = store.adjudications("demo")[new_id]
+    assert (adjudication["value"], adjudication["adjudicator"]) == (1, "carol")
+
+
+def test_rollback_promotes_the_previously_promoted_version(store: Store) -> None:
+    for version in (1, 2, 3):
+        store.register_model("smcnn", "smcnn", f"/ckpt/{version}.pt", {}, {"dev_map": version / 10})
+    with pytest.raises(InputError, match="no earlier promoted"):
+        store.rollback("smcnn")
+    store.promote("smcnn", 1)
+    store.promote("smcnn", 3)
+    assert store.rollback("smcnn")["version"] == 1  # not 2, which was never promoted
+    assert store.promoted_model("smcnn")["version"] == 1
+    assert store.rollback("smcnn")["version"] == 3
+    assert [v["promoted"] for v in store.model_versions("smcnn")] == [False, False, True]
+    version_id = store.promoted_model("smcnn")["id"]
+    assert store.model_version(version_id)["checkpoint_path"] == "/ckpt/3.pt"
+    with pytest.raises(InputError):
+        store.model_version(version_id + 100)

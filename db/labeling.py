@@ -1,0 +1,429 @@
+"""The labelling side of the store: undo (label retractions), adjudications and queue claims.
+
+Queue claims (leases)
+---------------------
+The Label page and the learning-loop simulation hand out (question, candidate) pairs through
+``claim_next``. A claim is a lease held by one app session (the ``holder``, e.g. a Streamlit
+session id; by default the annotator's name) until it is labelled, skipped, released or expires.
+The database keeps at most one open claim per candidate (a partial unique index), so two
+sessions never hold the same pair at once, whatever the back end and however many processes.
+
+Which pairs an annotator may be handed (the redundancy rule):
+
+- a pair wants ``targets[candidate_id]`` distinct annotators (1 when absent; the labelling
+  package's ``QueuePolicy`` gives a seeded share of pairs 2 or more, so agreement can be measured);
+- it is handed to an annotator who has no current label on it, while it has fewer current
+  labels (from distinct annotators) than it wants and no adjudication;
+- in the caller's order (a strategy's ranking), except that pairs this annotator skipped go
+  last: skipping means "later", not "never";
+- another session's unexpired claim hides a pair; an expired one is ended ("expired") by the next
+  claim, so a closed browser tab frees its pair after the lease.
+
+Times are the application's clock (UTC): with several hosts on PostgreSQL, clock skew shifts
+lease expiry by as much.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+from sqlalchemy import exists, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from db.base import (
+    StoreBase,
+    candidates_of,
+    check_annotator,
+    check_grade,
+    current_label_ids,
+    not_retracted,
+    now,
+)
+from db.models import AdjudicationRow, CandidateRow, LabelRetractionRow, LabelRow, QueueClaimRow
+from qa_core.types import InputError
+
+DEFAULT_LEASE_SECONDS = 600.0
+END_OUTCOMES = ("skipped", "released")
+# A concurrent undo of the same annotator can retract the label this one picked; it then takes
+# the next one (each call undoes one judgement).
+UNDO_ATTEMPTS = 5
+
+
+class Claim(NamedTuple):
+    """A lease on one candidate, held by ``holder`` for ``annotator`` until ``expires_at``."""
+
+    claim_id: int
+    candidate_id: int
+    annotator: str
+    holder: str
+    claimed_at: datetime
+    expires_at: datetime
+
+
+class QueueProgress(NamedTuple):
+    """Counts over a queue's pairs, for one annotator (see ``LabelingStore.queue_progress``)."""
+
+    total: int  # pairs in the queue
+    complete: int  # pairs that want no more labels (enough annotators, or adjudicated)
+    labelled_by_me: int  # pairs with a current label by this annotator
+    available_to_me: int  # pairs this annotator could be handed now
+    held_by_others: int  # pairs this annotator could be handed, but another session holds now
+    judgements: int  # current labels on the queue's pairs, all annotators together
+
+
+class _NoLongerEligible(Exception):
+    """Raised inside a claim's transaction to roll it back."""
+
+
+@dataclass
+class _QueueState:
+    """One consistent read of what the queue rules need for a dataset."""
+
+    annotators: dict[int, set[str]] = field(default_factory=dict)  # current labels' annotators
+    adjudicated: set[int] = field(default_factory=set)
+    open_claims: dict[int, QueueClaimRow] = field(default_factory=dict)  # not ended, maybe expired
+    skipped: set[int] = field(default_factory=set)  # by the annotator asking
+
+    def eligible(self, candidate_id: int, annotator: str, target: int) -> bool:
+        names = self.annotators.get(candidate_id, set())
+        return candidate_id not in self.adjudicated and annotator not in names and len(names) < target
+
+    def held_by_other(self, candidate_id: int, holder: str, at: datetime) -> bool:
+        claim = self.open_claims.get(candidate_id)
+        return claim is not None and claim.holder != holder and claim.expires_at > at
+
+
+class LabelingStore(StoreBase):
+    """Undo, adjudication and the labelling queue's claims (mixed into ``db.store.Store``)."""
+
+    # ------------------------------------------------------------------ undo
+
+    def undo_last(self, annotator: str, dataset: str | None = None) -> dict[str, Any] | None:
+        """Retract ``annotator``'s latest current judgement (in ``dataset`` if given) and return it
+        (``label_id``, ``candidate_id``, ``value``); ``None`` when there is nothing to undo.
+
+        The judgement stays in the history, marked retracted; the annotator's previous judgement
+        of that pair, if any, becomes current again. Repeated calls undo further back.
+        """
+        annotator = check_annotator(annotator)
+        for attempt in range(1, UNDO_ATTEMPTS + 1):
+            try:
+                with self.session_scope() as session:
+                    query = select(LabelRow).where(LabelRow.annotator == annotator, not_retracted())
+                    if dataset is not None:
+                        query = query.where(LabelRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)))
+                    label = session.scalars(query.order_by(LabelRow.id.desc()).limit(1)).first()
+                    if label is None:
+                        return None
+                    session.execute(insert(LabelRetractionRow).values(label_id=label.id, annotator=annotator))
+                    return {"label_id": label.id, "candidate_id": label.candidate_id, "value": label.value}
+            except IntegrityError:
+                if attempt == UNDO_ATTEMPTS:
+                    raise
+        return None
+
+    # ------------------------------------------------------------------ adjudication
+
+    def adjudicate(self, candidate_id: int, value: int, adjudicator: str, note: str | None = None) -> int:
+        """Record a reviewer's final value for a candidate and return its id; the latest
+        adjudication wins over every annotator's label (``qa_core.labeling.training_labels``)."""
+        adjudicator, value = check_annotator(adjudicator, "adjudicator"), check_grade(value)
+        with self.session_scope() as session:
+            if session.get(CandidateRow, candidate_id) is None:
+                raise InputError(f"no candidate with id {candidate_id}")
+            return session.scalar(
+                insert(AdjudicationRow)
+                .values(candidate_id=candidate_id, value=value, adjudicator=adjudicator, note=note)
+                .returning(AdjudicationRow.id)
+            )
+
+    def adjudications(self, dataset: str) -> dict[int, dict[str, Any]]:
+        """The latest adjudication per candidate of ``dataset``:
+        ``{candidate_id: {"id", "value", "adjudicator", "note", "created_at"}}``."""
+        with self.session_scope() as session:
+            rows = session.scalars(
+                select(AdjudicationRow)
+                .where(AdjudicationRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)))
+                .order_by(AdjudicationRow.id)
+            )
+            return {
+                row.candidate_id: {
+                    "id": row.id,
+                    "value": row.value,
+                    "adjudicator": row.adjudicator,
+                    "note": row.note,
+                    "created_at": row.created_at,
+                }
+                for row in rows
+            }
+
+    # ------------------------------------------------------------------ queue claims
+
+    def claim_next(
+        self,
+        dataset: str,
+        order: Sequence[int],
+        annotator: str,
+        holder: str | None = None,
+        *,
+        targets: Mapping[int, int] | None = None,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    ) -> Claim | None:
+        """The pair ``holder`` should show ``annotator`` next, leased to it; ``None`` when the
+        queue has nothing left for this annotator (see the module docstring for the rule).
+
+        Idempotent for a page that reruns: while the holder's claim is open and its pair still
+        wants this annotator's label, the same claim comes back with its lease renewed.
+        ``order`` lists the dataset's candidate ids best first (``qa_core.labeling.order_candidates``).
+        """
+        annotator = check_annotator(annotator)
+        holder = check_annotator(holder or annotator, "holder")
+        targets = targets or {}
+        with self.session_scope() as session:
+            state = _read_state(session, dataset, annotator)
+        position: dict[int, int] = {}
+        for i, candidate_id in enumerate(order):
+            position.setdefault(candidate_id, i)
+        at = now()
+
+        mine = sorted(
+            (claim for claim in state.open_claims.values() if claim.holder == holder),
+            key=lambda claim: position.get(claim.candidate_id, len(position)),
+        )
+        for claim in mine:
+            wanted = claim.candidate_id in position and state.eligible(
+                claim.candidate_id, annotator, targets.get(claim.candidate_id, 1)
+            )
+            if wanted and claim.annotator == annotator:
+                renewed = self._renew(claim, at + timedelta(seconds=lease_seconds))
+                if renewed is not None:
+                    return renewed
+            else:
+                self.end_claim(claim.id, "released")
+
+        offered = [
+            candidate_id
+            for candidate_id in position
+            if state.eligible(candidate_id, annotator, targets.get(candidate_id, 1))
+            and not state.held_by_other(candidate_id, holder, at)
+        ]
+        offered.sort(key=lambda candidate_id: (candidate_id in state.skipped, position[candidate_id]))
+        for candidate_id in offered:
+            claim = self._try_claim(candidate_id, annotator, holder, targets.get(candidate_id, 1), lease_seconds)
+            if claim is not None:
+                return claim
+        return None
+
+    def claim_candidate(
+        self,
+        candidate_id: int,
+        annotator: str,
+        holder: str | None = None,
+        *,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    ) -> Claim | None:
+        """Lease one given pair (e.g. the one just undone, to show it again); ``None`` when another
+        session holds it. The holder's own open claim on it is renewed."""
+        annotator = check_annotator(annotator)
+        holder = check_annotator(holder or annotator, "holder")
+        with self.session_scope() as session:
+            if session.get(CandidateRow, candidate_id) is None:
+                raise InputError(f"no candidate with id {candidate_id}")
+            own = session.scalars(
+                select(QueueClaimRow).where(
+                    QueueClaimRow.candidate_id == candidate_id,
+                    QueueClaimRow.holder == holder,
+                    QueueClaimRow.annotator == annotator,
+                    QueueClaimRow.ended_at.is_(None),
+                )
+            ).first()
+        expires = now() + timedelta(seconds=lease_seconds)
+        if own is not None and (renewed := self._renew(own, expires)) is not None:
+            return renewed
+        return self._try_claim(candidate_id, annotator, holder, None, lease_seconds)
+
+    def end_claim(self, claim_id: int, outcome: str = "released") -> bool:
+        """End an open claim as ``skipped`` (the pair goes to the end of this annotator's queue)
+        or ``released`` (back in the queue as it was); returns whether it was still open."""
+        if outcome not in END_OUTCOMES:
+            raise InputError(f"a claim ends as one of {', '.join(END_OUTCOMES)}, not {outcome!r}")
+        with self.session_scope() as session:
+            result = session.execute(
+                update(QueueClaimRow)
+                .where(QueueClaimRow.id == claim_id, QueueClaimRow.ended_at.is_(None))
+                .values(ended_at=now(), outcome=outcome)
+            )
+            return result.rowcount == 1
+
+    def release_claims(self, dataset: str, holder: str) -> int:
+        """End every open claim of ``holder`` on ``dataset``'s pairs as released (a session that
+        leaves, switches annotator, or undoes); returns how many it ended."""
+        with self.session_scope() as session:
+            result = session.execute(
+                update(QueueClaimRow)
+                .where(
+                    QueueClaimRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)),
+                    QueueClaimRow.holder == holder,
+                    QueueClaimRow.ended_at.is_(None),
+                )
+                .values(ended_at=now(), outcome="released")
+            )
+            return result.rowcount
+
+    def label_claim(self, claim_id: int, value: int, note: str | None = None) -> int:
+        """Append the claim's annotator's judgement of its pair and end the claim ("labelled"), in
+        one transaction; returns the label id.
+
+        The label is written even when the lease ran out meanwhile: a judgement is never lost.
+        """
+        value = check_grade(value)
+        with self.session_scope() as session:
+            claim = session.get(QueueClaimRow, claim_id)
+            if claim is None:
+                raise InputError(f"no queue claim with id {claim_id}")
+            label_id = session.scalar(
+                insert(LabelRow)
+                .values(candidate_id=claim.candidate_id, annotator=claim.annotator, value=value, note=note)
+                .returning(LabelRow.id)
+            )
+            session.execute(
+                update(QueueClaimRow)
+                .where(QueueClaimRow.id == claim_id, QueueClaimRow.ended_at.is_(None))
+                .values(ended_at=now(), outcome="labelled")
+            )
+            return label_id
+
+    def open_claims(self, dataset: str) -> list[Claim]:
+        """Unexpired claims on the dataset's pairs, oldest first (who is labelling what now)."""
+        with self.session_scope() as session:
+            rows = session.scalars(
+                select(QueueClaimRow)
+                .where(
+                    QueueClaimRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)),
+                    QueueClaimRow.ended_at.is_(None),
+                    QueueClaimRow.expires_at > now(),
+                )
+                .order_by(QueueClaimRow.id)
+            )
+            return [_claim(row) for row in rows]
+
+    def queue_progress(
+        self,
+        dataset: str,
+        order: Sequence[int],
+        annotator: str,
+        holder: str | None = None,
+        *,
+        targets: Mapping[int, int] | None = None,
+    ) -> QueueProgress:
+        """Done/total counts of the queue ``order`` for ``annotator`` (see ``QueueProgress``)."""
+        annotator = check_annotator(annotator)
+        holder = holder or annotator
+        targets = targets or {}
+        with self.session_scope() as session:
+            state = _read_state(session, dataset, annotator)
+        at = now()
+        pairs = list(dict.fromkeys(order))
+        wanted = [c for c in pairs if state.eligible(c, annotator, targets.get(c, 1))]
+        held = sum(state.held_by_other(c, holder, at) for c in wanted)
+        return QueueProgress(
+            total=len(pairs),
+            complete=sum(
+                c in state.adjudicated or len(state.annotators.get(c, ())) >= targets.get(c, 1) for c in pairs
+            ),
+            labelled_by_me=sum(annotator in state.annotators.get(c, ()) for c in pairs),
+            available_to_me=len(wanted) - held,
+            held_by_others=held,
+            judgements=sum(len(state.annotators.get(c, ())) for c in pairs),
+        )
+
+    def _renew(self, claim: QueueClaimRow, expires_at: datetime) -> Claim | None:
+        """Extend an open claim's lease; ``None`` when it was ended meanwhile."""
+        with self.session_scope() as session:
+            result = session.execute(
+                update(QueueClaimRow)
+                .where(QueueClaimRow.id == claim.id, QueueClaimRow.ended_at.is_(None))
+                .values(expires_at=expires_at)
+            )
+            if result.rowcount != 1:
+                return None
+        return Claim(claim.id, claim.candidate_id, claim.annotator, claim.holder, claim.claimed_at, expires_at)
+
+    def _try_claim(
+        self, candidate_id: int, annotator: str, holder: str, target: int | None, lease_seconds: float
+    ) -> Claim | None:
+        """Open a claim on one pair in its own transaction, or ``None`` if another session holds it
+        or (with a ``target``) the pair stopped wanting this annotator since the queue was read.
+
+        The unique index on open claims decides races; the eligibility check runs again after the
+        insert, inside the transaction, so a pair labelled meanwhile by the session that held it
+        is not handed out a second time.
+        """
+        at = now()
+        try:
+            with self.session_scope() as session:
+                session.execute(
+                    update(QueueClaimRow)
+                    .where(
+                        QueueClaimRow.candidate_id == candidate_id,
+                        QueueClaimRow.ended_at.is_(None),
+                        QueueClaimRow.expires_at <= at,
+                    )
+                    .values(ended_at=at, outcome="expired")
+                )
+                expires = at + timedelta(seconds=lease_seconds)
+                claim_id = session.scalar(
+                    insert(QueueClaimRow)
+                    .values(candidate_id=candidate_id, annotator=annotator, holder=holder, claimed_at=at, expires_at=expires)
+                    .returning(QueueClaimRow.id)
+                )
+                if target is not None and not _still_eligible(session, candidate_id, annotator, target):
+                    raise _NoLongerEligible
+                return Claim(claim_id, candidate_id, annotator, holder, at, expires)
+        except (IntegrityError, _NoLongerEligible):
+            return None
+
+
+def _read_state(session: Session, dataset: str, annotator: str) -> _QueueState:
+    candidate_ids = candidates_of(session, dataset, CandidateRow.id)
+    state = _QueueState()
+    for candidate_id, name in session.execute(
+        select(LabelRow.candidate_id, LabelRow.annotator).where(LabelRow.id.in_(current_label_ids(candidate_ids)))
+    ):
+        state.annotators.setdefault(candidate_id, set()).add(name)
+    state.adjudicated = set(
+        session.scalars(select(AdjudicationRow.candidate_id).where(AdjudicationRow.candidate_id.in_(candidate_ids)))
+    )
+    claims: Iterable[QueueClaimRow] = session.scalars(
+        select(QueueClaimRow).where(QueueClaimRow.candidate_id.in_(candidate_ids), QueueClaimRow.ended_at.is_(None))
+    )
+    state.open_claims = {claim.candidate_id: claim for claim in claims}
+    state.skipped = set(
+        session.scalars(
+            select(QueueClaimRow.candidate_id).where(
+                QueueClaimRow.candidate_id.in_(candidate_ids),
+                QueueClaimRow.annotator == annotator,
+                QueueClaimRow.outcome == "skipped",
+            )
+        )
+    )
+    return state
+
+
+def _still_eligible(session: Session, candidate_id: int, annotator: str, target: int) -> bool:
+    if session.scalar(select(exists().where(AdjudicationRow.candidate_id == candidate_id))):
+        return False
+    names = set(
+        session.scalars(
+            select(LabelRow.annotator).distinct().where(LabelRow.candidate_id == candidate_id, not_retracted())
+        )
+    )
+    return annotator not in names and len(names) < target
+
+
+def _claim(row: QueueClaimRow) -> Claim:
+    return Claim(row.id, row.candidate_id, row.annotator, row.holder, row.claimed_at, row.expires_at)

@@ -1,0 +1,311 @@
+"""Training jobs in their own OS process, and loading the registry's promoted model safely.
+
+``start_training_job`` records a job in the store and runs ``python -m qa_core train --job ID``
+detached from the caller, so a page never freezes and a crash or a kill of the training cannot
+touch the app's process. The job process (``run_job``) trains on the store's labels
+(``qa_core.labeling.training_dataset``), reports progress events, and at the end registers the
+new version and marks the job succeeded in one transaction; the checkpoint file is written
+atomically before that. Whatever happens before that transaction commits, the registry, and so
+the promoted model, is untouched: a killed run leaves at most an unreferenced checkpoint file.
+
+``load_promoted`` loads a model's promoted version and, when its checkpoint is missing or
+corrupt, falls back to the most recently promoted loadable version before it (then the newest
+other loadable version), saying which version it uses.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qa_core import config
+from qa_core.rankers import registry
+from qa_core.types import InputError, NotTrainedError
+
+if TYPE_CHECKING:
+    from db.store import Store
+    from qa_core.rankers.base import Ranker
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 5.0
+EVAL_SPLIT = "test"  # also reported on gold labels when the dataset has them, so versions compare
+
+# Launched processes, kept so that they are reaped when they end (no zombies in a long-lived app).
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+class CheckpointFallbackWarning(UserWarning):
+    """The promoted version could not be loaded and an earlier one is used instead."""
+
+
+# ---------------------------------------------------------------------- launching
+
+
+def start_training_job(
+    store: Store,
+    model: str,
+    dataset: str,
+    *,
+    store_labels: bool = True,
+    gold: bool | Collection[str] = False,
+    seed: int = 1,
+    train_split: str = "train",
+    dev_split: str = "dev",
+    model_config: dict[str, Any] | None = None,
+    promote: bool = False,
+) -> int:
+    """Queue a training of ``model`` on ``dataset`` and start its process; returns the job id.
+
+    Labels: with ``store_labels`` the stored labels by the rule of
+    ``qa_core.labeling.training_labels`` (adjudication, then majority), with ``gold`` filling the
+    gaps (``True``: every split; split names: only those); without ``store_labels`` the
+    dataset's gold labels only. The new version is registered unpromoted unless ``promote``.
+    Poll ``store.job(id)`` and ``store.job_events(id)`` for status and progress.
+    """
+    if not registry.ranker_class(model).trainable:
+        raise InputError(f"model {model!r} has nothing to train")
+    store.dataset_summary(dataset)  # InputError naming the known datasets
+    if store.engine.dialect.name == "sqlite" and store.engine.url.database in (None, "", ":memory:"):
+        raise InputError("a training job runs in its own process and cannot reach an in-memory SQLite store")
+    if not store_labels and gold is False:
+        raise InputError("choose the labels to train on: the stored labels, the gold labels, or both")
+    params = {
+        "store_labels": store_labels,
+        "gold": gold if isinstance(gold, bool) else sorted({gold} if isinstance(gold, str) else set(gold)),
+        "seed": seed,
+        "train_split": train_split,
+        "dev_split": dev_split,
+        "config": dict(model_config or {}),
+        "promote": promote,
+    }
+    job_id = store.create_job(model, dataset, params)
+    log_path = job_log_path(job_id)
+    try:
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "qa_core", "train", "--job", str(job_id)],
+                cwd=config.PROJECT_ROOT,
+                # The URL goes through the environment, not argv, which every user can read.
+                env={**os.environ, "RERANK_LAB_DB": store.url, "PYTHONPATH": str(config.PROJECT_ROOT)},
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a Ctrl-C on the app does not kill the training
+            )
+    except OSError as error:
+        store.fail_job(job_id, f"the training process could not start: {error}")
+        raise InputError(f"the training process could not start: {error}") from error
+    store.set_job_process(job_id, process.pid, socket.gethostname())
+    _children[job_id] = process
+    threading.Thread(target=_reap, args=(job_id, process), name=f"reap-job-{job_id}", daemon=True).start()
+    return job_id
+
+
+def _reap(job_id: int, process: subprocess.Popen[bytes]) -> None:
+    process.wait()
+    _children.pop(job_id, None)
+
+
+def job_log_path(job_id: int) -> Path:
+    """Where the job process's output goes (tracebacks of unexpected failures end up there)."""
+    folder = config.data_dir() / "jobs"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"job-{job_id}.log"
+
+
+def cancel_job(store: Store, job_id: int) -> bool:
+    """Stop a queued or running job (SIGTERM to its process on this host) and mark it failed;
+    returns whether it was still active. The promoted model is untouched."""
+    job = store.job(job_id)
+    if job["status"] not in ("queued", "running"):
+        return False
+    if job["pid"] is not None and job["host"] == socket.gethostname():
+        try:
+            os.kill(job["pid"], signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    return store.fail_job(job_id, "cancelled")
+
+
+def wait_for_job(store: Store, job_id: int, timeout: float = 600.0, poll_seconds: float = 0.2) -> dict[str, Any]:
+    """Block until the job has ended and return it (scripts and tests; a page polls ``store.job``)."""
+    deadline = time.monotonic() + timeout
+    process = _children.get(job_id)
+    if process is not None:
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+    while (job := store.job(job_id))["status"] in ("queued", "running"):
+        if time.monotonic() > deadline:
+            raise InputError(f"training job {job_id} did not finish within {timeout:.0f} s")
+        time.sleep(poll_seconds)
+    return job
+
+
+def progress_fraction(job: dict[str, Any], events: list[dict[str, Any]]) -> float:
+    """0..1 for a progress bar: 1 once the job has ended, else the last event's epoch over the
+    planned epochs (the model's ``max_epochs``; early stopping can end the job sooner)."""
+    if job["status"] not in ("queued", "running"):
+        return 1.0
+    if not events or events[-1]["epoch"] is None:
+        return 0.0
+    planned = (job["params"].get("config") or {}).get("max_epochs")
+    if planned is None:
+        config_class = getattr(registry.ranker_class(job["model"]), "config_class", None)
+        planned = getattr(config_class, "max_epochs", None)
+    return min(1.0, events[-1]["epoch"] / planned) if planned else 0.0
+
+
+# ---------------------------------------------------------------------- the job process
+
+
+def run_job(store: Store, job_id: int) -> int:
+    """Run job ``job_id`` in this process (``python -m qa_core train --job ID``); returns the new
+    ``model_versions`` id. Any failure marks the job failed with its message and re-raises."""
+    job = store.start_job(job_id)
+    stop = threading.Event()
+    heartbeat = threading.Thread(target=_beat, args=(store, job_id, stop), name="heartbeat", daemon=True)
+    heartbeat.start()
+    try:
+        return _train(store, job)
+    except (InputError, NotTrainedError) as error:
+        store.fail_job(job_id, str(error))
+        raise
+    except BaseException as error:
+        store.fail_job(job_id, f"{type(error).__name__}: {error} (traceback in {job_log_path(job_id)})")
+        raise
+    finally:
+        stop.set()
+
+
+def _train(store: Store, job: dict[str, Any]) -> int:
+    from qa_core.experiments import evaluate_ranker, train_ranker
+    from qa_core.labeling import training_dataset
+
+    job_id, model, name, params = job["id"], job["model"], job["dataset"], job["params"]
+    store.job_heartbeat(job_id, "loading labels")
+    source: dict[str, Any]
+    if params["store_labels"]:
+        dataset, resolved = training_dataset(store, name, gold=params["gold"])
+        source = {"labels": resolved.counts(), "conflicts": len(resolved.conflicts)}
+    else:
+        dataset, source = store.load_dataset(name), {"labels": "gold"}
+    # Checked here, before the seconds of loading models, so a job without labels fails at once.
+    for split, purpose in ((params["train_split"], "train on"), (params["dev_split"], "select the model on")):
+        if not any(c.label is not None for q in dataset.split(split) for c in q.candidates):
+            raise InputError(
+                f"no labels to {purpose} in split {split!r} of dataset {name!r}: "
+                "label some of its pairs, or include its gold labels"
+            )
+    store.job_heartbeat(job_id, "training")
+    checkpoint = config.checkpoint_dir() / f"{model}-{_slug(name)}-job{job_id}.pt"
+    outcome = train_ranker(
+        model,
+        dataset,
+        seed=params["seed"],
+        train_split=params["train_split"],
+        dev_split=params["dev_split"],
+        progress=False,
+        callback=lambda point: store.add_job_event(job_id, **point),
+        checkpoint=checkpoint,
+        model_config=params["config"],
+    )
+    metrics: dict[str, Any] = {**outcome.metrics, "train_seconds": outcome.report.get("seconds")}
+    gold_eval = store.load_dataset(name, split=EVAL_SPLIT).questions
+    has_gold = any(c.label is not None for q in gold_eval for c in q.candidates)
+    if has_gold and EVAL_SPLIT not in (params["train_split"], params["dev_split"]):
+        store.job_heartbeat(job_id, "evaluating")
+        result = evaluate_ranker(outcome.ranker, gold_eval)
+        metrics.update({f"{EVAL_SPLIT}_gold_{metric}": value for metric, value in result.aggregate.items()})
+    store.job_heartbeat(job_id, "registering")
+    training_data = {
+        "dataset": name,
+        "train": params["train_split"],
+        "dev": params["dev_split"],
+        "seed": params["seed"],
+        "job": job_id,
+        "gold": params["gold"],
+        "config": params["config"],
+        "epochs_run": outcome.report.get("epochs_run"),
+        "best_epoch": outcome.report.get("best_epoch"),
+        **source,
+    }
+    return store.finish_job(
+        job_id,
+        kind=model,
+        checkpoint_path=outcome.checkpoint,
+        training_data=training_data,
+        metrics=metrics,
+        promote=params["promote"],
+    )
+
+
+def _beat(store: Store, job_id: int, stop: threading.Event) -> None:
+    while not stop.wait(HEARTBEAT_SECONDS):
+        try:
+            store.job_heartbeat(job_id)
+        except Exception:  # a missed beat is harmless; the next one or the result will come
+            logger.exception("heartbeat of job %s failed", job_id)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "dataset"
+
+
+# ---------------------------------------------------------------------- loading the promoted model
+
+
+@dataclass
+class LoadedModel:
+    """A ranker loaded from the registry, the version it came from, and what went wrong first."""
+
+    ranker: Ranker
+    version: dict[str, Any]  # the ``model_versions`` record actually loaded
+    wanted: dict[str, Any]  # the promoted (else newest) record
+    notice: str | None = None  # set when ``version`` is a fallback: say it on the page
+
+    @property
+    def fell_back(self) -> bool:
+        return self.version["id"] != self.wanted["id"]
+
+
+def load_promoted(store: Store, name: str) -> LoadedModel:
+    """Load ``name``'s promoted version (else its newest); if that checkpoint is missing or
+    corrupt, the most recently promoted loadable version before it, then the newest other
+    loadable one. ``NotTrainedError`` without any version; ``InputError`` when none loads."""
+    wanted = store.promoted_model(name)
+    if wanted is None:
+        raise NotTrainedError(f"model {name!r} has no registered version")
+    others = [v for v in store.model_versions(name) if v["id"] != wanted["id"]]
+    earliest = datetime.min.replace(tzinfo=UTC)
+    others.sort(key=lambda v: (v["promoted_at"] is not None, v["promoted_at"] or earliest, v["version"]), reverse=True)
+    failures: list[str] = []
+    for record in [wanted, *others]:
+        try:
+            ranker = registry.load(Path(record["checkpoint_path"]))
+        except InputError as error:
+            failures.append(f"version {record['version']}: {error}")
+            continue
+        notice = None
+        if record is not wanted:
+            notice = (
+                f"model {name!r} {failures[0]}; it could not be loaded, "
+                f"so version {record['version']} is used instead"
+            )
+            logger.warning(notice)
+        return LoadedModel(ranker, record, wanted, notice)
+    raise InputError(f"no version of model {name!r} could be loaded: " + "; ".join(failures))

@@ -1,0 +1,263 @@
+"""Training jobs in their own process on real databases: success, bad input, SIGKILL at a random
+point, cancel; the atomic hand-over; and loading the promoted model with checkpoint fallback."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import time
+import warnings
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select, update
+
+from db.base import now
+from db.models import LabelRow, TrainingJobRow
+from db.store import Store
+from qa_core import jobs, workbench
+from qa_core.cli import main
+from qa_core.data.demo import load_demo
+from qa_core.experiments import train_ranker
+from qa_core.types import InputError, NotTrainedError
+
+FAST = {"max_epochs": 1}
+WAIT_S = 240
+
+
+@pytest.fixture(scope="module")
+def trained_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real SM-CNN checkpoint (one epoch on the demo corpus), trained once for the module."""
+    path = tmp_path_factory.mktemp("trained") / "smcnn.pt"
+    train_ranker("smcnn", load_demo(), progress=False, checkpoint=path, model_config=FAST)
+    return path
+
+
+@pytest.fixture
+def demo_store(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
+    """The demo corpus in the store; checkpoints and job logs go to this test's folder."""
+    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
+    store.import_dataset(load_demo())
+    return store
+
+
+def promote_v1(store: Store, checkpoint: Path, folder: Path) -> dict:
+    """Version 1 of smcnn, promoted, on its own copy of the trained checkpoint."""
+    path = folder / "smcnn-v1.pt"
+    shutil.copy(checkpoint, path)
+    store.register_model("smcnn", "smcnn", path, {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
+    return store.promoted_model("smcnn")
+
+
+def wait_until(condition, what: str, timeout: float = WAIT_S):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_job_succeeds_and_registers_an_unpromoted_version(
+    demo_store: Store, trained_checkpoint: Path, tmp_path: Path
+) -> None:
+    current = promote_v1(demo_store, trained_checkpoint, tmp_path)
+    candidate = demo_store.find_candidate_id("demo", "demo-01", "demo-01-1")
+    demo_store.add_label(candidate, "alice", 4)
+    demo_store.add_label(candidate, "bob", 0)
+    demo_store.adjudicate(candidate, 2, "carol")
+
+    job_id = jobs.start_training_job(demo_store, "smcnn", "demo", gold=True, model_config=FAST)
+    assert demo_store.job(job_id)["status"] in {"queued", "running", "succeeded"}
+    job = jobs.wait_for_job(demo_store, job_id, WAIT_S)
+    assert job["status"] == "succeeded", job["error"]
+    assert job["started_at"] <= job["finished_at"] and job["phase"] == "done"
+
+    version = demo_store.model_version(job["model_version_id"])
+    assert (version["name"], version["version"], version["promoted"]) == ("smcnn", 2, False)
+    assert 0.0 <= version["metrics"]["dev_map"] <= 1.0 and "test_gold_map" in version["metrics"]
+    assert version["training_data"]["labels"] == {"adjudicated": 1, "labels": 0, "gold": 245}
+    assert version["training_data"]["job"] == job_id
+    assert Path(version["checkpoint_path"]).is_file()
+    assert demo_store.promoted_model("smcnn")["id"] == current["id"]  # registered, not promoted
+
+    events = demo_store.job_events(job_id)
+    assert events and events[-1]["epoch"] == 1 and 0.0 <= events[-1]["dev_map"] <= 1.0
+    assert demo_store.job_events(job_id, after_id=events[-1]["id"]) == []
+    assert [j["id"] for j in demo_store.jobs("smcnn")] == [job_id]
+
+    demo_store.promote("smcnn", 2)
+    assert workbench.load_ranker(demo_store, "smcnn").score("who painted it?", ["Leonardo"]).shape == (1,)
+
+
+def test_job_with_bad_input_fails_with_a_clear_error(demo_store: Store, trained_checkpoint: Path, tmp_path: Path) -> None:
+    current = promote_v1(demo_store, trained_checkpoint, tmp_path)
+    # Stored labels only, and nobody has labelled anything yet.
+    job_id = jobs.start_training_job(demo_store, "smcnn", "demo", store_labels=True, gold=False, model_config=FAST)
+    job = jobs.wait_for_job(demo_store, job_id, WAIT_S)
+    assert job["status"] == "failed"
+    assert "no labels to train on in split 'train'" in job["error"]
+    assert demo_store.model_versions("smcnn") == [current]
+
+    for kwargs, message in [
+        ({"model": "overlap", "dataset": "demo"}, "nothing to train"),
+        ({"model": "nosuch", "dataset": "demo"}, "unknown model"),
+        ({"model": "smcnn", "dataset": "nosuch"}, "unknown dataset"),
+        ({"model": "smcnn", "dataset": "demo", "store_labels": False}, "choose the labels"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            jobs.start_training_job(demo_store, **kwargs)
+    assert len(demo_store.jobs()) == 1
+
+
+def test_progress_fraction_for_the_progress_bar() -> None:
+    job = {"status": "running", "model": "smcnn", "params": {"config": {"max_epochs": 4}}}
+    assert jobs.progress_fraction(job, []) == 0.0
+    assert jobs.progress_fraction(job, [{"epoch": 1}, {"epoch": 3}]) == 0.75
+    default = {**job, "params": {"config": {}}}  # SM-CNN's own max_epochs (25)
+    assert jobs.progress_fraction(default, [{"epoch": 5}]) == pytest.approx(5 / 25)
+    assert jobs.progress_fraction({**job, "status": "failed"}, []) == 1.0
+
+
+def test_unknown_model_setting_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="no_such_setting"):
+        train_ranker("smcnn", load_demo(), model_config={"no_such_setting": 1})
+
+
+def test_job_killed_at_a_random_point_leaves_model_and_store_intact(
+    demo_store: Store, trained_checkpoint: Path, tmp_path: Path
+) -> None:
+    seed = int.from_bytes(os.urandom(4), "big")
+    rng = random.Random(seed)
+    current = promote_v1(demo_store, trained_checkpoint, tmp_path)
+    checkpoint_bytes = Path(current["checkpoint_path"]).read_bytes()
+    candidate = demo_store.find_candidate_id("demo", "demo-02", "demo-02-0")
+    demo_store.add_label(candidate, "alice", 3)
+    history = demo_store.label_history(candidate)
+
+    # Long enough (up to 90 dev checks) that the kill lands before the end.
+    slow = {"max_epochs": 30, "patience": 30, "eval_every": 1}
+    job_id = jobs.start_training_job(demo_store, "smcnn", "demo", gold=True, model_config=slow)
+    kill_after_events = rng.randint(0, 12)  # 0: somewhere while it loads data and models
+    wait_until(lambda: demo_store.job(job_id)["status"] == "running", "the job to start")
+    if kill_after_events == 0:
+        time.sleep(rng.uniform(0.0, 2.0))
+    else:
+        wait_until(lambda: len(demo_store.job_events(job_id)) >= kill_after_events, "progress events")
+        time.sleep(rng.uniform(0.0, 0.05))
+    job = demo_store.job(job_id)
+    assert job["status"] == "running", f"seed {seed}: the job ended before the kill: {job}"
+    os.kill(job["pid"], signal.SIGKILL)
+
+    failed = wait_until(lambda: (j := demo_store.job(job_id))["status"] == "failed" and j, "the job to be marked failed")
+    assert "ended without reporting" in failed["error"], f"seed {seed}"
+    assert demo_store.model_versions("smcnn") == [current], f"seed {seed}"
+    assert Path(current["checkpoint_path"]).read_bytes() == checkpoint_bytes
+    assert demo_store.label_history(candidate) == history
+    with demo_store.session_scope() as session:
+        assert session.scalar(select(func.count()).select_from(LabelRow)) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback: the promoted checkpoint loads
+        assert workbench.load_ranker(demo_store, "smcnn") is not None
+    assert len(demo_store.job_events(job_id)) >= kill_after_events
+
+
+def test_cancel_stops_the_process_and_fails_the_job(demo_store: Store) -> None:
+    job_id = jobs.start_training_job(demo_store, "smcnn", "demo", gold=True, model_config=FAST)
+    assert jobs.cancel_job(demo_store, job_id) is True
+    job = jobs.wait_for_job(demo_store, job_id, WAIT_S)
+    assert (job["status"], job["error"]) == ("failed", "cancelled")
+    assert jobs.cancel_job(demo_store, job_id) is False
+    assert demo_store.model_versions("smcnn") == []
+
+
+def test_finish_is_one_transaction_that_a_dead_verdict_blocks(store: Store) -> None:
+    """A job declared dead (here: marked failed) cannot register its model afterwards, and the
+    rolled-back registration leaves the promoted flag where it was."""
+    store.register_model("smcnn", "smcnn", "/ckpt/1.pt", {}, {}, promote=True)
+    job_id = store.create_job("smcnn", "demo", {"promote": True})
+    store.start_job(job_id)
+    store.add_job_event(job_id, epoch=1, batch=3, loss=float("nan"), dev_map=0.5)
+    assert store.job_events(job_id)[0]["loss"] is None
+    assert store.fail_job(job_id, "declared dead") is True
+    with pytest.raises(InputError, match="no longer running"):
+        store.finish_job(job_id, kind="smcnn", checkpoint_path="/ckpt/2.pt", training_data={}, metrics={}, promote=True)
+    assert [(v["version"], v["promoted"]) for v in store.model_versions("smcnn")] == [(1, True)]
+    assert store.job(job_id)["status"] == "failed"
+    with pytest.raises(InputError, match="only a queued job"):
+        store.start_job(job_id)
+
+
+def test_reader_marks_a_silent_job_failed(store: Store) -> None:
+    # A job on another host: no pid check possible, only the heartbeat.
+    job_id = store.create_job("smcnn", "demo", {})
+    store.start_job(job_id, pid=1, host="another-host")
+    assert store.job(job_id)["status"] == "running"
+    with store.session_scope() as session:
+        stale = now() - timedelta(hours=1)
+        session.execute(update(TrainingJobRow).where(TrainingJobRow.id == job_id).values(heartbeat_at=stale))
+    job = store.job(job_id)
+    assert job["status"] == "failed" and "no heartbeat" in job["error"]
+    # On this host: a pid that no longer runs.
+    other = store.create_job("smcnn", "demo", {})
+    store.start_job(other, pid=_dead_pid())
+    assert store.jobs()[0]["status"] == "failed"
+    with pytest.raises(InputError):
+        store.job(other + 100)
+
+
+def test_cli_runs_only_queued_jobs(store: Store, database_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    job_id = store.create_job("smcnn", "demo", {})
+    store.fail_job(job_id, "cancelled")
+    assert main(["--db", database_url, "train", "--job", str(job_id)]) == 2
+    assert "only a queued job can start" in capsys.readouterr().err
+    assert main(["--db", database_url, "train", "--model", "smcnn"]) == 2
+    assert "--model and --data" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ checkpoint fallback
+
+
+def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(
+    store: Store, trained_checkpoint: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(NotTrainedError):
+        jobs.load_promoted(store, "smcnn")
+    paths = {v: tmp_path / f"v{v}.pt" for v in (1, 2, 3)}
+    for path in paths.values():
+        shutil.copy(trained_checkpoint, path)
+        store.register_model("smcnn", "smcnn", path, {}, {})
+    store.promote("smcnn", 1)
+    store.promote("smcnn", 2)  # version 3 is newer but was never promoted
+
+    assert jobs.load_promoted(store, "smcnn").notice is None
+    paths[2].write_bytes(b"not a checkpoint")
+    loaded = jobs.load_promoted(store, "smcnn")
+    assert (loaded.version["version"], loaded.wanted["version"], loaded.fell_back) == (1, 2, True)
+    assert "version 2" in loaded.notice and "corrupt" in loaded.notice and "version 1 is used" in loaded.notice
+    with pytest.warns(jobs.CheckpointFallbackWarning, match="version 1 is used"):
+        ranker = workbench.load_ranker(store, "smcnn")
+    assert ranker.score("who painted the mona lisa?", ["Leonardo painted it."]).shape == (1,)
+
+    paths[2].unlink()
+    paths[1].unlink()
+    loaded = jobs.load_promoted(store, "smcnn")
+    assert loaded.version["version"] == 3 and "not found" in loaded.notice
+    paths[3].unlink()
+    with pytest.raises(InputError, match="no version of model 'smcnn' could be loaded"):
+        workbench.load_ranker(store, "smcnn")
+    assert store.promoted_model("smcnn")["version"] == 2  # loading never changes the registry
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended and been reaped."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
