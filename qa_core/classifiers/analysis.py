@@ -12,6 +12,7 @@ part of the app (trees, links, rankers) uses; the tagger reads the non-whitespac
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,13 +22,12 @@ from qa_core.classifiers.question_class import QuestionClassifier
 from qa_core.data.questions import COARSE_CLASSES
 from qa_core.structure.rel import heuristic_focus_and_class
 from qa_core.text.nlp import Parsed, parse_many
+from qa_core.types import InputError
 
 if TYPE_CHECKING:
     from db.store import Store
 
-CLASS_MODEL = "question_class"
-FOCUS_MODEL = "question_focus"
-"""Names under which the CLI registers the two classifiers in the store (and their checkpoint kinds)."""
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -131,35 +131,41 @@ class QuestionAnalyzer:
 
     @classmethod
     def from_store(cls, store: Store) -> QuestionAnalyzer:
-        """The promoted (else newest) registered classifiers of the store; rules for what is missing."""
-        classifier = tagger = None
-        record = store.promoted_model(CLASS_MODEL)
-        if record is not None:
-            classifier = QuestionClassifier.load(record["checkpoint_path"])
-        record = store.promoted_model(FOCUS_MODEL)
-        if record is not None:
-            tagger = FocusTagger.load(record["checkpoint_path"])
-        return cls(classifier, tagger)
+        """The promoted (else newest) registered classifiers of the store; the rules stand in for a
+        model that is not registered or whose checkpoint cannot be read (logged)."""
+        return cls(_registered(store, QuestionClassifier), _registered(store, FocusTagger))
+
+
+def _registered(store: Store, model: type[QuestionClassifier] | type[FocusTagger]) -> Any:
+    record = store.promoted_model(model.kind)
+    if record is None:
+        return None
+    try:
+        return model.load(record["checkpoint_path"])
+    except InputError as error:
+        log.warning("registered %s unusable, using the wh-word rules: %s", model.kind, error)
+        return None
 
 
 def default_analyzer() -> QuestionAnalyzer:
     """Classifiers registered in the configured store (``qa_core.config.database_url``), else rules.
 
-    A store that cannot be opened, or a registered checkpoint that is gone, falls back to the rules
-    for that part: question analysis is an aid, never a reason for a model to fail.
+    A store that cannot be opened falls back to the rules as well: question analysis is an aid,
+    never a reason for a model to fail.
     """
-    import logging
+    from sqlalchemy.exc import SQLAlchemyError
 
-    from qa_core.types import InputError
+    from qa_core.workbench import open_store
 
     try:
-        from qa_core.workbench import open_store
-
         store = open_store()
-        try:
-            return QuestionAnalyzer.from_store(store)
-        finally:
-            store.close()
-    except (InputError, OSError, RuntimeError, ImportError) as error:
-        logging.getLogger(__name__).warning("question classifiers unavailable, using the wh-word rules: %s", error)
+    except (SQLAlchemyError, InputError, OSError) as error:
+        log.warning("store unavailable, using the wh-word rules for question analysis: %s", error)
         return QuestionAnalyzer()
+    try:
+        return QuestionAnalyzer.from_store(store)
+    except SQLAlchemyError as error:
+        log.warning("store unreadable, using the wh-word rules for question analysis: %s", error)
+        return QuestionAnalyzer()
+    finally:
+        store.close()

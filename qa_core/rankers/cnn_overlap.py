@@ -158,6 +158,7 @@ def answer_semantic_ids(answer: Parsed, analysis: QuestionAnalysis, positions: S
 class CNNOverlapRanker(NeuralRanker):
     name = "cnn_wo_so"
     config_class = CNNOverlapConfig
+    _feature_names = ("question_overlap", "answer_overlap", "question_semantic", "answer_semantic")
 
     def __init__(self, analyzer: QuestionAnalyzer | None = None, **config: Any):
         """``analyzer``: the question analysis to use (else chosen in ``fit`` by ``config.analysis``)."""
@@ -208,8 +209,6 @@ class CNNOverlapRanker(NeuralRanker):
             rows["question_semantic"].append(question_semantic_ids(analysis, q_pos))
             rows["answer_semantic"].append(answer_semantic_ids(pair.answer, analysis, a_pos))
         return {name: pad_ids(values) for name, values in rows.items()}
-
-    _feature_names = ("question_overlap", "answer_overlap", "question_semantic", "answer_semantic")
 
     # ------------------------------------------------------------------ explanation
 

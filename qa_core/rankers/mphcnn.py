@@ -287,9 +287,7 @@ class MPHCNNRanker(NeuralRanker):
                 weighted = matches * idf.double().unsqueeze(1)
                 answer_mass += weighted.sum(dim=0).cpu()
                 question_best += weighted.max(dim=1).values.cpu()
-                matrices[f"words level {level}"] = _token_matrix(
-                    matches.cpu().numpy(), [q_pos[i] for i in range(len(q_pos))], a_pos, q_parsed, a_parsed
-                )
+                matrices[f"words level {level}"] = _token_matrix(matches.cpu().numpy(), q_pos, a_pos, q_parsed, a_parsed)
             for level, (q, a) in enumerate(zip(qc_levels, ac_levels)):
                 matches = match_matrix(q, a, ac_mask)[0].cpu().numpy()
                 matrices[f"characters level {level}"] = _token_matrix(
