@@ -72,12 +72,17 @@ def train_question_classifier(
 
 def focus_accuracy(tagger: FocusTagger, questions: Sequence[FocusQuestion]) -> dict[str, float]:
     """``accuracy``: the predicted token is the focus head the tagger is trained on;
-    ``accuracy_any_marked``: it is any marked token of a multi-word focus ("Nobel Peace Prize")."""
+    ``accuracy_any_marked``: it is any marked token of a multi-word focus ("Nobel Peace Prize");
+    ``accuracy_single_word`` (over ``single_word`` questions): accuracy on the questions whose
+    focus is one word, the kind the thesis kept (it dropped multi-word and multi-focus ones)."""
     predicted = tagger.predict([q.tokens for q in questions])
     pairs = list(zip(predicted, questions, strict=True))
+    single = [(p, q) for p, q in pairs if len(q.marked) == 1]
     return {
         "accuracy": sum(p == q.focus for p, q in pairs) / len(pairs),
         "accuracy_any_marked": sum(p in q.marked for p, q in pairs) / len(pairs),
+        "accuracy_single_word": sum(p == q.focus for p, q in single) / len(single) if single else float("nan"),
+        "single_word": len(single),
     }
 
 
