@@ -26,6 +26,8 @@ Choices the paper leaves open or that differ, all named:
 - Mean pooling of a softmax-normalised row over the document's m positions is 1/m whatever the
   scores (the paper's formula): it carries the document length, which is why removing it cost
   the paper little. Implemented as written.
+- Optimiser: Adam (lr 1e-3, 5 epochs) instead of the paper's SGD (lr 0.05): on TrecQA DEV (seed 1)
+  Adam reached MAP 0.672 in 5 epochs, SGD 0.654 in 8 (``optimizer="sgd", lr=0.05`` restores it).
 - The first-stage interpolation ("MP-HCNN+") is not part of the ranker.
 """
 
@@ -62,9 +64,10 @@ class MPHCNNConfig(NeuralConfig):
     char_width: int = 4
     hidden: int = 128
     dropout: float = 0.3
-    lr: float = 0.05
+    optimizer: str = "adam"  # "adam", or "sgd" with lr 0.05 as in the paper (see the module docstring)
+    lr: float = 1e-3
     batch_size: int = 64
-    max_epochs: int = 8  # not given; CPU budget (dev MAP picks the best check anyway)
+    max_epochs: int = 5  # not given; CPU budget (dev MAP picks the best check anyway)
     patience: int = 3
     eval_every: int = 50
     trainable_embeddings: bool = True
@@ -233,7 +236,10 @@ class MPHCNNRanker(NeuralRanker):
         return MPHCNN(vectors, len(self.trigrams), self.config, self.url_perspective)
 
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
-        return torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=self.config.lr)
+        parameters = [p for p in model.parameters() if p.requires_grad]
+        if self.config.optimizer == "adam":
+            return torch.optim.Adam(parameters, lr=self.config.lr)
+        return torch.optim.SGD(parameters, lr=self.config.lr)
 
     def _trigram_rows(self, words: Sequence[Sequence[str]], cap: int) -> torch.Tensor:
         return pad_ids([self.trigrams.encode(text_trigrams(row, cap)[0]) for row in words])
