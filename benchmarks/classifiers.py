@@ -9,12 +9,13 @@ benchmarks/results/classifiers.json and the "classifiers" section of docs/benchm
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import time
 from dataclasses import asdict
 
-from common import machine, machine_line, mean_std, write_result, write_section
+from common import RESULTS, machine, machine_line, mean_std, write_result, write_section
 
 from qa_core import config
 from qa_core.classifiers.focus import FocusConfig
@@ -76,8 +77,9 @@ def render_section(results: dict) -> list[str]:
         "## Question classifiers",
         "",
         "Script: `benchmarks/classifiers.py` (training code: `qa_core/classifiers/training.py`, the CLI's "
-        "`train-classifier`). Word vectors: GloVe 6B 50d, frozen and open-vocabulary (a word unseen in training "
-        "gets its GloVe row at prediction time), tokens lowercased, digits -> 0.",
+        "`train-classifier`). Word vectors: GloVe 6B 50d, tokens lowercased, digits -> 0; trainable in the class "
+        "CNN, frozen and open-vocabulary in the focus tagger (a word unseen in training gets its GloVe row at "
+        "prediction time). Held-out splits come from the training files only; TREC_10 is only scored.",
         "",
         "| model | data | metric | measured | published |",
         "|---|---|---|---|---|",
@@ -119,7 +121,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--folds", type=int, default=10)
+    parser.add_argument("--render", action="store_true", help="only rewrite the markdown from the saved results")
     args = parser.parse_args()
+    if args.render:
+        results = json.loads((RESULTS / "classifiers.json").read_text())
+        print(write_section("classifiers", render_section(results)))
+        return
     root = config.shared_data_dir()
     if root is None:
         sys.exit("benchmarks need the shared data folder (../shared/data or RERANK_LAB_SHARED_DATA)")
