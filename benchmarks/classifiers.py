@@ -1,6 +1,7 @@
-"""Question-class CNN (train_5500 minus a seeded 10% dev split, test TREC_10, over seeds) and focus
-tagger (k-fold cross-validation on train_1228; 10% of each training part is its dev split).
-Writes benchmarks/results/classifiers.json.
+"""Question-class CNN (train_5500 minus a seeded 5% dev split, test TREC_10, over seeds) and focus
+tagger (k-fold cross-validation on train_1228; 10% of each training part is its dev split), both
+through ``qa_core.classifiers.training`` (the CLI's code path). Writes
+benchmarks/results/classifiers.json and the "classifiers" section of docs/benchmarks.md.
 
     .venv/bin/python benchmarks/classifiers.py --seeds 1 2 3 --folds 10
 """
@@ -8,86 +9,124 @@ Writes benchmarks/results/classifiers.json.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import time
-from collections.abc import Sequence
-from typing import TypeVar
+from dataclasses import asdict
 
-from common import machine, mean_std, write_result
+from common import RESULTS, machine, machine_line, mean_std, write_result, write_section
 
 from qa_core import config
-from qa_core.classifiers.focus import FocusTagger
-from qa_core.classifiers.question_class import QuestionClassifier
-from qa_core.data.questions import FocusQuestion, load_focus_questions, load_question_classes
+from qa_core.classifiers.focus import FocusConfig
+from qa_core.classifiers.question_class import QuestionClassConfig
+from qa_core.classifiers.training import fit_focus_tagger, focus_accuracy, train_question_classifier
+from qa_core.data.questions import load_focus_questions
 
-T = TypeVar("T")
-
-
-def split_off(items: Sequence[T], fraction: float, seed: int) -> tuple[list[T], list[T]]:
-    """Seeded shuffle, then (rest, held-out ``fraction``)."""
-    shuffled = list(items)
-    random.Random(seed).shuffle(shuffled)
-    cut = round(len(shuffled) * fraction)
-    return shuffled[cut:], shuffled[:cut]
+THESIS_CLASS_ACCURACY = 0.912  # Nicosia 2018, Table 6.6 (best model picked on the test set)
+KIM_STATIC_ACCURACY = 0.928  # Kim 2014, CNN-static (word2vec 300d)
+THESIS_FOCUS_ACCURACY = 0.923  # Nicosia 2018, Table 6.7, cross-validated
 
 
 def question_class_runs(root, seeds: list[int]) -> dict:
-    train_all = load_question_classes(root / "question_class" / "train_5500.label")
-    test = load_question_classes(root / "question_class" / "TREC_10.label")
     runs = []
     for seed in seeds:
-        train, dev = split_off(train_all, 0.1, seed)
-        classifier = QuestionClassifier()
-        report = classifier.fit(
-            [q.text for q in train], [q.coarse for q in train],
-            [q.text for q in dev], [q.coarse for q in dev], seed=seed,
-        )
-        predicted = classifier.predict([q.text for q in test])
-        accuracy = sum(p == q.coarse for p, q in zip(predicted, test, strict=True)) / len(test)
-        runs.append({"seed": seed, "test_accuracy": accuracy, "dev_accuracy": report["best_dev_map"],
-                     "best_epoch": report["best_epoch"], "train_seconds": report["seconds"]})
+        outcome = train_question_classifier(root / "question_class", seed=seed)
+        runs.append({"seed": seed, "test_accuracy": outcome.metrics["test_accuracy"],
+                     "dev_accuracy": outcome.metrics["dev_accuracy"], "best_epoch": outcome.report["best_epoch"],
+                     "epochs_run": outcome.report["epochs_run"], "train_seconds": outcome.report["seconds"]})
         print("class", runs[-1], flush=True)
     return {
-        "train": len(train_all), "test": len(test), "config": vars(QuestionClassifier().config), "runs": runs,
+        "train": outcome.metrics["train_questions"] + outcome.metrics["dev_questions"], "test": 500,
+        "config": asdict(QuestionClassConfig()), "runs": runs,
         "test_accuracy": mean_std([r["test_accuracy"] for r in runs]),
+        "dev_accuracy": mean_std([r["dev_accuracy"] for r in runs]),
         "train_seconds": mean_std([r["train_seconds"] for r in runs]),
     }
 
 
 def focus_cross_validation(root, folds: int, seed: int) -> dict:
-    questions: list[FocusQuestion] = load_focus_questions(root / "question_focus" / "train_1228.label")
+    questions = load_focus_questions(root / "question_focus" / "train_1228.label")
     random.Random(seed).shuffle(questions)
     runs = []
     for fold in range(folds):
         test = questions[fold::folds]
-        train, dev = split_off([q for i, q in enumerate(questions) if i % folds != fold], 0.1, seed + fold)
-        tagger = FocusTagger()
-        report = tagger.fit([q.tokens for q in train], [q.focus for q in train],
-                            [q.tokens for q in dev], [q.focus for q in dev], seed=seed + fold)
-        predicted = tagger.predict([q.tokens for q in test])
-        runs.append({
-            "fold": fold, "questions": len(test),
-            "accuracy": sum(p == q.focus for p, q in zip(predicted, test, strict=True)) / len(test),
-            "accuracy_any_marked": sum(p in q.marked for p, q in zip(predicted, test, strict=True)) / len(test),
-            "best_epoch": report["best_epoch"], "train_seconds": report["seconds"],
-        })
+        tagger, report = fit_focus_tagger([q for i, q in enumerate(questions) if i % folds != fold], seed=seed + fold)
+        runs.append({"fold": fold, "questions": len(test), **focus_accuracy(tagger, test),
+                     "best_epoch": report["best_epoch"], "epochs_run": report["epochs_run"],
+                     "train_seconds": report["seconds"]})
         print("focus", runs[-1], flush=True)
     total = len(questions)
     return {
-        "questions": total, "folds": folds, "seed": seed, "config": vars(FocusTagger().config), "runs": runs,
+        "questions": total, "folds": folds, "seed": seed, "config": asdict(FocusConfig()), "runs": runs,
         # Pooled over folds: every question is predicted exactly once.
         "accuracy": sum(r["accuracy"] * r["questions"] for r in runs) / total,
         "accuracy_any_marked": sum(r["accuracy_any_marked"] * r["questions"] for r in runs) / total,
+        "single_word": sum(r["single_word"] for r in runs),
+        "accuracy_single_word": sum(r["accuracy_single_word"] * r["single_word"] for r in runs)
+        / sum(r["single_word"] for r in runs),
         "train_seconds_per_fold": mean_std([r["train_seconds"] for r in runs]),
     }
+
+
+def render_section(results: dict) -> list[str]:
+    qc, focus = results["question_class"], results["focus"]
+    mean, std = qc["test_accuracy"]
+    dev_mean, dev_std = qc["dev_accuracy"]
+    return [
+        "## Question classifiers",
+        "",
+        "Script: `benchmarks/classifiers.py` (training code: `qa_core/classifiers/training.py`, the CLI's "
+        "`train-classifier`). Word vectors: GloVe 6B 50d, tokens lowercased, digits -> 0; trainable in the class "
+        "CNN, frozen and open-vocabulary in the focus tagger (a word unseen in training gets its GloVe row at "
+        "prediction time). Held-out splits come from the training files only; TREC_10 is only scored.",
+        "",
+        "| model | data | metric | measured | published |",
+        "|---|---|---|---|---|",
+        f"| question class CNN (widths 1,2,3 x 300, 100-d ReLU) | UIUC train_5500 (5% held out for selection) -> "
+        f"TREC_10 test, {len(qc['runs'])} seeds | test accuracy | {mean:.3f} ± {std:.3f} (dev {dev_mean:.3f} ± "
+        f"{dev_std:.3f}) | {THESIS_CLASS_ACCURACY:.3f} (thesis; model picked on the test set), Kim 2014 "
+        f"CNN-static {KIM_STATIC_ACCURACY:.3f} (word2vec 300d) |",
+        f"| focus tagger (4 x width-10 convs, 100 maps) | train_1228, {focus['folds']}-fold CV (10% of each "
+        f"training part held out for selection) | accuracy (head token) | {focus['accuracy']:.3f} | "
+        f"{THESIS_FOCUS_ACCURACY:.3f} (thesis, 1,030 single-focus questions) |",
+        f"| | | accuracy (any marked token) | {focus['accuracy_any_marked']:.3f} | |",
+        f"| | {focus['single_word']} questions with a one-word focus (the kind the thesis kept) | accuracy | "
+        f"{focus['accuracy_single_word']:.3f} | {THESIS_FOCUS_ACCURACY:.3f} |",
+        "",
+        "Why the measured accuracies differ from the thesis (chapter 6):",
+        "",
+        "- Both models used to map every word unseen in training to one UNK vector; a third of the held-out "
+        "focus words (rare nouns) and 8% of the TREC_10 tokens are such words. The frozen tables are now "
+        "open-vocabulary (GloVe rows appended at prediction time).",
+        "- Class CNN: the thesis picked its model on the test set (section 6.4.5: 'using the test set to pick the "
+        "best model'); here selection is on 5% of train_5500 only. Its word2vec vectors (Wikipedia + AQUAINT, the "
+        "newswire the TREC questions come from) are replaced by GloVe 6B 50d; Kim's 92.8% used 300d word2vec. On the "
+        "held-out split the trainable table beat the frozen one (0.876 vs 0.839, seed 1), so it is trainable "
+        "here. TREC_10 has 500 questions: one question is 0.2 points.",
+        "- Focus tagger: the thesis trained on 1,030 questions without multi-word or implicit foci; this file "
+        "has 1,228 with 339 multi-word foci, scored on their head word (the row 'one-word focus' is the like-for-like "
+        "subset). Training accuracy reaches about 0.98 while held-out accuracy stays near 0.77: the 50d word vectors "
+        "alone do not generalise the focus position from about 1,000 questions; the thesis's 300 epochs at "
+        "lr 1e-4 are replaced by Adam 1e-3 for at most 40 epochs (same held-out plateau in our runs).",
+        "",
+        f"Training time: class CNN {qc['train_seconds'][0]:.0f} s per seed, focus tagger "
+        f"{focus['train_seconds_per_fold'][0]:.0f} s per fold (shared 2-core machine, noisy).",
+        f"Machine: {machine_line(results['machine'])}.",
+        "",
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--folds", type=int, default=10)
+    parser.add_argument("--render", action="store_true", help="only rewrite the markdown from the saved results")
     args = parser.parse_args()
+    if args.render:
+        results = json.loads((RESULTS / "classifiers.json").read_text())
+        print(write_section("classifiers", render_section(results)))
+        return
     root = config.shared_data_dir()
     if root is None:
         sys.exit("benchmarks need the shared data folder (../shared/data or RERANK_LAB_SHARED_DATA)")
@@ -99,6 +138,7 @@ def main() -> None:
     }
     results["total_seconds"] = round(time.perf_counter() - started, 1)
     print(write_result("classifiers", results))
+    print(write_section("classifiers", render_section(results)))
 
 
 if __name__ == "__main__":

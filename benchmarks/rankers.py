@@ -30,6 +30,7 @@ PUBLISHED = {
         ("SM-CNN, TRAIN (Severyn & Moschitti 2015)", "raw", 0.7329, 0.7962),
         ("SM-CNN, TRAIN-ALL (Severyn & Moschitti 2015)", "raw", 0.7459, 0.8078),
         ("SM-CNN re-implemented, TRAIN-ALL (Nicosia 2018)", "clean", 0.7654, 0.8186),
+        ("CNN_WO, TRAIN-ALL (Nicosia 2018)", "clean", 0.7649, 0.8422),
         ("CNN_WO+SO, TRAIN-ALL (Nicosia 2018)", "clean", 0.7793, 0.8489),
         ("tree kernels CH+V (Nicosia 2018, Table 6.4)", "?", 0.6611, 0.7419),
         ("tree kernels CH+V+F (Nicosia 2018, Table 6.4)", "?", 0.6829, 0.7520),

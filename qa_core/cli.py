@@ -1,4 +1,4 @@
-"""Command line: ``python -m qa_core data|train|evaluate|rank|models``.
+"""Command line: ``python -m qa_core data|train|train-classifier|evaluate|rank|models``.
 
 Bad input ends with one clear ``error:`` line and exit status 2, never a traceback.
 """
@@ -101,6 +101,32 @@ def cmd_train(args: argparse.Namespace) -> None:
     _emit({"model": args.model, "version": version, "checkpoint": str(outcome.checkpoint), **outcome.metrics})
 
 
+def cmd_train_classifier(args: argparse.Namespace) -> None:
+    import time
+
+    from qa_core.classifiers import training
+
+    folder = args.path
+    if folder is None:
+        shared = config.shared_data_dir()
+        if shared is None:
+            raise InputError("no --path given and no shared data folder (../shared/data or RERANK_LAB_SHARED_DATA)")
+        folder = shared / args.classifier
+    train = training.train_question_classifier if args.classifier == "question_class" else training.train_focus_tagger
+    outcome = train(Path(folder), seed=args.seed, progress=not args.quiet)
+    path = config.checkpoint_dir() / f"{args.classifier}-seed{args.seed}-{int(time.time())}.pt"
+    outcome.model.save(path)
+    version = _store(args).register_model(
+        args.classifier,
+        kind=args.classifier,
+        checkpoint_path=str(path),
+        training_data={"path": str(folder), "seed": args.seed},
+        metrics={**outcome.metrics, "best_epoch": outcome.report["best_epoch"], "train_seconds": outcome.report["seconds"]},
+        promote=not args.no_promote,
+    )
+    _emit({"model": args.classifier, "version": version, "checkpoint": str(path), **outcome.metrics})
+
+
 def cmd_evaluate(args: argparse.Namespace) -> None:
     from qa_core.experiments import evaluate_ranker, require_split, score_questions
 
@@ -176,6 +202,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--job", type=int, default=None, help="run training job ID queued in the store (its settings come from there)"
     )
     train.set_defaults(func=cmd_train)
+
+    classify = commands.add_parser(
+        "train-classifier", help="train the question class CNN or focus tagger and register it in the store"
+    )
+    classify.add_argument("classifier", choices=["question_class", "question_focus"])
+    classify.add_argument("--path", default=None, help="folder of the label files (default: the shared data's)")
+    classify.add_argument("--seed", type=int, default=1)
+    classify.add_argument("--quiet", action="store_true", help="no progress bars")
+    classify.add_argument("--no-promote", action="store_true", help="register without making it the version models use")
+    classify.set_defaults(func=cmd_train_classifier)
 
     ev = commands.add_parser("evaluate", help="evaluate a model on a split; prints one JSON line")
     ev.add_argument("--model", required=True, help="a registered name or a checkpoint path")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -10,14 +11,17 @@ import pytest
 import torch
 
 from qa_core import config
+from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.classifiers.focus import FocusCNN, FocusConfig, FocusTagger
 from qa_core.classifiers.question_class import QuestionClassConfig, QuestionClassifier, QuestionCNN
 from qa_core.data.questions import (
+    COARSE_CLASSES,
     ClassifiedQuestion,
     FocusQuestion,
     load_focus_questions,
     load_question_classes,
 )
+from qa_core.text.nlp import parse
 from qa_core.types import InputError, NotTrainedError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "questions"
@@ -218,3 +222,89 @@ def test_focus_tagger_learns_from_real_questions():
     predicted = tagger.predict([q.tokens for q in held_out])
     accuracy = np.mean([p == q.focus for p, q in zip(predicted, held_out, strict=True)])
     assert accuracy > 0.5  # a uniform guess over about 10 tokens gets 0.1
+
+
+def test_frozen_tables_are_open_vocabulary(small_tagger: FocusTagger):
+    """A word unseen in training keeps its own GloVe vector instead of collapsing into UNK."""
+    assert "biochemists" not in small_tagger.vocab
+    sentence = ["What", "two", "US", "biochemists", "won", "?"]
+    before = small_tagger.predict_proba([sentence])[0]
+    assert "biochemists" in small_tagger.vocab  # appended from GloVe, as the rankers do
+    as_unknown = small_tagger.predict_proba([["What", "two", "US", "qqxyzzyqq", "won", "?"]])[0]
+    assert not np.allclose(before, as_unknown)
+    np.testing.assert_allclose(small_tagger.predict_proba([sentence])[0], before, rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------ question analysis
+
+
+def test_analysis_falls_back_to_the_wh_word_rules():
+    analyzer = QuestionAnalyzer()
+    who, why, where = analyzer.analyse_many(["Who wrote the play Hamlet?", "Why is the sky blue?", "Where is the Eiffel Tower?"])
+    assert (who.qclass, who.focus, who.focus_span, who.source) == ("HUM", 0, (0, 1), "heuristic")
+    assert who.probabilities == {} and who.class_id == COARSE_CLASSES.index("HUM") + 1
+    assert (why.qclass, why.focus, why.focus_span) == ("DESC", None, None)
+    assert where.qclass == "LOC"
+    text = "What is the capital city of France?"
+    capital = analyzer.analyse(text)
+    assert capital.qclass == "LOC" and parse(text).tokens[capital.focus] == "capital"
+    assert capital.focus_span == (2, 5)  # the noun chunk "the capital city" holds the focus
+    assert analyzer.analyse("").qclass is None
+
+
+def test_analysis_uses_the_trained_models(small_classifier: QuestionClassifier, small_tagger: FocusTagger):
+    question = parse("Who is the author of the book ?")
+    analysis = QuestionAnalyzer(small_classifier, small_tagger).analyse(question)
+    assert analysis.source == "classifiers"
+    assert set(analysis.probabilities) == set(COARSE_CLASSES)
+    assert analysis.qclass == max(analysis.probabilities, key=analysis.probabilities.get)
+    assert sum(analysis.probabilities.values()) == pytest.approx(1.0, rel=1e-5)
+    words = [token for token in question.tokens if token.strip()]
+    assert analysis.focus == small_tagger.predict([words])[0]
+    only_class = QuestionAnalyzer(small_classifier).analyse(question)
+    assert only_class.source == "class CNN + heuristic focus" and only_class.focus == QuestionAnalyzer().analyse(question).focus
+
+
+def _write_label_files(folder: Path) -> None:
+    """Hand-written miniature UIUC and focus files (the real ones are not copied into the repository)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    classes = [f"{label}:x {text}" for label, texts in SYNTHETIC.items() for text in texts]
+    classes += ["DESC:def What is an atom ?", "ENTY:animal What animal barks ?", "ABBR:exp What does NASA stand for ?"]
+    (folder / "train_5500.label").write_text("\n".join(classes * 2) + "\n", encoding="iso-8859-1")
+    (folder / "TREC_10.label").write_text("HUM:ind Who painted the Mona Lisa ?\nLOC:city Where is Rome ?\n")
+    focus = ["Who is the #author of the book ?", "What #country is the biggest producer of tungsten ?",
+             "What is the #name of the director ?", "Who was the first #American in space ?"]
+    (folder / "train_1228.label").write_text("".join(f"{i}\t{q}\n" for i, q in enumerate(focus * 3)))
+
+
+def test_cli_trains_registers_and_the_analysis_finds_them(tmp_path: Path, monkeypatch, capsys):
+    from db.store import Store
+    from qa_core.classifiers.analysis import default_analyzer
+    from qa_core.cli import main
+
+    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    monkeypatch.setenv("RERANK_LAB_DB", url)
+    _write_label_files(tmp_path / "labels")
+    assert default_analyzer().source == "heuristic"  # nothing registered yet
+
+    for name in ("question_class", "question_focus"):
+        code = main(["train-classifier", name, "--path", str(tmp_path / "labels"), "--seed", "2", "--quiet"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        line = json.loads(out.strip().splitlines()[-1])
+        assert line["model"] == name and Path(line["checkpoint"]).is_file()
+        assert 0.0 <= line["dev_accuracy"] <= 1.0
+
+    store = Store(url)
+    record = store.promoted_model("question_class")
+    assert record is not None and record["metrics"]["test_accuracy"] >= 0.0
+    assert store.promoted_model("question_focus")["training_data"]["seed"] == 2
+    assert record["version"] == store.promoted_model("question_focus")["version"] == 1
+    store.close()
+    analyzer = default_analyzer()
+    assert analyzer.source == "classifiers"
+    assert analyzer.analyse("Who wrote Hamlet ?").qclass in COARSE_CLASSES
+
+    assert main(["train-classifier", "question_class", "--path", str(tmp_path / "missing")]) == 2
+    assert "train_5500.label not found" in capsys.readouterr().err

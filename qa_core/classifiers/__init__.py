@@ -9,6 +9,7 @@ checkpoints (atomic write; a missing or foreign file raises ``InputError``).
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -22,6 +23,7 @@ from torch.nn import functional as F
 from qa_core.checkpoints import load_checkpoint, save_checkpoint
 from qa_core.device import default_device
 from qa_core.nn.encoders import WordEmbedding
+from qa_core.nn.open_vocabulary import grow_frozen_vocabulary
 from qa_core.rankers.base import ProgressCallback
 from qa_core.text.vectors import Vocabulary, embedding_matrix, normalize
 from qa_core.training.batching import TensorBatches, pad_ids
@@ -66,6 +68,7 @@ class TokenModelClassifier(ABC):
         self.vocab: Vocabulary | None = None
         self.model: EmbeddingModel | None = None
         self.device = default_device()
+        self._grow_lock = threading.Lock()
 
     @abstractmethod
     def _build_model(self, vectors: torch.Tensor) -> EmbeddingModel:
@@ -78,11 +81,20 @@ class TokenModelClassifier(ABC):
         self.model = self._build_model(vectors).to(self.device)
 
     def _encode(self, token_lists: Sequence[Sequence[str]]) -> torch.Tensor:
-        """(count, longest) word ids on the model's device; unknown words map to UNK."""
-        if self.vocab is None:
+        """(count, longest) word ids on the model's device.
+
+        A frozen table is open-vocabulary, as in ``qa_core.rankers.neural``: a word unseen in
+        training that GloVe knows gets its GloVe row appended (frozen rows never move, so no
+        earlier prediction changes); other unseen words map to UNK. Without this, a third of the
+        held-out focus words (rare nouns: "biochemists", "Yaroslavl") all looked like UNK.
+        """
+        if self.vocab is None or self.model is None:
             raise NotTrainedError(f"{type(self).__name__} is not trained: call fit() or load()")
-        ids = [self.vocab.encode([normalize(t) for t in tokens]) for tokens in token_lists]
-        return pad_ids(ids).to(self.device)
+        words = [[normalize(t) for t in tokens] for tokens in token_lists]
+        if not self.model.embedding.trainable:
+            with self._grow_lock:
+                self.vocab = grow_frozen_vocabulary(self.vocab, self.model.embedding, {w for row in words for w in row})
+        return pad_ids([self.vocab.encode(row) for row in words]).to(self.device)
 
     def _trained_model(self) -> EmbeddingModel:
         if self.model is None:

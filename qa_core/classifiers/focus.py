@@ -2,7 +2,12 @@
 
 Tagger as specified in Nicosia (2018): 4 stacked width-10 convolutions of 100 maps, a shared
 (position-wise) 100-d ReLU layer, a linear layer to one score per token, softmax over the
-sentence's tokens; Adam 1e-4, batch 16. Word vectors are frozen GloVe 50d, as in the class CNN.
+sentence's tokens; L2 1e-4, batch 16. Word vectors are frozen GloVe 50d, open-vocabulary (see
+``qa_core.classifiers``): a third of held-out focus words never occur in training.
+
+The thesis trains with Adam 1e-4 for 300 epochs; here Adam 1e-3 for at most 40 epochs (about the
+same distance travelled, at a fraction of the CPU time), stopping after 15 epochs without a better
+held-out accuracy.
 """
 
 from __future__ import annotations
@@ -29,11 +34,11 @@ class FocusConfig:
     filters: int = 100
     hidden: int = 100
     trainable_embeddings: bool = False
-    lr: float = 1e-4
-    weight_decay: float = 0.0
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
     batch_size: int = 16
-    max_epochs: int = 60
-    patience: int = 8
+    max_epochs: int = 40
+    patience: int = 15
 
 
 class FocusCNN(EmbeddingModel):
