@@ -63,7 +63,9 @@ def trained_attention_lstm(demo, single_thread) -> tuple[AttentionLSTMRanker, di
 
 @pytest.fixture(scope="module")
 def trained_global_local(demo, single_thread) -> tuple[GlobalLocalRanker, dict]:
-    ranker = GlobalLocalRanker()
+    # The demo's 24 training questions give 28 triples: one batch an epoch at the default 50,
+    # so patience would end training after a handful of steps; 8 triples a batch gives it more.
+    ranker = GlobalLocalRanker(batch_size=8)
     report = ranker.fit(demo.split("train"), demo.split("dev"), seed=1, progress=False)
     return ranker, report
 
@@ -272,7 +274,7 @@ def test_global_local_score_is_the_cosine_of_the_joint_representations():
     """Built explicitly: o = [tf/||tf||; h/||h||] with |V|-wide TF vectors, then cos(o_q, o_a)."""
     config = GlobalLocalConfig(hidden=5, global_dim=4, local_dim=3, attention_dim=4, dropout=0.0, lambda_tf=0.5)
     model = GlobalLocalAttention(_random_table(), tf_size=20, config=config).double().eval()
-    question, answer = torch.tensor([[4, 5, 5, 6, 25]]), torch.tensor([[5, 25, 9, UNK, 4]])
+    question, answer = torch.tensor([[4, 5, 5, 6, 25]]), torch.tensor([[5, 25, 9, UNK, 4, 11]])  # 25: no learned row
     score, alpha = model.attend(question, answer)
 
     def tf(ids: torch.Tensor) -> torch.Tensor:
