@@ -377,7 +377,9 @@ def test_rank_slots_unseen_in_training_are_read_as_no_rank(trained_attention_lst
 def test_first_stage_ranks_in_training_become_one_hot_inputs(single_thread):
     def question(qid: str, split: str) -> Question:
         texts = ["Shakespeare wrote Hamlet.", "Hamlet is a village.", "Dogs bark.", "Paris is in France."]
-        candidates = [Candidate(f"{qid}-{i}", t, label=int(i == 0), first_stage_rank=i + 1) for i, t in enumerate(texts)]
+        candidates = [
+            Candidate(f"{qid}-{i}", t, label=int(i == 0), first_stage_rank=i + 1) for i, t in enumerate(texts)
+        ]
         candidates[3] = Candidate(f"{qid}-3", texts[3], label=0, first_stage_rank=40)  # beyond the slots
         return Question(qid, "Who wrote Hamlet?", candidates, split)
 
@@ -394,7 +396,8 @@ def test_first_stage_ranks_in_training_become_one_hot_inputs(single_thread):
 def test_bad_settings_and_untrainable_data_give_clear_errors():
     with pytest.raises(InputError, match="score_with"):
         AttentionLSTMRanker(score_with="mean")
-    all_positive = [Question("t1", "Who wrote Hamlet?", [Candidate("a", "Shakespeare wrote Hamlet.", label=1)], "train")]
+    right = Candidate("a", "Shakespeare wrote Hamlet.", label=1)
+    all_positive = [Question("t1", "Who wrote Hamlet?", [right], "train")]
     dev = [Question("d1", "Who wrote Hamlet?", [Candidate("b", "Shakespeare.", label=1)], "dev")]
     with pytest.raises(InputError, match="both a correct and an incorrect"):
         GlobalLocalRanker(max_epochs=1).fit(all_positive, dev, progress=False)

@@ -27,8 +27,10 @@ a BM25 first stage gives the app's candidates instead of adding untrained weight
 
 Hyper-parameters are not in the paper: the defaults below (LSTMs, attention and classifier layers
 of 100 units, dropout 0.3, Adam at 1e-3, 50 pairs a batch) had the best mean dev MAP over TrecQA
-and WikiQA DEV among the settings ``benchmarks/recurrent_selection.py`` tries. Padding is masked everywhere: packed sequences
-(``qa_core.nn.recurrent``) and a masked softmax, so padding changes no score and gets no weight.
+and WikiQA DEV among the settings ``benchmarks/recurrent_selection.py`` tries.
+
+Padding is masked everywhere: packed sequences (``qa_core.nn.recurrent``) and a masked softmax,
+so padding changes no score and gets no weight.
 """
 
 from __future__ import annotations
@@ -127,10 +129,8 @@ class AttentionLSTM(nn.Module):
         states, (_, cell) = self.first_reader(first, first_mask)
         _, (last, _) = self.second_reader(second, second_mask, initial_cell=cell)
         weights = self.attention(states, last, first_mask)
-        features = torch.cat(
-            [self.dropout(attend(states, weights)), self.dropout(last), F.one_hot(rank, self.rank_slots + 1).to(last.dtype)],
-            dim=-1,
-        )
+        rank_one_hot = F.one_hot(rank, self.rank_slots + 1).to(last.dtype)
+        features = torch.cat([self.dropout(attend(states, weights)), self.dropout(last), rank_one_hot], dim=-1)
         return self.classifier(features), weights
 
 

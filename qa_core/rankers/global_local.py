@@ -125,12 +125,14 @@ class GlobalLocalAttention(nn.Module):
 
         # u_q = o_q's two parts, projected by P_q (the TF part without building tf(q)).
         q_mean = q_states.sum(dim=1) / q_mask.sum(dim=1, keepdim=True)  # states are zero at padding
-        q_tf_part = self.bag(question, q_present, self.question_tf_projection) / q_count.clamp(min=1).sqrt().unsqueeze(1)
+        q_tf_sum = self.bag(question, q_present, self.question_tf_projection)
+        q_tf_part = q_tf_sum / q_count.clamp(min=1).sqrt().unsqueeze(1)
         query = self.lambda_tf * q_tf_part + self.lambda_rnn * self.question_rnn_projection(F.normalize(q_mean, dim=-1))
 
         global_view = torch.tanh(self.bag(answer, a_present, self.global_view))
         local_view = self.local_view(a_states)
-        r = joint(global_view.unsqueeze(1).expand(-1, local_view.shape[1], -1), local_view, self.lambda_tf, self.lambda_rnn)
+        global_views = global_view.unsqueeze(1).expand(-1, local_view.shape[1], -1)
+        r = joint(global_views, local_view, self.lambda_tf, self.lambda_rnn)
         logits = F.cosine_similarity(query.unsqueeze(1), self.answer_projection(r), dim=-1)
         alpha = masked_softmax(logits, a_mask)
 

@@ -83,7 +83,8 @@ class PairwiseBatches:
     def __post_init__(self) -> None:
         sizes = {name: len(tensor) for name, tensor in self.inputs.items()}
         if any(size != len(self.labels) or size != len(self.groups) for size in sizes.values()):
-            raise ValueError(f"inputs, groups and labels differ in length: {sizes}, {len(self.groups)}, {len(self.labels)}")
+            lengths = f"{sizes}, groups {len(self.groups)}, labels {len(self.labels)}"
+            raise ValueError(f"inputs, groups and labels differ in length: {lengths}")
         rows = list(enumerate(zip(self.groups.tolist(), self.labels.tolist())))
         negatives_of: dict[int, list[int]] = {}
         for row, (group, label) in rows:
