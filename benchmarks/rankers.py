@@ -41,6 +41,12 @@ PUBLISHED = {
         ("CNN_WO+SO (Nicosia 2018)", "filtered", 0.7224, 0.7391),
         ("best listed (Wang & Jiang 2017)", "filtered", 0.7433, 0.7540),
     ],
+    # Other data, not comparable with the tables above (benchmarks/recurrent_selection.py lists
+    # them apart). Bachrach et al. 2017 evaluate on InsuranceQA; their Table I was lost.
+    "semeval2016": [
+        ("attention LSTM alone (Romeo et al. 2016)", "question reranking, test", 0.6796, 0.7663),
+        ("Google first-stage rank (Romeo et al. 2016)", "question reranking, test", 0.7475, 0.8379),
+    ],
 }
 
 

@@ -60,3 +60,63 @@ class TensorBatches:
         for start in range(0, count, self.batch_size):
             index = order[start : start + self.batch_size].to(self.targets.device)
             yield {name: tensor[index] for name, tensor in self.inputs.items()}, self.targets[index]
+
+
+@dataclass
+class PairwiseBatches:
+    """Triples (question, relevant candidate, sampled irrelevant candidate) for a ranking loss.
+
+    ``inputs`` hold one row per candidate; ``groups`` says which rows belong to one question and
+    ``labels`` which are relevant (label > 0). Each epoch pairs every relevant row with one
+    irrelevant row of its own group, drawn uniformly with the epoch's generator (so the
+    distractors are resampled every epoch, reproducibly under a seed), and yields batches of
+    ``batch_size`` triples in a fresh order. A batch's inputs are ``2n`` rows: the n relevant rows,
+    then their n distractors; its targets are n ones (see ``qa_core.nn.losses.PairwiseHingeLoss``).
+    A group without a relevant or without an irrelevant row gives no triple.
+    """
+
+    inputs: dict[str, torch.Tensor]
+    groups: torch.Tensor
+    labels: torch.Tensor
+    batch_size: int
+
+    def __post_init__(self) -> None:
+        sizes = {name: len(tensor) for name, tensor in self.inputs.items()}
+        if any(size != len(self.labels) or size != len(self.groups) for size in sizes.values()):
+            lengths = f"{sizes}, groups {len(self.groups)}, labels {len(self.labels)}"
+            raise ValueError(f"inputs, groups and labels differ in length: {lengths}")
+        rows = list(enumerate(zip(self.groups.tolist(), self.labels.tolist())))
+        negatives_of: dict[int, list[int]] = {}
+        for row, (group, label) in rows:
+            if label <= 0:
+                negatives_of.setdefault(group, []).append(row)
+        # Each group's distractors are one slice [start, start + count) of a flat row list.
+        flat: list[int] = []
+        slices: dict[int, tuple[int, int]] = {}
+        for group, negatives in negatives_of.items():
+            slices[group] = (len(flat), len(negatives))
+            flat.extend(negatives)
+        positives = [(row, slices[group]) for row, (group, label) in rows if label > 0 and group in slices]
+        self.positives = torch.tensor([row for row, _ in positives], dtype=torch.long)
+        self._negatives = torch.tensor(flat, dtype=torch.long)
+        self._starts = torch.tensor([start for _, (start, _) in positives], dtype=torch.long)
+        self._counts = torch.tensor([count for _, (_, count) in positives], dtype=torch.long)
+
+    @property
+    def triples(self) -> int:
+        """Triples per epoch: the relevant rows whose group has an irrelevant row."""
+        return len(self.positives)
+
+    def __len__(self) -> int:
+        return -(-self.triples // self.batch_size)
+
+    def __call__(self, generator: torch.Generator) -> Iterator[Batch]:
+        draw = torch.rand(self.triples, generator=generator, dtype=torch.float64)
+        picked = self._negatives[self._starts + torch.minimum((draw * self._counts).long(), self._counts - 1)]
+        order = torch.randperm(self.triples, generator=generator)
+        device = next(iter(self.inputs.values())).device
+        for start in range(0, self.triples, self.batch_size):
+            chosen = order[start : start + self.batch_size]
+            rows = torch.cat([self.positives[chosen], picked[chosen]]).to(device)
+            targets = torch.ones(len(chosen), device=device)
+            yield {name: tensor[rows] for name, tensor in self.inputs.items()}, targets
