@@ -213,7 +213,7 @@ def test_shallow_tree_chunks_and_token_map(parsed):
 
 
 def test_rel_tags_the_wicca_pair(parsed):
-    tagged = rel_tag(parsed[WICCA_Q], parsed[WICCA_A], use_focus=False)
+    tagged = rel_tag(parsed[WICCA_Q], parsed[WICCA_A])  # no focus/class given: lexical REL only
     # Shared content lemmas: "wicca" (NNP in both) and "worship" (spaCy: NN in both sentences).
     assert [(link.q_start, link.a_start, link.kind, link.label) for link in tagged.links] == [
         (4, 5, "REL", "wicca"),
@@ -240,7 +240,7 @@ def test_focus_link_to_the_person_named_in_the_answer(parsed):
     # The small spaCy model tags both "Mark Twain" and "Tom Sawyer" as PERSON, so both answer NPs are
     # linked to the focus chunk ("Who"); the focus tag replaces the lexical REL-NP on "Tom Sawyer".
     assert (0, 2, "PERSON") in a.ents and (3, 5, "PERSON") in a.ents
-    tagged = rel_tag(q, a)
+    tagged = rel_tag(q, a, *heuristic_focus_and_class(q))
     assert tagged.question.to_bracket() == (
         "(S (REL-FOCUS-HUM (WP who)) (REL-VP (REL-VBD write)) (REL-NP (REL-NNP tom) (REL-NNP sawyer)) (O (. ?)))"
     )
@@ -267,7 +267,7 @@ def test_heuristic_focus_and_class(parsed):
 
 
 def test_kernels_on_shallow_trees_and_gram_matrix(parsed):
-    trees = [rel_tag(parsed[WICCA_Q], parsed[text]).answer for text in parsed]
+    trees = [rel_tag(parsed[WICCA_Q], parsed[text], 2, "ENTY").answer for text in parsed]
     trees += [build_shallow_tree(parsed[text]).tree for text in parsed]
     for kind in ("ptk", "stk"):
         gram = gram_matrix(trees, kind=kind, n_jobs=1)

@@ -20,7 +20,7 @@ def register(cls: type[Ranker]) -> type[Ranker]:
 
 def _ensure_loaded() -> None:
     # Importing the modules runs their @register decorators.
-    from qa_core.rankers import baselines, smcnn  # noqa: F401
+    from qa_core.rankers import baselines, smcnn, tree_kernel  # noqa: F401
 
 
 def available() -> list[str]:

@@ -237,6 +237,17 @@ def _fill_rows(is_ptk, lam, mu, a, b, rows, upper, out, max_a, max_b, max_childr
 
 
 @njit(nogil=True, cache=True)
+def _fill_pairs(is_ptk, lam, mu, a, b, rows, columns, out, max_a, max_b, max_children):  # pragma: no cover
+    """out[k] = K(a's tree rows[k], b's tree columns[k])."""
+    memo = np.zeros((max_a, max_b))
+    touched = np.empty((max_a * max_b, 2), dtype=np.int64)
+    prev = np.zeros(max_children + 1)
+    cur = np.zeros(max_children + 1)
+    for k in range(len(rows)):
+        out[k] = _pair_kernel(is_ptk, lam, mu, a, rows[k], b, columns[k], memo, touched, prev, cur)
+
+
+@njit(nogil=True, cache=True)
 def _self_kernels(is_ptk, lam, mu, a, max_a, max_children):  # pragma: no cover - numba
     n_trees = len(a[4]) - 1
     out = np.empty(n_trees)
@@ -319,6 +330,32 @@ def normalize_gram(gram: np.ndarray, row_self: np.ndarray, column_self: np.ndarr
     """K(x, y) / sqrt(K(x, x) K(y, y)), 0 where either self kernel is 0."""
     scale = np.sqrt(np.outer(row_self, column_self))
     return np.divide(gram, scale, out=np.zeros_like(gram), where=scale > 0)
+
+
+def paired_kernel(
+    xs: Sequence[Tree],
+    ys: Sequence[Tree],
+    kind: KernelKind = "ptk",
+    lam: float = 0.4,
+    mu: float = 0.4,
+    normalize: bool = True,
+) -> np.ndarray:
+    """K(xs[i], ys[i]) for every i (e.g. question tree vs answer tree of each pair)."""
+    if len(xs) != len(ys):
+        raise ValueError(f"{len(xs)} trees paired with {len(ys)}")
+    params = KernelParams(kind, lam, mu, normalize)
+    a, b = Forest.build(xs), Forest.build(ys)
+    out = np.zeros(len(xs))
+    if len(xs) == 0:
+        return out
+    _fill_pairs(
+        kind == "ptk", lam, mu, a.arrays(kind), b.arrays(kind), a.index, b.index, out,
+        a.max_nodes, b.max_nodes, max(a.max_children, b.max_children),
+    )
+    if not normalize:
+        return out
+    scale = np.sqrt(self_kernels(a, params)[a.index] * self_kernels(b, params)[b.index])
+    return np.divide(out, scale, out=np.zeros_like(out), where=scale > 0)
 
 
 def tree_kernel(
