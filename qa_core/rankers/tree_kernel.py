@@ -93,7 +93,9 @@ def _ner_relatedness(a: Parsed, qclass: str | None) -> float:
 
 
 def _feature_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Normalised (x.y + 1)^3, in [0, 1] like the normalised tree kernels."""
+    """Normalised (x.y + 1)^3, in [0, 1] like the normalised tree kernels (in float64: float32
+    products would depend on how many pairs are scored together)."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     gram = polynomial_kernel(x, y, degree=3, gamma=1.0, coef0=1.0)
     x_self = (np.einsum("ij,ij->i", x, x) + 1.0) ** 3
     y_self = (np.einsum("ij,ij->i", y, y) + 1.0) ** 3
