@@ -14,7 +14,7 @@ from qa_core.rankers import registry
 from qa_core.rankers.base import Explanation, Link, Ranker
 from qa_core.rankers.tree_kernel import FEATURE_NAMES, TreeKernelConfig, TreeKernelRanker
 from qa_core.structure.pruning import explain_weights, prune_pair, prune_tree, scaled, token_weights
-from qa_core.structure.rel import heuristic_focus_and_class, links, rel_tag
+from qa_core.structure.rel import links, rel_tag
 from qa_core.structure.trees import Tree
 from qa_core.text.features import IdfTable
 from qa_core.text.links import lexical_links

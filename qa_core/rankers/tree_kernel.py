@@ -22,6 +22,7 @@ Deliberate, documented choices:
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -237,7 +238,7 @@ class TreeKernelRanker(Ranker):
                         if callback is not None:
                             callback(dict(point))
                         if progress:
-                            print(f"tree_kernel {point}", flush=True)
+                            print(f"tree_kernel {point}", file=sys.stderr, flush=True)
                         if best is None or dev_map > best[0]:
                             best = (dev_map, _Selected(lam, mu, c, weight), svm)
         assert best is not None
