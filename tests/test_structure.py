@@ -104,6 +104,26 @@ def test_ptk_gap_is_decayed_and_stk_needs_whole_productions():
     assert stk(T_ACB, T_AB, lam=0.5) == pytest.approx(1.0)
 
 
+def test_normalisation_by_hand():
+    # lambda = mu = 1: K(AB, BA) = 11 and K(AB, AB) = K(BA, BA) = 15 (above), so 11 / sqrt(15 * 15).
+    assert tree_kernel(T_AB, T_BA, kind="ptk", lam=1.0, mu=1.0) == pytest.approx(11 / 15)
+    assert tree_kernel(T_ACB, T_ACB) == pytest.approx(1.0)
+    assert tree_kernel(T_AB, T_BA, normalize=False) == pytest.approx(ptk(T_AB, T_BA))
+
+
+def test_decays_shift_weight_between_small_and_large_fragments():
+    # A larger lambda weighs large fragments (which only a tree shares with itself) more, so the
+    # normalised similarity of two different trees falls as lambda grows; mu does the same with depth.
+    lambdas = (0.1, 0.4, 0.7, 1.0)
+    ptk_sims = [tree_kernel(T_AB, T_ACB, kind="ptk", lam=lam, mu=1.0) for lam in lambdas]
+    stk_sims = [tree_kernel(T_AB, T_ACB, kind="stk", lam=lam) for lam in lambdas]
+    assert ptk_sims == sorted(ptk_sims, reverse=True) and ptk_sims[0] > ptk_sims[-1] + 0.1
+    assert stk_sims == sorted(stk_sims, reverse=True) and stk_sims[0] > stk_sims[-1] + 0.1
+    deep_x, deep_y = Tree.from_bracket("(S (A (X x)) (B b))"), Tree.from_bracket("(S (A (Y y)) (B b))")
+    mu_sims = [tree_kernel(deep_x, deep_y, kind="ptk", lam=0.4, mu=mu) for mu in (0.1, 0.4, 0.7, 1.0)]
+    assert mu_sims == sorted(mu_sims, reverse=True) and mu_sims[0] > mu_sims[-1]
+
+
 def test_nothing_in_common_gives_zero():
     other = Tree.from_bracket("(X (Y y) (Z z))")
     assert stk(T_AB, other) == 0.0
