@@ -14,7 +14,7 @@ from qa_core.rankers import registry
 from qa_core.rankers.base import Explanation, Link, Ranker
 from qa_core.rankers.tree_kernel import FEATURE_NAMES, TreeKernelConfig, TreeKernelRanker
 from qa_core.structure.pruning import explain_weights, prune_pair, prune_tree, scaled, token_weights
-from qa_core.structure.rel import links, rel_tag
+from qa_core.structure.rel import links, rel_tag, set_default_analyzer
 from qa_core.structure.trees import Tree
 from qa_core.text.features import IdfTable
 from qa_core.text.links import lexical_links
@@ -43,6 +43,7 @@ def test_tree_kernel_beats_word_overlap_on_the_demo_corpus(demo_outcome):
     assert ours > baseline + 0.2  # measured: 0.94 vs 0.39
     report = demo_outcome.report
     assert report["best_dev_map"] == max(point["dev_map"] for point in report["grid"])
+    assert report["analyzer"] == "heuristic_focus_and_class"
     assert len(report["grid"]) == 6 * 4  # C x feature weight, one (lambda, mu)
 
 
@@ -106,6 +107,12 @@ def test_links_api_spans_trees_and_injected_analysis():
     # The focus/class source is a parameter: a learned analyzer plugs in the same way.
     located = links(TWAIN_Q, TWAIN_A, analyzer=lambda parsed: (3, "LOC"))
     assert [link.kind for link in located.links] == ["REL"] * 3  # no LOC entity in the answer
+    set_default_analyzer(lambda parsed: (None, None))  # what the trained classifiers will do
+    try:
+        assert [link.kind for link in links(TWAIN_Q, TWAIN_A).links] == ["REL"] * 3
+    finally:
+        set_default_analyzer(None)
+    assert links(TWAIN_Q, TWAIN_A).qclass == "HUM"
     lexical_only = links(TWAIN_Q, TWAIN_A, use_focus=False)
     assert "FOCUS" not in lexical_only.question_tree + lexical_only.answer_tree
 

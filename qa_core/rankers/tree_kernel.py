@@ -43,6 +43,7 @@ from qa_core.structure.rel import (
     QuestionAnalyzer,
     RelTagged,
     analyze,
+    default_analyzer,
     linked_tokens,
     rel_tag,
 )
@@ -254,8 +255,10 @@ class TreeKernelRanker(Ranker):
         self.dual_coef = svm.dual_coef_[0].astype(np.float64)
         self.intercept = float(svm.intercept_[0])
         self._forests = None
+        analyzer = self.analyzer or default_analyzer()
         return {
             "best_dev_map": dev_map,
+            "analyzer": getattr(analyzer, "__qualname__", type(analyzer).__name__),
             "selected": asdict(self.selected),
             "support_vectors": int(len(support)),
             "train_pairs": len(train_pairs),

@@ -20,6 +20,7 @@ _EXPORTS = {
     "rel_tag": "rel",
     "links": "rel",
     "analyze": "rel",
+    "set_default_analyzer": "rel",
     "heuristic_focus_and_class": "rel",
     "Forest": "kernels",
     "KernelParams": "kernels",

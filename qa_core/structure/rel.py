@@ -46,8 +46,10 @@ REL_PREFIX = "REL-"
 QuestionAnalyzer = Callable[["Parsed"], tuple[int | None, str | None]]
 """Question -> (focus token index in the spaCy parse, coarse UIUC class); either may be None.
 
-The focus/class source is injectable: ``heuristic_focus_and_class`` (wh-word rules) is the default
-until the trained classifiers of ``qa_core.classifiers`` are wrapped in a function of this shape."""
+The focus/class source is injectable: pass one to ``links`` / ``TreeKernelRanker``, or install one
+for the process with ``set_default_analyzer``; ``heuristic_focus_and_class`` (wh-word rules) is the
+default until the trained classifiers of ``qa_core.classifiers`` are wrapped in a function of this
+shape (the focus is an index into the spaCy tokens of the ``Parsed`` it receives)."""
 
 
 @dataclass(frozen=True)
@@ -150,9 +152,24 @@ class PairLinks:
     qclass: str | None
 
 
+_default_analyzer: list[QuestionAnalyzer] = []
+
+
+def set_default_analyzer(analyzer: QuestionAnalyzer | None) -> None:
+    """Make ``analyzer`` the focus/class source wherever none is passed (None: back to the heuristic).
+
+    This is how the trained classifiers plug in: one call at start-up, no change here.
+    """
+    _default_analyzer[:] = [analyzer] if analyzer is not None else []
+
+
+def default_analyzer() -> QuestionAnalyzer:
+    return _default_analyzer[0] if _default_analyzer else heuristic_focus_and_class
+
+
 def analyze(q: Parsed, analyzer: QuestionAnalyzer | None = None) -> tuple[int | None, str | None]:
-    """(focus, class) of a parsed question from ``analyzer`` (default: the wh-word heuristic)."""
-    return (analyzer or heuristic_focus_and_class)(q)
+    """(focus, class) of a parsed question from ``analyzer`` (default: ``default_analyzer()``)."""
+    return (analyzer or default_analyzer())(q)
 
 
 def links(
