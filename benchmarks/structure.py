@@ -253,17 +253,12 @@ def main() -> None:
     parser.add_argument("--weights-checkpoint", help="a trained checkpoint to take the weights from instead")
     args = parser.parse_args()
     dataset = shared_datasets()["trecqa"]
+    parts = {"speed": speed, "ablation": ablation, "decays": decays, "pruning": lambda d: pruning(d, args)}
+    fresh = {name: run(dataset) for name, run in parts.items() if name in args.parts}
+    # Read the previous results only now: another run of this script may have written meanwhile.
     path = RESULTS / "structure.json"
     result: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-    result["machine"] = machine()
-    if "speed" in args.parts:
-        result["speed"] = speed(dataset)
-    if "ablation" in args.parts:
-        result["ablation"] = ablation(dataset)
-    if "decays" in args.parts:
-        result["decays"] = decays(dataset)
-    if "pruning" in args.parts:
-        result["pruning"] = pruning(dataset, args)
+    result.update(fresh, machine=machine())
     print(write_result("structure", result))
     print(write_section("structure", render(result)))
 
