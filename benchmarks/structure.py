@@ -159,6 +159,10 @@ def pruning(dataset: Dataset, args: argparse.Namespace) -> dict[str, Any]:
     return {"weights": source, "weight_seconds": weight_seconds, "points": points, "chosen_threshold": best["threshold"]}
 
 
+def _number(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
 def render(result: dict[str, Any]) -> list[str]:
     lines = ["## Structure: tree kernels, REL-linked trees, attention pruning", ""]
     lines += [f"Script: `benchmarks/structure.py`. Machine: {machine_line(result['machine'])}; the machine was "
@@ -173,13 +177,12 @@ def render(result: dict[str, Any]) -> list[str]:
             "process) is the cost of the work itself.", "",
             "| kernel | evaluations/s, 1 thread | evaluations/s, 2 threads | per CPU-second, 1 thread | "
             "per CPU-second, 2 threads |", "|---|---|---|---|---|",
-            *(f"| {k.upper()} | {s[f'{k}_evaluations_per_second_1_threads']:,.0f} | "
-              f"{s[f'{k}_evaluations_per_second_2_threads']:,.0f} | "
-              f"{s[f'{k}_evaluations_per_cpu_second_1_threads']:,.0f} | "
-              f"{s[f'{k}_evaluations_per_cpu_second_2_threads']:,.0f} |" for k in ("ptk", "stk")),
+            *(f"| {k.upper()} | " + " | ".join(
+                _number(s.get(f"{k}_evaluations_per_{unit}_{jobs}_threads"), ",.0f")
+                for unit in ("second", "cpu_second") for jobs in (1, 2)) + " |" for k in ("ptk", "stk")),
             "",
             f"TRAIN Gram matrices (normalised PTK, 2 threads): {s['train_gram_seconds']:.1f} s wall, "
-            f"{s['train_gram_cpu_seconds']:.1f} CPU-s, for "
+            f"{_number(s.get('train_gram_cpu_seconds'), '.1f')} CPU-s, for "
             f"{s['train_pairs']:,} pairs = {s['train_unique_trees']['questions']:,} distinct question trees "
             f"({s['train_mean_nodes']['questions']:.1f} nodes) and {s['train_unique_trees']['answers']:,} "
             f"distinct answer trees ({s['train_mean_nodes']['answers']:.1f} nodes), "
@@ -247,18 +250,20 @@ def render(result: dict[str, Any]) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--parts", nargs="+", default=["speed", "ablation", "decays", "pruning"],
-                        choices=["speed", "ablation", "decays", "pruning"])
+    parser.add_argument("--parts", nargs="*", default=["speed", "ablation", "decays", "pruning"],
+                        choices=["speed", "ablation", "decays", "pruning"],
+                        help="parts to run; none: only re-render the section from the stored results")
     parser.add_argument("--weights", default="smcnn", help="ranker whose explain() gives the pruning weights")
     parser.add_argument("--weights-checkpoint", help="a trained checkpoint to take the weights from instead")
     args = parser.parse_args()
-    dataset = shared_datasets()["trecqa"]
+    dataset = shared_datasets()["trecqa"] if args.parts else None
     parts = {"speed": speed, "ablation": ablation, "decays": decays, "pruning": lambda d: pruning(d, args)}
     fresh = {name: run(dataset) for name, run in parts.items() if name in args.parts}
     # Read the previous results only now: another run of this script may have written meanwhile.
     path = RESULTS / "structure.json"
     result: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-    result.update(fresh, machine=machine())
+    if fresh:
+        result.update(fresh, machine=machine())
     print(write_result("structure", result))
     print(write_section("structure", render(result)))
 
