@@ -95,9 +95,9 @@ def summarise(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _cell(values: list[float] | tuple[float, float]) -> str:
+def _cell(values: list[float] | tuple[float, float], runs: int) -> str:
     mean, std = values
-    return f"{mean:.4f} ± {std:.4f}"
+    return f"{mean:.4f} ± {std:.4f}" if runs > 1 else f"{mean:.4f}"
 
 
 def render_section() -> list[str]:
@@ -112,8 +112,10 @@ def render_section() -> list[str]:
         "GloVe 6B 50d instead of their word2vec vectors; TrecQA TRAIN (94 questions), not TRAIN-ALL "
         "(1,229, not in our data); spaCy tokenisation. WikiQA as shipped has questions without a correct "
         "answer removed (the common 'filtered' setting), so its raw rows are that setting; clean also "
-        "drops questions whose candidates are all correct. Raw TrecQA keeps all 100 TEST questions "
-        "(no correct answer: AP 0, trec_eval semantics); clean keeps 68.",
+        "drops questions whose candidates are all correct. Raw TrecQA keeps the 95 TEST questions that have "
+        "candidates (5 have none), those without a correct answer scoring AP 0 (trec_eval semantics); "
+        "clean keeps the 68 with both correct and incorrect candidates. Training times are wall-clock on a "
+        "shared machine (other jobs were running): read them as rough.",
         "",
     ]
     for dataset in ("trecqa", "wikiqa"):
@@ -132,7 +134,7 @@ def render_section() -> list[str]:
             speed = f"{mean_std([r['pairs_per_second'] for r in runs])[0]:,.0f}"
             for mode in ("raw", "clean"):
                 summary = entry["summary"][mode]
-                cells = " | ".join(_cell(summary[m]) for m in METRICS)
+                cells = " | ".join(_cell(summary[m], len(runs)) for m in METRICS)
                 lines.append(f"| **{model}** | {mode} | {cells} | {runs[0][mode]['questions']} | "
                              f"{len(entry['seeds']) or '-'} | {train} | {speed} |")
         for label, setting, map_, mrr in PUBLISHED[dataset]:
@@ -143,12 +145,13 @@ def render_section() -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", nargs="+", required=True, choices=registry.available())
+    parser.add_argument("--models", nargs="*", default=[], choices=registry.available(),
+                        help="models to run; none: only re-render the section from the stored results")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     parser.add_argument("--datasets", nargs="+", default=["trecqa", "wikiqa"])
     args = parser.parse_args()
 
-    datasets = {name: ds for name, ds in shared_datasets().items() if name in args.datasets}
+    datasets = {name: ds for name, ds in shared_datasets().items() if name in args.datasets} if args.models else {}
     parse_seconds = {}
     for name, dataset in datasets.items():
         started = time.perf_counter()
