@@ -32,8 +32,9 @@ PUBLISHED = {
         ("SM-CNN re-implemented, TRAIN-ALL (Nicosia 2018)", "clean", 0.7654, 0.8186),
         ("CNN_WO, TRAIN-ALL (Nicosia 2018)", "clean", 0.7649, 0.8422),
         ("CNN_WO+SO, TRAIN-ALL (Nicosia 2018)", "clean", 0.7793, 0.8489),
-        ("tree kernels CH+V (Nicosia 2018, Table 6.4)", "?", 0.6611, 0.7419),
-        ("tree kernels CH+V+F (Nicosia 2018, Table 6.4)", "?", 0.6829, 0.7520),
+        ("tree kernels V_adv, 824 TREC 11-12 train questions (Nicosia 2018, Table 6.4)", "?", 0.5627, 0.6294),
+        ("tree kernels CH+V_adv, 824 TREC 11-12 train questions (Nicosia 2018, Table 6.4)", "?", 0.6611, 0.7419),
+        ("tree kernels CH+V_adv+F, 824 TREC 11-12 train questions (Nicosia 2018, Table 6.4)", "?", 0.6829, 0.7520),
     ],
     "wikiqa": [
         ("SM-CNN re-implemented (Nicosia 2018)", "filtered", 0.6951, 0.7107),

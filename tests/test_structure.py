@@ -13,7 +13,6 @@ import random
 import numpy as np
 import pytest
 
-from qa_core.structure import kernels
 from qa_core.structure.kernels import gram_matrix, ptk, stk, tree_kernel
 from qa_core.structure.rel import heuristic_focus_and_class, rel_tag
 from qa_core.structure.trees import Tree, build_shallow_tree
@@ -103,6 +102,26 @@ def test_ptk_gap_is_decayed_and_stk_needs_whole_productions():
     assert ptk(T_AB, T_ACB, lam=0.5, mu=1.0) == pytest.approx(1.5343017578125)
     # STK: S -> A C B differs from S -> A B, so only Delta(A,A) + Delta(B,B) = 2 lambda = 1.0.
     assert stk(T_ACB, T_AB, lam=0.5) == pytest.approx(1.0)
+
+
+def test_normalisation_by_hand():
+    # lambda = mu = 1: K(AB, BA) = 11 and K(AB, AB) = K(BA, BA) = 15 (above), so 11 / sqrt(15 * 15).
+    assert tree_kernel(T_AB, T_BA, kind="ptk", lam=1.0, mu=1.0) == pytest.approx(11 / 15)
+    assert tree_kernel(T_ACB, T_ACB) == pytest.approx(1.0)
+    assert tree_kernel(T_AB, T_BA, normalize=False) == pytest.approx(ptk(T_AB, T_BA))
+
+
+def test_decays_shift_weight_between_small_and_large_fragments():
+    # A larger lambda weighs large fragments (which only a tree shares with itself) more, so the
+    # normalised similarity of two different trees falls as lambda grows; mu does the same with depth.
+    lambdas = (0.1, 0.4, 0.7, 1.0)
+    ptk_sims = [tree_kernel(T_AB, T_ACB, kind="ptk", lam=lam, mu=1.0) for lam in lambdas]
+    stk_sims = [tree_kernel(T_AB, T_ACB, kind="stk", lam=lam) for lam in lambdas]
+    assert ptk_sims == sorted(ptk_sims, reverse=True) and ptk_sims[0] > ptk_sims[-1] + 0.1
+    assert stk_sims == sorted(stk_sims, reverse=True) and stk_sims[0] > stk_sims[-1] + 0.1
+    deep_x, deep_y = Tree.from_bracket("(S (A (X x)) (B b))"), Tree.from_bracket("(S (A (Y y)) (B b))")
+    mu_sims = [tree_kernel(deep_x, deep_y, kind="ptk", lam=0.4, mu=mu) for mu in (0.1, 0.4, 0.7, 1.0)]
+    assert mu_sims == sorted(mu_sims, reverse=True) and mu_sims[0] > mu_sims[-1]
 
 
 def test_nothing_in_common_gives_zero():
@@ -214,7 +233,7 @@ def test_shallow_tree_chunks_and_token_map(parsed):
 
 
 def test_rel_tags_the_wicca_pair(parsed):
-    tagged = rel_tag(parsed[WICCA_Q], parsed[WICCA_A], use_focus=False)
+    tagged = rel_tag(parsed[WICCA_Q], parsed[WICCA_A])  # no focus/class given: lexical REL only
     # Shared content lemmas: "wicca" (NNP in both) and "worship" (spaCy: NN in both sentences).
     assert [(link.q_start, link.a_start, link.kind, link.label) for link in tagged.links] == [
         (4, 5, "REL", "wicca"),
@@ -241,7 +260,7 @@ def test_focus_link_to_the_person_named_in_the_answer(parsed):
     # The small spaCy model tags both "Mark Twain" and "Tom Sawyer" as PERSON, so both answer NPs are
     # linked to the focus chunk ("Who"); the focus tag replaces the lexical REL-NP on "Tom Sawyer".
     assert (0, 2, "PERSON") in a.ents and (3, 5, "PERSON") in a.ents
-    tagged = rel_tag(q, a)
+    tagged = rel_tag(q, a, *heuristic_focus_and_class(q))
     assert tagged.question.to_bracket() == (
         "(S (REL-FOCUS-HUM (WP who)) (REL-VP (REL-VBD write)) (REL-NP (REL-NNP tom) (REL-NNP sawyer)) (O (. ?)))"
     )
@@ -267,8 +286,8 @@ def test_heuristic_focus_and_class(parsed):
     assert heuristic_focus_and_class(parsed[WICCA_Q]) == (2, "ENTY")  # focus "practitioners"
 
 
-def test_kernels_on_shallow_trees_and_gram_matrix(parsed, monkeypatch):
-    trees = [rel_tag(parsed[WICCA_Q], parsed[text]).answer for text in parsed]
+def test_kernels_on_shallow_trees_and_gram_matrix(parsed):
+    trees = [rel_tag(parsed[WICCA_Q], parsed[text], 2, "ENTY").answer for text in parsed]
     trees += [build_shallow_tree(parsed[text]).tree for text in parsed]
     for kind in ("ptk", "stk"):
         gram = gram_matrix(trees, kind=kind, n_jobs=1)
@@ -280,7 +299,6 @@ def test_kernels_on_shallow_trees_and_gram_matrix(parsed, monkeypatch):
         assert tree_kernel(x, y, kind=kind) == pytest.approx(tree_kernel(y, x, kind=kind))
         raw = gram_matrix(trees[:3], trees[3:], kind=kind, normalize=False, n_jobs=1)
         assert raw[2, 0] == pytest.approx(ptk(trees[2], trees[3]) if kind == "ptk" else stk(trees[2], trees[3]))
-    # The worker-process path gives the same matrices (forced on although the matrix is small).
-    monkeypatch.setattr(kernels, "_MIN_PARALLEL_EVALUATIONS", {"ptk": 0, "stk": 0})
+    # Two threads fill the same matrices as one.
     assert np.allclose(gram_matrix(trees, n_jobs=2), gram_matrix(trees, n_jobs=1))
     assert np.allclose(gram_matrix(trees[:5], trees[5:], n_jobs=2), gram_matrix(trees, n_jobs=1)[:5, 5:])

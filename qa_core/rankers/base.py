@@ -37,7 +37,8 @@ class Explanation:
 
     ``answer_weights`` holds one raw value per answer token (attention or saliency; the app scales
     it per candidate for colour and shows the raw value on hover). ``matrices`` holds named
-    question-token x answer-token matrices (similarity, match levels).
+    question-token x answer-token matrices (similarity, match levels); ``trees`` the structures a
+    tree-kernel model compared, in bracket notation.
     """
 
     score: float
@@ -48,6 +49,7 @@ class Explanation:
     question_weights: list[float] | None = None
     matrices: dict[str, list[list[float]]] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
+    trees: dict[str, str] = field(default_factory=dict)  # named trees in bracket notation (REL-tagged)
 
 
 @dataclass(frozen=True)

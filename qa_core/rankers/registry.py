@@ -20,7 +20,15 @@ def register(cls: type[Ranker]) -> type[Ranker]:
 
 def _ensure_loaded() -> None:
     # Importing the modules runs their @register decorators.
-    from qa_core.rankers import attention_lstm, baselines, cnn_overlap, global_local, mphcnn, smcnn  # noqa: F401
+    from qa_core.rankers import (  # noqa: F401
+        attention_lstm,
+        baselines,
+        cnn_overlap,
+        global_local,
+        mphcnn,
+        smcnn,
+        tree_kernel,
+    )
 
 
 def available() -> list[str]:

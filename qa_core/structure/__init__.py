@@ -1,7 +1,7 @@
 """Structural representations for tree-kernel rerankers: shallow trees, REL tagging, tree kernels.
 
-Names are imported lazily: kernel worker processes import ``kernels`` alone and start fast, while
-``rel`` pulls in the rankers package (and with it torch).
+Names are imported lazily: ``kernels`` alone needs numpy and numba, while ``rel`` pulls in the
+rankers package (and with it torch).
 """
 
 from __future__ import annotations
@@ -15,14 +15,21 @@ _EXPORTS = {
     "build_shallow_tree": "trees",
     "shallow_tree": "trees",
     "RelTagged": "rel",
+    "PairLinks": "rel",
+    "QuestionAnalyzer": "rel",
     "rel_tag": "rel",
+    "links": "rel",
+    "analyze": "rel",
+    "set_default_analyzer": "rel",
     "heuristic_focus_and_class": "rel",
-    "CompiledTree": "kernels",
-    "compile_tree": "kernels",
+    "Forest": "kernels",
+    "KernelParams": "kernels",
     "stk": "kernels",
     "ptk": "kernels",
     "tree_kernel": "kernels",
     "gram_matrix": "kernels",
+    "prune_tree": "pruning",
+    "token_weights": "pruning",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -5,8 +5,8 @@ and its answer must be written into the trees themselves (Severyn & Moschitti 20
 chapter 6):
 
 - lexical REL: a question token and an answer token with the same lowercased lemma (neither a
-  stopword nor punctuation) get "REL-" prepended to their POS node and their chunk node, in both
-  trees (REL-NN, REL-NP). Leaves are never tagged.
+  stopword nor punctuation; the rule is ``qa_core.text.links.lexical_links``) get "REL-" prepended
+  to their POS node and their chunk node, in both trees (REL-NN, REL-NP). Leaves are never tagged.
 - focus REL: the chunk holding the question focus word is linked to every answer chunk holding a
   named entity whose type fits the question class; both chunk nodes are renamed
   "REL-FOCUS-<CLASS>" (this replaces a lexical REL- tag on the same chunk).
@@ -14,11 +14,13 @@ chapter 6):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from qa_core.rankers.base import Link
 from qa_core.structure.trees import NodePath, ShallowTree, Tree, build_shallow_tree
+from qa_core.text.links import lexical_links
 
 if TYPE_CHECKING:
     from qa_core.text.nlp import Parsed
@@ -41,6 +43,15 @@ CLASS_ENTITY_TYPES: dict[str, frozenset[str]] = {
 REL_PREFIX = "REL-"
 
 
+QuestionAnalyzer = Callable[["Parsed"], tuple[int | None, str | None]]
+"""Question -> (focus token index in the spaCy parse, coarse UIUC class); either may be None.
+
+The focus/class source is injectable: pass one to ``links`` / ``TreeKernelRanker``, or install one
+for the process with ``set_default_analyzer``; ``heuristic_focus_and_class`` (wh-word rules) is the
+default until the trained classifiers of ``qa_core.classifiers`` are wrapped in a function of this
+shape (the focus is an index into the spaCy tokens of the ``Parsed`` it receives)."""
+
+
 @dataclass(frozen=True)
 class RelTagged:
     """Both REL-tagged trees, the links behind the tags, and the focus/class that were used."""
@@ -56,30 +67,7 @@ def _rel(label: str) -> str:
     return label if label.startswith(REL_PREFIX) else REL_PREFIX + label
 
 
-def _content_lemma(parsed: Parsed, index: int) -> str | None:
-    """The lowercased lemma when the token may carry a lexical link (no stopword, punctuation, space)."""
-    if parsed.is_stop[index] or parsed.is_punct[index] or parsed.pos[index] == "SPACE":
-        return None
-    return parsed.lemmas[index].lower()
-
-
-def _lexical_links(q: Parsed, a: Parsed) -> list[Link]:
-    question_tokens: dict[str, list[int]] = {}
-    for index in range(len(q.tokens)):
-        lemma = _content_lemma(q, index)
-        if lemma is not None:
-            question_tokens.setdefault(lemma, []).append(index)
-    links: list[Link] = []
-    for a_index in range(len(a.tokens)):
-        lemma = _content_lemma(a, a_index)
-        for q_index in question_tokens.get(lemma, ()) if lemma is not None else ():
-            links.append(Link(q_index, q_index + 1, a_index, a_index + 1, "REL", lemma))
-    return links
-
-
-def _focus_links(
-    q: ShallowTree, a_parsed: Parsed, a: ShallowTree, focus: int, qclass: str
-) -> list[Link]:
+def _focus_links(q: ShallowTree, a_parsed: Parsed, a: ShallowTree, focus: int, qclass: str) -> list[Link]:
     """Focus chunk -> each answer chunk overlapping an entity of a type that fits the class."""
     focus_nodes = q.token_nodes[focus] if 0 <= focus < len(q.token_nodes) else None
     if focus_nodes is None:
@@ -89,11 +77,7 @@ def _focus_links(
     links: list[Link] = []
     for chunk in a.chunks:
         entity = next(
-            (
-                label
-                for start, end, label in a_parsed.ents
-                if label in wanted and start < chunk.end and chunk.start < end
-            ),
+            (label for start, end, label in a_parsed.ents if label in wanted and start < chunk.end and chunk.start < end),
             None,
         )
         if entity is not None:
@@ -104,37 +88,25 @@ def _focus_links(
 
 
 def rel_tag(
-    q: Parsed,
-    a: Parsed,
-    focus: int | None = None,
-    qclass: str | None = None,
-    *,
-    use_focus: bool = True,
+    q: Parsed, a: Parsed, focus: int | None = None, qclass: str | None = None, *, max_tokens: int | None = None
 ) -> RelTagged:
     """Shallow trees of a question/answer pair with REL tags, and the links they encode.
 
-    A missing ``focus`` or ``qclass`` comes from ``heuristic_focus_and_class`` until the trained
-    focus and class classifiers exist; ``use_focus=False`` leaves focus links out (lexical REL only,
-    the thesis's CH+V system without +F).
+    Lexical links always; focus links when both ``focus`` and ``qclass`` are given (the thesis's
+    +F; without them this is CH+V's lexical REL alone). ``max_tokens`` caps each tree (see
+    ``build_shallow_tree``); links beyond the cap are kept but tag nothing.
     """
-    if use_focus and (focus is None or qclass is None):
-        guessed_focus, guessed_class = heuristic_focus_and_class(q)
-        focus = guessed_focus if focus is None else focus
-        qclass = guessed_class if qclass is None else qclass
-    q_tree, a_tree = build_shallow_tree(q), build_shallow_tree(a)
-    lexical = _lexical_links(q, a)
-    focus_links = (
-        _focus_links(q_tree, a, a_tree, focus, qclass)
-        if use_focus and focus is not None and qclass is not None
-        else []
-    )
+    q_tree, a_tree = build_shallow_tree(q, max_tokens), build_shallow_tree(a, max_tokens)
+    lexical = lexical_links(q, a)
+    focus_links = _focus_links(q_tree, a, a_tree, focus, qclass) if focus is not None and qclass else []
 
     q_labels: dict[NodePath, str] = {}
     a_labels: dict[NodePath, str] = {}
     for link in lexical:
-        for shallow, labels, token in ((q_tree, q_labels, link.q_start), (a_tree, a_labels, link.a_start)):
-            nodes = shallow.token_nodes[token]
-            assert nodes is not None  # content tokens are never whitespace, so they are in the tree
+        q_nodes, a_nodes = q_tree.token_nodes[link.q_start], a_tree.token_nodes[link.a_start]
+        if q_nodes is None or a_nodes is None:
+            continue
+        for shallow, labels, nodes in ((q_tree, q_labels, q_nodes), (a_tree, a_labels, a_nodes)):
             for path in (nodes.pos, nodes.chunk):
                 labels[path] = _rel(labels.get(path, shallow.tree.node(path).label))
     for link in focus_links:
@@ -144,13 +116,81 @@ def rel_tag(
         question=q_tree.tree.relabel(q_labels),
         answer=a_tree.tree.relabel(a_labels),
         links=lexical + focus_links,
-        focus=focus if use_focus else None,
-        qclass=qclass if use_focus else None,
+        focus=focus,
+        qclass=qclass,
     )
 
 
 def _chunk_path(shallow: ShallowTree, chunk_start: int) -> NodePath:
     return next((index,) for index, chunk in enumerate(shallow.chunks) if chunk.start == chunk_start)
+
+
+def linked_tokens(links: list[Link], side: str, length: int) -> list[float]:
+    """1.0 for every token of ``side`` ("question" or "answer") inside a link, else 0.0."""
+    weights = [0.0] * length
+    for link in links:
+        start, end = (link.q_start, link.q_end) if side == "question" else (link.a_start, link.a_end)
+        for index in range(start, min(end, length)):
+            weights[index] = 1.0
+    return weights
+
+
+# ---------------------------------------------------------------------------------------------
+# The app's entry point
+
+
+@dataclass(frozen=True)
+class PairLinks:
+    """What the app draws for one candidate: tokens, REL links (token spans) and the tagged trees."""
+
+    question_tokens: list[str]
+    answer_tokens: list[str]
+    links: list[Link]
+    question_tree: str  # bracket notation, REL-tagged
+    answer_tree: str
+    focus: int | None
+    qclass: str | None
+
+
+_default_analyzer: list[QuestionAnalyzer] = []
+
+
+def set_default_analyzer(analyzer: QuestionAnalyzer | None) -> None:
+    """Make ``analyzer`` the focus/class source wherever none is passed (None: back to the heuristic).
+
+    This is how the trained classifiers plug in: one call at start-up, no change here.
+    """
+    _default_analyzer[:] = [analyzer] if analyzer is not None else []
+
+
+def default_analyzer() -> QuestionAnalyzer:
+    return _default_analyzer[0] if _default_analyzer else heuristic_focus_and_class
+
+
+def analyze(q: Parsed, analyzer: QuestionAnalyzer | None = None) -> tuple[int | None, str | None]:
+    """(focus, class) of a parsed question from ``analyzer`` (default: ``default_analyzer()``)."""
+    return (analyzer or default_analyzer())(q)
+
+
+def links(
+    question: str, candidate: str, *, analyzer: QuestionAnalyzer | None = None, use_focus: bool = True
+) -> PairLinks:
+    """REL links and tagged trees of one pair. Cheap: parses come from the parse cache and tagging
+    is a few hundred microseconds, so the app may call this for every candidate it shows."""
+    from qa_core.text.nlp import parse_many
+
+    q, a = parse_many([question, candidate])
+    focus, qclass = analyze(q, analyzer) if use_focus else (None, None)
+    tagged = rel_tag(q, a, focus, qclass)
+    return PairLinks(
+        question_tokens=list(q.tokens),
+        answer_tokens=list(a.tokens),
+        links=tagged.links,
+        question_tree=tagged.question.to_bracket(),
+        answer_tree=tagged.answer.to_bracket(),
+        focus=tagged.focus,
+        qclass=tagged.qclass,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

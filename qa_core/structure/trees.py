@@ -21,7 +21,11 @@ NodePath = tuple[int, ...]
 
 # Brackets inside labels would break the notation: escape them the Penn Treebank way.
 _ESCAPES = {"(": "-LRB-", ")": "-RRB-"}
-_UNESCAPES = {escaped: raw for raw, escaped in _ESCAPES.items()}
+
+
+def _unescape(token: str) -> str:
+    return token.replace(_ESCAPES["("], "(").replace(_ESCAPES[")"], ")")
+
 _BRACKET_TOKEN = re.compile(r"\(|\)|[^\s()]+")
 
 
@@ -98,7 +102,7 @@ class Tree:
     def _write(self, parts: list[str]) -> None:
         if any(char.isspace() for char in self.label) or not self.label:
             raise ValueError(f"label {self.label!r} cannot be written in bracket notation")
-        label = _ESCAPES.get(self.label, self.label)
+        label = self.label.replace("(", _ESCAPES["("]).replace(")", _ESCAPES[")"])
         if self.is_leaf:
             parts.append(label)
             return
@@ -116,7 +120,7 @@ class Tree:
             raise ValueError("empty tree")
         if tokens[0] != "(":
             if len(tokens) == 1:
-                return cls(_UNESCAPES.get(tokens[0], tokens[0]))
+                return cls(_unescape(tokens[0]))
             raise ValueError(f"tree must start with '(': {text[:60]!r}")
         open_nodes: list[tuple[list[str], list[Tree]]] = []  # ([label] once read, children)
         root: Tree | None = None
@@ -136,7 +140,7 @@ class Tree:
                     root = node
             else:
                 label, children = open_nodes[-1]
-                word = _UNESCAPES.get(token, token)
+                word = _unescape(token)
                 if label:
                     children.append(cls(word))
                 else:
@@ -244,9 +248,15 @@ def _leaf_label(lemma: str) -> str:
     return "_".join(lemma.lower().split()) or "_"
 
 
-def build_shallow_tree(parsed: Parsed) -> ShallowTree:
-    """S -> chunk nodes -> fine-grained POS-tag nodes (NN, VBZ) -> lowercased lemma leaves."""
+def build_shallow_tree(parsed: Parsed, max_tokens: int | None = None) -> ShallowTree:
+    """S -> chunk nodes -> fine-grained POS-tag nodes (NN, VBZ) -> lowercased lemma leaves.
+
+    ``max_tokens`` keeps the first tokens only (the kernels' cost grows with the product of two
+    trees' sizes, and a pasted page would dwarf every sentence it is compared with).
+    """
     chunks = chunk(parsed)
+    if max_tokens is not None:
+        chunks = [Chunk(c.label, c.start, min(c.end, max_tokens)) for c in chunks if c.start < max_tokens]
     token_nodes: list[TokenNodes | None] = [None] * len(parsed.tokens)
     chunk_trees: list[Tree] = []
     for chunk_index, span in enumerate(chunks):
@@ -260,6 +270,6 @@ def build_shallow_tree(parsed: Parsed) -> ShallowTree:
     return ShallowTree(Tree("S", tuple(chunk_trees)), tuple(chunks), tuple(token_nodes))
 
 
-def shallow_tree(parsed: Parsed) -> Tree:
+def shallow_tree(parsed: Parsed, max_tokens: int | None = None) -> Tree:
     """The shallow tree alone (see ``build_shallow_tree`` for the token -> node map)."""
-    return build_shallow_tree(parsed).tree
+    return build_shallow_tree(parsed, max_tokens).tree
