@@ -55,7 +55,7 @@ if not datasets:
 
 left, right = st.columns(2)
 dataset = left.selectbox("Dataset", datasets, key="dataset")
-model = right.selectbox("Model", workbench.model_names(), key="model")
+model = right.selectbox("Model", workbench.model_names(store), key="model")
 dataset_version = workbench.dataset_version(store, dataset)
 
 ranker = None

@@ -117,8 +117,17 @@ def models_overview(store: Store) -> pd.DataFrame:
 # ---------------------------------------------------------------------- models
 
 
-def model_names() -> list[str]:
-    return registry.available()
+def model_names(store: Store | None = None) -> list[str]:
+    """Registered models, those ready to score first (baselines and trained models), so that a
+    page's default choice works on a fresh store."""
+    names = registry.available()
+    if store is None:
+        return names
+
+    def ready(name: str) -> bool:
+        return not registry.ranker_class(name).trainable or store.promoted_model(name) is not None
+
+    return sorted(names, key=lambda name: (not ready(name), name))
 
 
 def train_command(name: str, dataset: str | None = None) -> str:

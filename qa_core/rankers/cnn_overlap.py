@@ -228,8 +228,9 @@ class CNNOverlapRanker(NeuralRanker):
         )
         cfg = self.config
         q_parsed, a_parsed = pair.question, pair.answer
-        use_focus = cfg.semantic_overlap and analysis.focus is not None and analysis.qclass is not None
-        links = rel_tag(q_parsed, a_parsed, analysis.focus, analysis.qclass, use_focus=use_focus).links
+        # Focus links only where the model reads the question analysis (CNN_WO+SO, not CNN_WO).
+        focus, qclass = (analysis.focus, analysis.qclass) if cfg.semantic_overlap else (None, None)
+        links = rel_tag(q_parsed, a_parsed, focus, qclass).links
         return Explanation(
             score=score,
             question_tokens=list(q_parsed.tokens),
