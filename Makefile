@@ -11,5 +11,7 @@ setup:
 test:
 	bash scripts/test.sh
 
+# Re-render docs/benchmarks.md from the stored results (benchmarks/*.py --help for new runs)
 bench:
-	.venv/bin/python benchmarks/smcnn.py
+	.venv/bin/python benchmarks/rankers.py
+	.venv/bin/python benchmarks/report.py
