@@ -1,8 +1,10 @@
 .PHONY: run setup test bench
 
-# Set up (.venv, requirements, demo data) and start the app on http://localhost:8501
+# Set up (.venv, requirements, demo data) and start the app on http://localhost:$(PORT) (default 8501)
+PORT ?= 8501
+
 run: setup
-	.venv/bin/python -m streamlit run app.py
+	.venv/bin/python -m streamlit run app.py --server.port $(PORT)
 
 setup:
 	bash scripts/setup.sh

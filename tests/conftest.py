@@ -6,10 +6,15 @@ import glob
 import itertools
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -122,3 +127,118 @@ def store(database_url: str) -> Iterator[Store]:
     instance = Store(database_url)
     yield instance
     instance.close()
+
+
+# ============================================================================ browser (end to end)
+# One app per test session, started with the README's command (`make run PORT=...`) on its own data
+# folder and SQLite store, driven by Debian's Chromium through Playwright. Without Chromium the
+# browser tests are skipped, unless CI=true makes that a failure.
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+APP_START_TIMEOUT_S = 600  # `make run` installs nothing when .venv is current, but trains the demo SM-CNN
+BROWSER_TIMEOUT_MS = 180_000  # the first ranking loads spaCy and builds the BM25 index
+
+
+def _require_chromium() -> None:
+    if CHROMIUM.exists():
+        return
+    reason = f"{CHROMIUM} is missing (apt-get install chromium)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"browser test required on CI but {reason}", pytrace=False)
+    pytest.skip(f"browser test skipped: {reason}")
+
+
+def _wait_healthy(base_url: str, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + APP_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"`make run` exited with {server.returncode}:\n{log.read_text()}", pytrace=False)
+        try:
+            with urllib.request.urlopen(f"{base_url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"app not healthy after {APP_START_TIMEOUT_S}s:\n{log.read_text()}", pytrace=False)
+
+
+@dataclass(frozen=True)
+class RunningApp:
+    url: str
+    database_url: str
+    data_dir: Path
+
+
+@pytest.fixture(scope="session")
+def running_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
+    """The app as a newcomer starts it, on a free port, stopped (with its process group) after."""
+    _require_chromium()
+    root = Path(__file__).resolve().parent.parent
+    folder = tmp_path_factory.mktemp("app")
+    app = RunningApp(f"http://127.0.0.1:{_free_port()}", f"sqlite:///{folder / 'store.sqlite'}", folder / "data")
+    env = {
+        **os.environ,
+        "RERANK_LAB_DATA": str(app.data_dir),
+        "RERANK_LAB_DB": app.database_url,
+        "STREAMLIT_SERVER_HEADLESS": "true",
+        "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
+        "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+    }
+    log = folder / "make-run.log"
+    port = app.url.rsplit(":", 1)[1]
+    with log.open("w") as log_file:
+        server = subprocess.Popen(
+            ["make", "run", f"PORT={port}"], cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        _wait_healthy(app.url, server, log)
+        yield app
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def browser(running_app: RunningApp):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser tab (own session state); Streamlit scrolls inside its own container, so the
+    viewport is the screenshot's size."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1800})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def screenshot_dir(tmp_path: Path) -> Path:
+    """docs/screenshots when RERANK_LAB_SCREENSHOTS says so; the test's folder otherwise (a test run
+    never changes tracked files)."""
+    folder = Path(os.environ.get("RERANK_LAB_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
