@@ -1,8 +1,13 @@
 """Rankers on TrecQA and WikiQA: train on TRAIN, select on DEV, report TEST (raw and clean), over
 seeds for trainable models, with training time and scoring throughput. One result file per model
 (``benchmarks/results/ranker_<name>.json``); ``benchmarks/report.py`` renders docs/benchmarks.md.
+The DEV and TEST runs of every seed are kept as gzipped TREC runs in ``benchmarks/results/runs/``
+(``<dataset>/<model>.seed<N>.<split>.run.gz``; seedless models without ``.seed<N>``): the ensemble
+(``benchmarks/ensemble.py``) is built from them without retraining.
 
     .venv/bin/python benchmarks/rankers.py --models bm25 overlap smcnn --seeds 1 2 3 4 5
+
+A new run of some seeds or datasets replaces those entries and keeps the others in the result file.
 """
 
 from __future__ import annotations
@@ -13,9 +18,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import machine, machine_line, mean_std, read_results, shared_datasets, write_result, write_section
+from common import (
+    RESULTS,
+    machine,
+    machine_line,
+    mean_std,
+    read_results,
+    shared_datasets,
+    write_result,
+    write_section,
+)
 
-from qa_core.experiments import evaluate_ranker, score_questions, train_ranker
+from qa_core.data.exporters import write_trec_run
+from qa_core.evaluation import evaluate, qrels_from_questions
+from qa_core.experiments import score_questions, train_ranker
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
 from qa_core.text.nlp import parse_many
@@ -51,9 +67,26 @@ PUBLISHED = {
 }
 
 
-def evaluate_both(ranker: Ranker, questions: list[Question]) -> dict[str, dict[str, float]]:
-    raw = evaluate_ranker(ranker, questions)
-    clean = evaluate_ranker(ranker, questions, clean=True)
+RUNS = RESULTS / "runs"
+
+
+def run_path(dataset: str, model: str, seed: int | None, split: str) -> Path:
+    return RUNS / dataset / f"{model}{'' if seed is None else f'.seed{seed}'}.{split}.run.gz"
+
+
+def save_runs(ranker: Ranker, dataset: Dataset, seed: int | None) -> dict[str, dict[str, float]]:
+    """Score DEV and TEST, keep both as TREC runs; returns the TEST run."""
+    runs = {}
+    for split in ("dev", "test"):
+        runs[split] = score_questions(ranker, dataset.split(split))
+        tag = ranker.name if seed is None else f"{ranker.name}.seed{seed}"
+        write_trec_run(runs[split], run_path(dataset.name, ranker.name, seed, split), tag=tag)
+    return runs["test"]
+
+
+def evaluate_both(run: dict[str, dict[str, float]], questions: list[Question]) -> dict[str, dict[str, float]]:
+    qrels = qrels_from_questions(questions)
+    raw, clean = evaluate(run, qrels), evaluate(run, qrels, clean=True)
     return {
         "raw": {**raw.aggregate, "questions": raw.questions},
         "clean": {**clean.aggregate, "questions": clean.questions},
@@ -75,23 +108,36 @@ def run_model(name: str, dataset: Dataset, seeds: list[int]) -> dict[str, Any]:
         ranker = registry.create(name)
         if type(ranker).fit is not Ranker.fit:  # label-free statistics (IDF) from train + dev
             ranker.fit(dataset.split("train"), dataset.split("dev"), progress=False)
-        return {"seeds": [], "runs": [{**evaluate_both(ranker, test), "pairs_per_second": throughput(ranker, test)}]}
+        run = save_runs(ranker, dataset, seed=None)
+        return {"seeds": [], "runs": [{**evaluate_both(run, test), "pairs_per_second": throughput(ranker, test)}]}
     runs = []
     for seed in seeds:
         with tempfile.TemporaryDirectory() as tmp:
             outcome = train_ranker(name, dataset, seed=seed, progress=False, checkpoint=Path(tmp) / "model.pt")
+        test_run = save_runs(outcome.ranker, dataset, seed)
         run = {
             "seed": seed,
             "train_seconds": outcome.report["seconds"],
             "best_epoch": outcome.report.get("best_epoch"),
             "dev_map": outcome.metrics["dev_map"],
-            **evaluate_both(outcome.ranker, test),
+            # question analysis (CNN_WO+SO, tree kernel): "classifiers" when trained ones were registered
+            "analyzer": getattr(getattr(outcome.ranker, "analyzer", None), "source", None),
+            **evaluate_both(test_run, test),
             "pairs_per_second": throughput(outcome.ranker, test),
         }
         runs.append(run)
         print(dataset.name, name, seed, f"dev {run['dev_map']:.4f}", f"test raw {run['raw']['map']:.4f}",
               f"clean {run['clean']['map']:.4f}", f"{run['train_seconds']}s", flush=True)
     return {"seeds": seeds, "runs": runs}
+
+
+def merge_seeds(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """The new runs, plus the stored runs of seeds not rerun now (seedless models: the new run)."""
+    if old is None or not new["seeds"]:
+        return new
+    kept = [run for run in old["runs"] if run.get("seed") not in new["seeds"]]
+    runs = sorted(kept + new["runs"], key=lambda run: run["seed"])
+    return {"seeds": [run["seed"] for run in runs], "runs": runs}
 
 
 def summarise(entry: dict[str, Any]) -> dict[str, Any]:
@@ -138,7 +184,8 @@ def render_section() -> list[str]:
             runs = entry["runs"]
             seconds = [r["train_seconds"] for r in runs if "train_seconds" in r]
             train = f"{mean_std(seconds)[0]:.1f}" if seconds else "-"
-            speed = f"{mean_std([r['pairs_per_second'] for r in runs])[0]:,.0f}"
+            rates = [r["pairs_per_second"] for r in runs if "pairs_per_second" in r]
+            speed = f"{mean_std(rates)[0]:,.0f}" if rates else "-"
             for mode in ("raw", "clean"):
                 summary = entry["summary"][mode]
                 cells = " | ".join(_cell(summary[m], len(runs)) for m in METRICS)
@@ -147,7 +194,20 @@ def render_section() -> list[str]:
         for label, setting, map_, mrr in PUBLISHED[dataset]:
             lines.append(f"| {label}, published | {setting} | {map_:.4f} | {mrr:.4f} | | | | | | |")
         lines += ["", *(f"Machine: {m}." for m in sorted(machines)), ""]
+        if dataset in results.get("ensemble", {}).get("datasets", {}):
+            lines += [ensemble_lines(results["ensemble"]["datasets"][dataset]), ""]
     return lines
+
+
+def ensemble_lines(entry: dict[str, Any]) -> str:
+    """Which members the DEV selection chose per seed (``benchmarks/ensemble.py``)."""
+    chosen = "; ".join(
+        f"seed {run['seed']}: " + " + ".join(f"{w:g}·{m}" for m, w in run["weights"].items())
+        + f" (DEV MAP {run['dev_map']:.4f})"
+        for run in entry["runs"]
+    )
+    return (f"Ensemble (`benchmarks/ensemble.py`): z-normalised score sum, members and weights chosen on DEV MAP "
+            f"by greedy forward selection from {', '.join(entry['runs'][0]['candidates'])}. {chosen}.")
 
 
 def main() -> None:
@@ -164,10 +224,12 @@ def main() -> None:
         started = time.perf_counter()
         parse_many([q.text for q in dataset.questions] + [c.text for q in dataset.questions for c in q.candidates])
         parse_seconds[name] = round(time.perf_counter() - started, 1)
+    stored = {r["model"]: r for r in read_results("ranker_*")}
     for model in args.models:
         result: dict[str, Any] = {"model": model, "machine": machine(), "datasets": {}}
+        result["datasets"] = dict(stored.get(model, {}).get("datasets", {}))
         for name, dataset in datasets.items():
-            entry = run_model(model, dataset, args.seeds)
+            entry = merge_seeds(result["datasets"].get(name), run_model(model, dataset, args.seeds))
             entry["summary"] = summarise(entry)
             entry["parse_seconds"] = parse_seconds[name]
             result["datasets"][name] = entry

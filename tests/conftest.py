@@ -23,6 +23,27 @@ from sqlalchemy.engine import make_url
 
 from db.store import Store
 
+# ============================================================================ isolation
+# Tests never read or write the developer's ./data folder (its store may hold trained classifiers
+# that "auto" question analysis would pick up): every session gets an empty data folder.
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    folder = tmp_path_factory.mktemp("rerank_lab_data")
+    saved = {key: os.environ.get(key) for key in ("RERANK_LAB_DATA", "RERANK_LAB_DB")}
+    os.environ["RERANK_LAB_DATA"] = str(folder)
+    os.environ.pop("RERANK_LAB_DB", None)
+    try:
+        yield folder
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 # ============================================================================ store / databases
 # `database_url` runs each test twice: on a SQLite file and on a fresh database of a real
 # PostgreSQL server started once per session from the Debian binaries. Without the binaries the

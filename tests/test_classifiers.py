@@ -308,3 +308,22 @@ def test_cli_trains_registers_and_the_analysis_finds_them(tmp_path: Path, monkey
 
     assert main(["train-classifier", "question_class", "--path", str(tmp_path / "missing")]) == 2
     assert "train_5500.label not found" in capsys.readouterr().err
+
+
+def test_tree_kernel_keeps_its_trained_question_analysis_in_the_checkpoint(small_classifier, small_tagger, tmp_path):
+    from qa_core.data.demo import load_demo
+    from qa_core.rankers import registry
+    from qa_core.rankers.tree_kernel import TreeKernelConfig, TreeKernelRanker
+
+    demo = load_demo()
+    analyzer = QuestionAnalyzer(small_classifier, small_tagger)
+    ranker = TreeKernelRanker(TreeKernelConfig(cs=(1.0,), feature_weights=(1.0,)), analyzer=analyzer)
+    report = ranker.fit(demo.split("train"), demo.split("dev"), progress=False)
+    assert report["analyzer"] == "classifiers"
+    loaded = registry.load(registry.save(ranker, tmp_path / "tk.pt"))
+    assert isinstance(loaded.analyzer, QuestionAnalyzer) and loaded.analyzer.source == "classifiers"
+    question = demo.split("test")[0]
+    np.testing.assert_allclose(loaded.score(question.text, question.candidates),
+                               ranker.score(question.text, question.candidates))
+    assert loaded.explain(question.text, question.candidates[0]).links == ranker.explain(
+        question.text, question.candidates[0]).links

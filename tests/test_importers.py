@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import ir_measures
 import pytest
 
 from qa_core.config import shared_data_dir
@@ -228,6 +229,18 @@ def test_trec_run_round_trip_with_deterministic_ties(tmp_path):
     assert path.read_text().splitlines()[:3] == ["q1 Q0 c 1 2.0 smcnn", "q1 Q0 a 2 0.5 smcnn", "q1 Q0 b 3 0.5 smcnn"]
     assert read_trec_run(path) == {"q1": [("c", 1, 2.0), ("a", 2, 0.5), ("b", 3, 0.5)], "q2": [("x", 1, 1 / 3)]}
     assert [p.name for p in path.parent.iterdir()] == ["run.txt"]  # no temporary file left behind
+
+
+def test_gzipped_run_is_readable_by_ir_measures_and_byte_stable(tmp_path):
+    run = {"q1": {"a": 0.5, "b": 2.0}}
+    path = tmp_path / "run.gz"
+    write_trec_run(run, path, tag="t")
+    first = path.read_bytes()
+    assert first[:2] == b"\x1f\x8b"  # gzip magic
+    assert [(d.query_id, d.doc_id, d.score) for d in ir_measures.read_trec_run(str(path))] == [
+        ("q1", "b", 2.0), ("q1", "a", 0.5)]
+    write_trec_run(run, path, tag="t")
+    assert path.read_bytes() == first  # no timestamp in the header
 
 
 def test_qrels_and_jsonl_round_trip(tmp_path):

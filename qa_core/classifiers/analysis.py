@@ -81,6 +81,11 @@ class QuestionAnalyzer:
             return "heuristic class + focus CNN"
         return "heuristic"
 
+    def __call__(self, question: Parsed) -> tuple[int | None, str | None]:
+        """(focus, class): the shape ``qa_core.structure.rel`` takes, so trees and links can use it."""
+        analysis = self.analyse(question)
+        return analysis.focus, analysis.qclass
+
     def analyse(self, question: str | Parsed) -> QuestionAnalysis:
         return self.analyse_many([question])[0]
 

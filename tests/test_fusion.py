@@ -1,0 +1,47 @@
+"""Score-level ensembles: per-question z-normalisation, weighted sums, greedy member selection on DEV."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from qa_core.fusion import fuse, select_members, znorm
+from qa_core.types import InputError
+
+QRELS = {"q1": {"a": 1, "b": 0, "c": 0}, "q2": {"d": 1, "e": 0, "f": 0}}
+# A ranks q1 right and q2 half right; B the opposite; each has DEV MAP 0.75, together 1.0.
+RUN_A = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"d": 2.0, "e": 3.0, "f": 1.0}}
+RUN_B = {"q1": {"a": 250.0, "b": 300.0, "c": 100.0}, "q2": {"d": 300.0, "e": 100.0, "f": 200.0}}
+CONSTANT = {"q1": {"a": 7.0, "b": 7.0, "c": 7.0}, "q2": {"d": 7.0, "e": 7.0, "f": 7.0}}
+
+
+def test_znorm_by_hand():
+    z = znorm({"q": {"x": 1.0, "y": 2.0, "z": 3.0}, "flat": {"u": 5.0, "v": 5.0}})
+    s = math.sqrt(2 / 3)  # population std of 1, 2, 3
+    assert z["q"] == pytest.approx({"x": -1 / s, "y": 0.0, "z": 1 / s})
+    assert z["flat"] == {"u": 0.0, "v": 0.0}
+
+
+def test_fuse_is_scale_free_and_weighted():
+    scaled = {q: {d: 1000 * s - 5 for d, s in docs.items()} for q, docs in RUN_A.items()}
+    assert fuse({"a": scaled}, {"a": 1.0})["q1"] == pytest.approx(znorm(RUN_A)["q1"])
+    both = fuse({"a": RUN_A, "b": RUN_B}, {"a": 1.0, "b": 0.5})
+    expected = znorm(RUN_A)["q2"]["d"] + 0.5 * znorm(RUN_B)["q2"]["d"]
+    assert both["q2"]["d"] == pytest.approx(expected)
+
+
+def test_fuse_refuses_runs_over_different_pools():
+    other = {"q1": {"a": 1.0, "b": 0.0}, "q2": RUN_A["q2"]}
+    with pytest.raises(InputError, match="do not score the same"):
+        fuse({"a": RUN_A, "other": other}, {"a": 1.0, "other": 1.0})
+    with pytest.raises(InputError, match="at least one member"):
+        fuse({"a": RUN_A}, {"a": 0.0})
+
+
+def test_selection_adds_the_complementary_run_and_not_the_useless_one():
+    weights, dev_map = select_members({"A": RUN_A, "B": RUN_B, "C": CONSTANT}, QRELS)
+    assert set(weights) == {"A", "B"}
+    assert dev_map == pytest.approx(1.0)
+    single, single_map = select_members({"A": RUN_A, "C": CONSTANT}, QRELS)
+    assert single == {"A": 1.0} and single_map == pytest.approx(0.75)
