@@ -90,7 +90,7 @@ def cmd_train(args: argparse.Namespace) -> None:
     outcome = train_ranker(
         args.model, dataset, seed=args.seed, train_split=args.train_split, dev_split=args.dev_split
     )
-    version = store.register_model(
+    version_id = store.register_model(
         args.model,
         kind=args.model,
         checkpoint_path=str(outcome.checkpoint),
@@ -98,7 +98,9 @@ def cmd_train(args: argparse.Namespace) -> None:
         metrics={**outcome.metrics, "train_seconds": outcome.report.get("seconds")},
         promote=not args.no_promote,
     )
-    _emit({"model": args.model, "version": version, "checkpoint": str(outcome.checkpoint), **outcome.metrics})
+    version = next(v["version"] for v in store.model_versions(args.model) if v["id"] == version_id)
+    _emit({"model": args.model, "version": version, "model_version_id": version_id,
+           "checkpoint": str(outcome.checkpoint), **outcome.metrics})
 
 
 def cmd_train_classifier(args: argparse.Namespace) -> None:
@@ -128,18 +130,35 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
-    from qa_core.experiments import evaluate_ranker, require_split, score_questions
+    """Metrics as one JSON line; the run is kept in the store (with the model version that made it)
+    and, with ``--run-out``, written as a TREC run."""
+    from qa_core.experiments import require_split, score_and_evaluate
+    from qa_core.rankers import registry
 
     store = _store(args)
-    ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
+    version_id = None
+    if not workbench.looks_like_path(args.model) and registry.ranker_class(args.model).trainable:
+        from qa_core.jobs import load_promoted
+
+        if store.promoted_model(args.model) is None:
+            raise NotTrainedError(
+                f"model {args.model!r} is not trained yet; train it with: {workbench.train_command(args.model, args.data)}"
+            )
+        loaded = load_promoted(store, args.model)
+        if loaded.notice is not None:
+            print(loaded.notice, file=sys.stderr)
+        ranker, version_id = loaded.ranker, loaded.version["id"]
+    else:
+        ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
     questions = require_split(store.load_dataset(args.data), args.split)
-    result = evaluate_ranker(ranker, questions, clean=args.clean)
+    run, result = score_and_evaluate(ranker, questions, clean=args.clean)
     if args.run_out:
         from qa_core.data.exporters import write_trec_run
 
-        write_trec_run(score_questions(ranker, questions), Path(args.run_out), tag=ranker.name)
+        write_trec_run(run, Path(args.run_out), tag=ranker.name)
     line = {"model": args.model, "data": args.data, "split": args.split, **result.aggregate}
     line.update(questions=result.questions, clean=result.clean)
+    line["run_id"] = store.save_run(args.data, args.split, run, dict(line), model_version_id=version_id, tag=ranker.name)
     _emit(line)
 
 

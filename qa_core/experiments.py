@@ -22,10 +22,18 @@ def score_questions(ranker: Ranker, questions: Sequence[Question]) -> dict[str, 
 
 def evaluate_ranker(ranker: Ranker, questions: Sequence[Question], clean: bool = False) -> EvalResult:
     """Score the pools and compute MAP/MRR/P@1/nDCG@10 against the questions' gold labels."""
+    return score_and_evaluate(ranker, questions, clean=clean)[1]
+
+
+def score_and_evaluate(
+    ranker: Ranker, questions: Sequence[Question], clean: bool = False
+) -> tuple[dict[str, dict[str, float]], EvalResult]:
+    """The run over the labelled questions and its metrics (one scoring pass for both)."""
     labelled = [q for q in questions if any(c.label is not None for c in q.candidates)]
     if not labelled:
         raise InputError("no gold labels in this split: nothing to evaluate against")
-    return evaluate(score_questions(ranker, labelled), qrels_from_questions(labelled), clean=clean)
+    run = score_questions(ranker, labelled)
+    return run, evaluate(run, qrels_from_questions(labelled), clean=clean)
 
 
 def require_split(dataset: Dataset, split: str) -> list[Question]:

@@ -137,7 +137,7 @@ def train_command(name: str, dataset: str | None = None) -> str:
 def model_version_key(store: Store, name: str) -> str | None:
     """The checkpoint a trainable model would load now (None otherwise): a cache key that changes
     when a new version is trained or promoted."""
-    if _looks_like_path(name) or not registry.ranker_class(name).trainable:
+    if looks_like_path(name) or not registry.ranker_class(name).trainable:
         return None
     record = store.promoted_model(name)
     return None if record is None else str(record["checkpoint_path"])
@@ -153,7 +153,7 @@ def load_ranker(store: Store, name: str, fit_on: str | None = None) -> Ranker:
     the same as data, for a page to show). Baselines are created and, when they learn statistics
     (``fit``), fitted on ``fit_on``'s train split.
     """
-    if _looks_like_path(name):
+    if looks_like_path(name):
         return registry.load(Path(name))
     ranker_class = registry.ranker_class(name)
     if ranker_class.trainable:
@@ -175,7 +175,7 @@ def load_ranker(store: Store, name: str, fit_on: str | None = None) -> Ranker:
     return ranker
 
 
-def _looks_like_path(name: str) -> bool:
+def looks_like_path(name: str) -> bool:
     return name.endswith(".pt") or "/" in name or "\\" in name
 
 
