@@ -151,5 +151,10 @@ tabs = st.tabs(list(errors.SLICES))
 for tab, by in zip(tabs, errors.SLICES):
     with tab:
         slices = errors.slice_table(table, by)
-        st.dataframe(slices, hide_index=True, key=f"slice-{by}")
+        st.dataframe(
+            slices,
+            hide_index=True,
+            column_config={metric: st.column_config.NumberColumn(metric, format="%.3f") for metric in metrics},
+            key=f"slice-{by}",
+        )
         st.plotly_chart(viz.slice_bar_figure(slices, by), key=f"slice-chart-{by}")
