@@ -120,8 +120,8 @@ def test_dataset_question_shows_gold_labels(store_url):
 
 @pytest.mark.parametrize(
     "question, message",
-    [("", "empty"), ("   ", "empty"), ("why " * 300, "1,000")],
-    ids=["empty", "whitespace", "too-long"],
+    [("", "empty"), ("   ", "empty"), ("why " * 300, "1,000"), ("x" * 1_000_000, "1,000,000 characters")],
+    ids=["empty", "whitespace", "too-long", "one-megabyte"],
 )
 def test_bad_question_shows_a_clear_error(store_url, question, message):
     app = ask_page()
@@ -335,3 +335,17 @@ def test_errors_page_without_model_or_labels_says_why(store_url):
     app.selectbox(key="dataset").select("unlabelled").run()
     assert not app.exception, app.exception
     assert any("No question here has labels" in info.value for info in app.info) and not app.dataframe
+
+
+def test_errors_page_escapes_question_text(store_url):
+    store = Store(store_url)
+    store.import_dataset(
+        Dataset("xss", [Question("q1", f"who {SCRIPT} wrote *it*", [Candidate("d1", "Ann wrote it", label=1),
+                                                                   Candidate("d2", "nothing", label=0)], split="test")])
+    )
+    store.close()
+    app = errors_page()
+    app.selectbox(key="model").select("overlap").run()
+    assert SCRIPT in app.dataframe[0].value["question"].iloc[0]  # grid cells are text
+    label = app.get("page_link")[0].proto.label
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in label and "\\*it\\*" in label and "<script>" not in label
