@@ -10,7 +10,8 @@ import html
 import re
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,11 +25,15 @@ from qa_core.types import Candidate, Dataset, InputError, NotTrainedError, Quest
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading the store or bm25s
     from db.store import Store
+    from qa_core.classifiers.analysis import QuestionAnalysis, QuestionAnalyzer
     from qa_core.retrieval import BM25Index
+    from qa_core.structure.rel import PairLinks
+    from qa_core.text.nlp import Parsed
 
 MAX_QUESTION_CHARS = 1000
+MAX_CANDIDATE_CHARS = 5000
 DEFAULT_CANDIDATES = 50
-RESULT_COLUMNS = ["rank", "score", "first_stage_rank", "rank_change", "gold_label", "text", "doc_id"]
+RESULT_COLUMNS = ["rank", "score", "first_stage_rank", "rank_change", "gold_label", "text", "doc_id", "stored_label"]
 
 
 # ---------------------------------------------------------------------- store and demo data
@@ -269,16 +274,20 @@ def dataset_questions(store: Store, dataset: str) -> list[Question]:
 # ---------------------------------------------------------------------- ranking and explanations
 
 
-def rank(ranker: Ranker, question: str, candidates: Sequence[Candidate]) -> pd.DataFrame:
+def rank(
+    ranker: Ranker, question: str, candidates: Sequence[Candidate], stored_labels: Mapping[str, int] | None = None
+) -> pd.DataFrame:
     """Score the pool and return it best first.
 
     Columns: rank (1-based), score, first_stage_rank, rank_change (positive = moved up from the
-    first stage), gold_label, text, doc_id. Missing first-stage ranks and labels are ``<NA>``.
+    first stage), gold_label, text, doc_id, stored_label (the latest label in the store, from
+    ``stored_labels`` ``{doc_id: grade}``). Missing first-stage ranks and labels are ``<NA>``.
     """
     question = check_question(question)
     if not candidates:
         return pd.DataFrame(columns=RESULT_COLUMNS)
     scores = ranker.score(question, candidates)
+    stored = stored_labels or {}
     table = pd.DataFrame(
         {
             "score": [float(s) for s in scores],
@@ -286,6 +295,7 @@ def rank(ranker: Ranker, question: str, candidates: Sequence[Candidate]) -> pd.D
             "gold_label": pd.array([c.label for c in candidates], dtype="Int64"),
             "text": [c.text for c in candidates],
             "doc_id": [c.doc_id for c in candidates],
+            "stored_label": pd.array([stored.get(c.doc_id) for c in candidates], dtype="Int64"),
         }
     )
     table = table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
@@ -317,3 +327,178 @@ def links_table(explanation: Explanation) -> pd.DataFrame:
         for link in explanation.links
     ]
     return pd.DataFrame(rows, columns=["question words", "answer words", "kind", "label"])
+
+
+# ---------------------------------------------------------------------- labels, analysis, links
+
+
+def stored_labels(store: Store, dataset: str, qid: str | None = None) -> dict[str, int]:
+    """The latest stored (annotator) label per candidate, ``{doc_id: grade}``.
+
+    With ``qid``, the labels of that question's pool; without, of every question, keyed
+    ``qid/doc_id`` as the BM25 collection names its sentences (``candidates_for_question``).
+    """
+    qrels = store.qrels(dataset, source="labels")
+    if qid is not None:
+        return dict(qrels.get(qid, {}))
+    return {f"{q}/{doc_id}": grade for q, grades in qrels.items() for doc_id, grade in grades.items()}
+
+
+def question_analyzer(store: Store) -> QuestionAnalyzer:
+    """The store's registered question classifiers, else the wh-word rules (never raises on a bad
+    checkpoint: question analysis is an aid)."""
+    from qa_core.classifiers.analysis import QuestionAnalyzer
+
+    return QuestionAnalyzer.from_store(store)
+
+
+def classifier_version_key(store: Store) -> tuple[str | None, ...]:
+    """Changes when a new question classifier or focus tagger is registered: a cache key."""
+    from qa_core.classifiers.focus import FocusTagger
+    from qa_core.classifiers.question_class import QuestionClassifier
+
+    records = (store.promoted_model(model.kind) for model in (QuestionClassifier, FocusTagger))
+    return tuple(None if record is None else str(record["checkpoint_path"]) for record in records)
+
+
+@dataclass(frozen=True)
+class AnalysisSummary:
+    """What the Ask page says about a question: class, focus words, and who decided."""
+
+    qclass: str | None
+    focus_words: str | None
+    source: str
+    probabilities: dict[str, float]
+
+
+def analyse_question(analyzer: QuestionAnalyzer, question: str) -> AnalysisSummary:
+    """Class and focus of ``question`` (the focus as its noun chunk's words)."""
+    from qa_core.text.nlp import parse
+
+    parsed = parse(question)
+    analysis: QuestionAnalysis = analyzer.analyse(parsed)
+    words = None
+    if analysis.focus_span is not None:
+        start, end = analysis.focus_span
+        words = " ".join(token for token in parsed.tokens[start:end] if token.strip())
+    return AnalysisSummary(analysis.qclass, words, analysis.source, dict(analysis.probabilities))
+
+
+def pair_links(question: str, candidate: str, analyzer: QuestionAnalyzer | None = None) -> PairLinks:
+    """REL links (lexical and focus-to-entity, typed by question class) and REL-tagged trees of one
+    pair, with focus and class from ``analyzer`` (the wh-word rules when None)."""
+    from qa_core.structure import rel
+
+    if analyzer is None:
+        return rel.links(question, candidate)
+
+    def focus_and_class(parsed: Parsed) -> tuple[int | None, str | None]:
+        analysis = analyzer.analyse(parsed)
+        return analysis.focus, analysis.qclass
+
+    return rel.links(question, candidate, analyzer=focus_and_class)
+
+
+# ---------------------------------------------------------------------- counterfactual edits
+
+
+def check_candidate(text: str | None) -> str:
+    """An edited candidate stripped of surrounding whitespace; ``InputError`` if empty or too long."""
+    candidate = (text or "").strip()
+    if not candidate:
+        raise InputError("the edited candidate is empty: type the answer text to score")
+    if len(candidate) > MAX_CANDIDATE_CHARS:
+        raise InputError(
+            f"the edited candidate is too long ({len(candidate):,} characters); the limit is {MAX_CANDIDATE_CHARS:,}"
+        )
+    return candidate
+
+
+@dataclass(frozen=True)
+class Counterfactual:
+    """An edited candidate's score against its original's, and its explanation."""
+
+    text: str
+    score: float
+    original_score: float
+    rank: int  # where the edited text would rank among the other candidates (1-based)
+    explanation: Explanation
+
+    @property
+    def delta(self) -> float:
+        return self.score - self.original_score
+
+
+def counterfactual(ranker: Ranker, question: str, pool: Sequence[str], index: int, edited: str) -> Counterfactual:
+    """Score ``pool`` with candidate ``index`` replaced by ``edited`` and explain only that one.
+
+    The pool is scored again as a whole (one batched call, no retrieval, no other explanation)
+    because some models' scores depend on the pool (BM25's IDF is the pool's), so a score
+    computed alone would not be comparable with the ranked table's.
+    """
+    question = check_question(question)
+    edited = check_candidate(edited)
+    if not 0 <= index < len(pool):
+        raise InputError(f"no candidate {index + 1} in a pool of {len(pool)}")
+    texts = list(pool)
+    original = ranker.score(question, texts)
+    texts[index] = edited
+    scores = ranker.score(question, texts)
+    new_score = float(scores[index])
+    others = [float(s) for i, s in enumerate(scores) if i != index]
+    return Counterfactual(
+        text=edited,
+        score=new_score,
+        original_score=float(original[index]),
+        rank=1 + sum(score > new_score for score in others),
+        explanation=ranker.explain(question, edited),
+    )
+
+
+# ---------------------------------------------------------------------- links between pages
+
+
+ASK_PARAMS = ("dataset", "qid", "model")
+
+
+def ask_url(dataset: str, qid: str, model: str) -> str:
+    """The Ask page's address for one dataset question and model (query values URL-encoded)."""
+    from urllib.parse import urlencode
+
+    return "/Ask?" + urlencode({"dataset": dataset, "qid": qid, "model": model})
+
+
+@dataclass(frozen=True)
+class AskRequest:
+    """What the Ask page's query parameters ask for, checked; ``problems`` lists what was ignored."""
+
+    dataset: str | None = None
+    question_index: int | None = None
+    model: str | None = None
+    problems: tuple[str, ...] = ()
+
+
+def ask_request(
+    params: Mapping[str, str], datasets: Sequence[str], models: Sequence[str], questions: Sequence[Question] = ()
+) -> AskRequest:
+    """Check ``?dataset=...&qid=...&model=...`` against what exists; ``questions`` are the named
+    dataset's (looked up by qid). Unknown values are reported, never raised."""
+    problems: list[str] = []
+    dataset = params.get("dataset")
+    if dataset is not None and dataset not in datasets:
+        problems.append(f"unknown dataset {dataset!r}")
+        dataset = None
+    model = params.get("model")
+    if model is not None and model not in models:
+        problems.append(f"unknown model {model!r}")
+        model = None
+    index = None
+    qid = params.get("qid")
+    if qid is not None:
+        if dataset is None:
+            problems.append(f"question {qid!r} needs a known dataset")
+        else:
+            index = next((i for i, question in enumerate(questions) if question.qid == qid), None)
+            if index is None:
+                problems.append(f"dataset {dataset!r} has no question {qid!r}")
+    return AskRequest(dataset, index, model, tuple(problems))

@@ -9,13 +9,17 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from db.store import Store
+from qa_core.data.demo import load_demo
+from qa_core.experiments import train_ranker
 from qa_core.types import Candidate, Dataset, Question
 
 ROOT = Path(__file__).resolve().parent.parent
 LANDING, ASK = str(ROOT / "app.py"), str(ROOT / "pages" / "1_Ask.py")
+ERRORS = "pages/5_Errors.py"  # relative to app.py: its links to Ask resolve against the entrypoint
 TIMEOUT = 60  # the first run loads spaCy and builds the BM25 index
 DEMO_QUESTION, DEMO_ANSWER = "who discovered penicillin", "Alexander Fleming"
 SCRIPT = "<script>alert(1)</script>"
+SISTINE = "demo-33"  # "Who painted the ceiling of the Sistine Chapel?", a test question
 
 
 @pytest.fixture
@@ -37,6 +41,46 @@ def all_markdown(app: AppTest) -> str:
     return "\n".join(element.value for element in app.markdown)
 
 
+def charts(app: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+
+
+def titled(app: AppTest, prefix: str) -> list[dict]:
+    """The plotly figures whose title starts with ``prefix``."""
+    return [chart for chart in charts(app) if chart["layout"]["title"]["text"].startswith(prefix)]
+
+
+def ask_link(**params: str) -> AppTest:
+    """The Ask page opened from a link with query parameters, as the Errors page makes them."""
+    app = AppTest.from_file(ASK, default_timeout=TIMEOUT)
+    for name, value in params.items():
+        app.query_params[name] = value
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+def errors_page() -> AppTest:
+    app = AppTest.from_file(LANDING, default_timeout=TIMEOUT).run()
+    app.switch_page(ERRORS).run()
+    assert not app.exception, app.exception
+    return app
+
+
+@pytest.fixture(scope="module")
+def tiny_smcnn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An SM-CNN checkpoint trained for one epoch with few filters: enough for heatmaps, seconds to train."""
+    path = tmp_path_factory.mktemp("smcnn") / "smcnn-tiny.pt"
+    train_ranker("smcnn", load_demo(), model_config={"max_epochs": 1, "filters": 8}, checkpoint=path, progress=False)
+    return path
+
+
+def register(store_url: str, checkpoint: Path) -> None:
+    store = Store(store_url)
+    store.register_model("smcnn", "smcnn", str(checkpoint), {"dataset": "demo"}, {}, promote=True)
+    store.close()
+
+
 def test_landing_page_imports_demo_and_lists_it(store_url):
     app = AppTest.from_file(LANDING, default_timeout=TIMEOUT).run()
     assert not app.exception, app.exception
@@ -55,7 +99,9 @@ def test_typed_question_ranks_the_answer_first(store_url, model):
     assert not app.exception, app.exception
     assert not app.error, [e.value for e in app.error]
     table = app.dataframe[0].value
-    assert list(table.columns[:6]) == ["rank", "score", "first_stage_rank", "rank_change", "gold_label", "text"]
+    assert list(table.columns) == [
+        "rank", "score", "first_stage_rank", "rank_change", "gold_label", "stored_label", "text"
+    ]
     assert DEMO_ANSWER in table["text"].iloc[0]
     assert table["first_stage_rank"].notna().all()
     assert any("Running on: " in caption.value for caption in app.caption)
@@ -74,8 +120,8 @@ def test_dataset_question_shows_gold_labels(store_url):
 
 @pytest.mark.parametrize(
     "question, message",
-    [("", "empty"), ("   ", "empty"), ("why " * 300, "1,000")],
-    ids=["empty", "whitespace", "too-long"],
+    [("", "empty"), ("   ", "empty"), ("why " * 300, "1,000"), ("x" * 1_000_000, "1,000,000 characters")],
+    ids=["empty", "whitespace", "too-long", "one-megabyte"],
 )
 def test_bad_question_shows_a_clear_error(store_url, question, message):
     app = ask_page()
@@ -123,6 +169,183 @@ def test_candidate_text_is_escaped_not_rendered(store_url):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markdown
     assert "<script>" not in markdown
     # Plotly renders HTML in tick labels and hover text: the token labels must arrive escaped.
-    charts = [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
-    labels = [label for chart in charts for label in chart["layout"]["xaxis"]["ticktext"]]
+    labels = [label for chart in charts(app) for label in chart["layout"]["xaxis"].get("ticktext", [])]
     assert "&lt;" in labels and not any("<" in label for label in labels)
+    arcs = titled(app, "REL links")[0]
+    words = [text for trace in arcs["data"] for text in trace.get("text") or [] if text]
+    assert "&lt;" in words and not any("<" in text for text in words)
+
+
+# ---------------------------------------------------------------------------------- Ask: links, explanations, edits
+
+
+def test_link_opens_the_question_ranked_with_class_focus_and_arcs(store_url):
+    app = ask_link(dataset="demo", qid=SISTINE, model="overlap")
+    assert app.radio(key="source").value == "Pick a dataset question"
+    assert app.selectbox(key="model").value == "overlap"
+    table = app.dataframe[0].value
+    assert len(table) == 6 and table["gold_label"].notna().all()
+    markdown = all_markdown(app)
+    assert "Who painted the ceiling of the Sistine Chapel?" in markdown
+    assert "Question class: **HUM** · focus: **Who**" in markdown
+    arcs = titled(app, "REL links")
+    assert len(arcs) == 5  # one per explained candidate
+    kinds = {trace.get("name") for chart in arcs for trace in chart["data"]}
+    assert {"REL (shared lemma)", "REL-FOCUS-HUM (focus → entity)"} <= kinds  # "Raphael" is a PERSON
+    assert titled(app, "idf per answer word")  # the overlap model's heatmap over the answer words
+
+
+@pytest.mark.parametrize(
+    "params, problems",
+    [
+        ({"dataset": "nope", "qid": "x", "model": "zzz"}, ["unknown dataset", "unknown model", "needs a known dataset"]),
+        ({"dataset": "demo", "qid": "missing"}, ["has no question 'missing'"]),
+    ],
+    ids=["unknown-everything", "unknown-qid"],
+)
+def test_bad_link_is_reported_and_ignored(store_url, params, problems):
+    app = ask_link(**params)
+    warnings = " ".join(warning.value for warning in app.warning)
+    assert all(problem in warnings for problem in problems), warnings
+    assert not app.dataframe and not app.error
+
+
+def test_latest_stored_label_is_shown_next_to_gold(store_url):
+    from qa_core import workbench
+
+    question = next(q for q in load_demo().questions if q.qid == SISTINE)
+    wrong = next(c for c in question.candidates if c.label == 0)
+    store = Store(store_url)
+    workbench.ensure_demo(store)
+    candidate_id = store.find_candidate_id("demo", SISTINE, wrong.doc_id)
+    store.add_label(candidate_id, "ann", 1)
+    store.add_label(candidate_id, "ann", 2)  # the latest counts
+    store.close()
+
+    table = ask_link(dataset="demo", qid=SISTINE, model="overlap").dataframe[0].value
+    row = table[table["text"] == wrong.text].iloc[0]
+    assert row["stored_label"] == 2 and row["gold_label"] == 0
+    assert table["stored_label"].isna().sum() == len(table) - 1
+
+
+def test_rel_tagged_trees_on_demand(store_url):
+    app = ask_link(dataset="demo", qid=SISTINE, model="overlap")
+    assert not app.code
+    app.toggle(key="r1-1-trees").set_value(True).run()
+    trees = [code.value for code in app.code]
+    assert len(trees) == 2 and all(tree.startswith("(S ") for tree in trees)
+    assert "REL-FOCUS-HUM" in trees[0] and "(REL-NNP chapel)" in trees[1]
+
+
+def submit_edit(app: AppTest, rank: int, text: str) -> AppTest:
+    app.text_area(key=f"r1-{rank}-text").input(text)
+    next(button for button in app.button if button.label == "Score edited text").click().run()
+    assert not app.exception, app.exception
+    return app
+
+
+def test_counterfactual_edit_rescored_without_reranking(store_url):
+    app = ask_link(dataset="demo", qid=SISTINE, model="overlap")
+    before = app.dataframe[0].value
+    weights = len(titled(app, "idf per answer word"))
+    top = before["text"].iloc[0]
+    submit_edit(app, 1, top + " The ceiling was painted too.")  # adds the missing question word "ceiling"
+    assert not app.error, [e.value for e in app.error]
+    metric = app.metric[0]
+    assert metric.label == "Score of the edited text"
+    assert float(metric.value) > before["score"].iloc[0] and metric.delta.startswith("+")
+    assert any("Would rank #1 of 6" in caption.value for caption in app.caption)
+    assert len(titled(app, "idf per answer word")) == weights + 1  # only the edit is explained
+    assert app.dataframe[0].value.equals(before)  # the ranking is left alone
+
+
+@pytest.mark.parametrize("text, message", [("  ", "empty"), ("x" * 1_000_000, "5,000")], ids=["empty", "one-megabyte"])
+def test_counterfactual_bad_edit_shows_a_clear_error(store_url, text, message):
+    app = submit_edit(ask_link(dataset="demo", qid=SISTINE, model="overlap"), 1, text)
+    assert len(app.error) == 1 and message in app.error[0].value
+    assert not app.metric
+
+
+def test_trained_smcnn_shows_matrix_and_saliency_heatmaps(store_url, tiny_smcnn):
+    register(store_url, tiny_smcnn)
+    app = ask_link(dataset="demo", qid=SISTINE, model="smcnn")
+    assert not app.error, [e.value for e in app.error]
+    matrices = titled(app, "similarity: question words × answer words")
+    assert len(matrices) == 5
+    cosine = [value for row in matrices[0]["data"][0]["z"] for value in row]
+    assert all(-1.0001 <= value <= 1.0001 for value in cosine) and max(cosine) > 0.99  # raw cosines, shared words = 1
+    saliency = titled(app, "saliency per answer word")[0]["data"][0]
+    assert max(abs(v) for v in saliency["z"][0]) == pytest.approx(1.0)  # colour: scaled to this candidate
+    assert any("saliency: " in text for text in saliency["text"][0])  # hover: the raw value
+    submit_edit(app, 1, "Michelangelo painted the ceiling of the Sistine Chapel.")
+    assert app.metric and len(titled(app, "similarity: question words × answer words")) == 6
+
+
+# ---------------------------------------------------------------------------------- Errors
+
+
+def test_errors_page_lists_worst_questions_first_with_links_to_ask(store_url):
+    app = errors_page()
+    app.selectbox(key="model").select("overlap").run()
+    assert not app.exception, app.exception
+    assert app.selectbox(key="split").value == "test"
+    worst = app.dataframe[0].value
+    assert len(worst) == 8 and set(worst["split"]) == {"test"}
+    assert list(worst["AP"]) == sorted(worst["AP"]) and worst["AP"].iloc[0] < worst["AP"].iloc[-1]
+    assert worst["ask"].iloc[0] == f"/Ask?dataset=demo&qid={worst['qid'].iloc[0]}&model=overlap"
+    links = app.get("page_link")
+    assert len(links) == 8 and all(link.proto.page == "Ask" for link in links)
+    assert links[0].proto.query_string == f"dataset=demo&qid={worst['qid'].iloc[0]}&model=overlap"
+    slices = [frame.value for frame in app.dataframe[1:]]
+    assert [frame.columns[0] for frame in slices] == ["question class", "question length", "lexical overlap", "label source"]
+    assert {"HUM", "LOC", "NUM"} <= set(slices[0]["question class"]) and slices[0]["questions"].sum() == 8
+    assert len(titled(app, "mean AP by")) == 4
+
+
+def test_errors_label_source_follows_the_store(store_url):
+    from qa_core import workbench
+
+    demo = {q.qid: q for q in load_demo().questions}
+    store = Store(store_url)
+    workbench.ensure_demo(store)
+    labelled, adjudicated = demo[SISTINE], demo["demo-39"]
+    wrong = next(c for c in labelled.candidates if c.label == 0)
+    store.add_label(store.find_candidate_id("demo", SISTINE, wrong.doc_id), "ann", 1)  # a second correct answer
+    store.adjudicate(store.find_candidate_id("demo", "demo-39", adjudicated.candidates[0].doc_id), 0, "lead")
+    store.close()
+
+    app = errors_page()
+    app.selectbox(key="model").select("overlap").run()
+    worst = app.dataframe[0].value.set_index("qid")
+    assert worst.loc[SISTINE, "label_source"] == "labels" and worst.loc[SISTINE, "correct"] == 2
+    assert worst.loc["demo-39", "label_source"] == "adjudicated"
+    sources = app.dataframe[4].value.set_index("label source")["questions"]
+    assert sources.to_dict() == {"gold": len(worst) - 2, "labels": 1, "adjudicated": 1}
+
+
+def test_errors_page_without_model_or_labels_says_why(store_url):
+    store = Store(store_url)
+    store.import_dataset(Dataset("unlabelled", [Question("q1", "who wrote it", [Candidate("d1", "Ann wrote it")], split="test")]))
+    store.close()
+    app = errors_page()
+    app.selectbox(key="model").select("smcnn").run()
+    assert any("not trained" in info.value for info in app.info) and not app.dataframe
+    assert any("python -m qa_core train --model smcnn" in code.value for code in app.code)
+    app.selectbox(key="model").select("overlap")
+    app.selectbox(key="dataset").select("unlabelled").run()
+    assert not app.exception, app.exception
+    assert any("No question here has labels" in info.value for info in app.info) and not app.dataframe
+
+
+def test_errors_page_escapes_question_text(store_url):
+    store = Store(store_url)
+    store.import_dataset(
+        Dataset("xss", [Question("q1", f"who {SCRIPT} wrote *it*", [Candidate("d1", "Ann wrote it", label=1),
+                                                                   Candidate("d2", "nothing", label=0)], split="test")])
+    )
+    store.close()
+    app = errors_page()
+    app.selectbox(key="model").select("overlap").run()
+    assert SCRIPT in app.dataframe[0].value["question"].iloc[0]  # grid cells are text
+    label = app.get("page_link")[0].proto.label
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in label and "\\*it\\*" in label and "<script>" not in label

@@ -1,5 +1,6 @@
-"""Ask end to end: the app started with `make run`, a question typed in Chromium, ranked candidates
-and a heatmap seen. With RERANK_LAB_SCREENSHOTS=docs/screenshots it refreshes the README's screenshot."""
+"""Ask end to end: the app started with `make run`, a question typed in Chromium, ranked candidates,
+the heatmap and the REL-links arcs seen. With RERANK_LAB_SCREENSHOTS=docs/screenshots it refreshes
+the README's screenshot."""
 
 from __future__ import annotations
 
@@ -18,8 +19,15 @@ def test_ask_page_ranks_a_typed_question(running_app, page, screenshot_dir):
     question.press("Enter")  # commits the value (a rerun) before the click
     page.get_by_role("button", name="Rank").click()
     expect(page.get_by_text("Ranked candidates")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_text("Question class: HUM")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     # The grid draws on a canvas; the top candidate's text is in its expanded explanation.
     expect(page.get_by_text(DEMO_ANSWER).first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    # Plotly writes figure titles as SVG text: the word heatmap and the arcs of the first candidate.
+    titles = page.locator(".js-plotly-plot .gtitle")
+    expect(titles.filter(has_text="per answer word").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    arcs = titles.filter(has_text="REL links:").first
+    expect(arcs).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.locator(".js-plotly-plot .legendtext", has_text="REL (shared lemma)").first).to_be_visible()
     assert "Traceback" not in page.content()
+    arcs.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot_dir / "ask.png"))

@@ -1,0 +1,160 @@
+"""Errors: a model's per-question metrics on a dataset split, worst first, and slices of them.
+
+Widgets and layout only; the work is in ``qa_core.errors``. Scores are cached per model version,
+dataset import and split (labels are read on every run, so new labels show at once); each worst
+question links to the Ask page with ``?dataset=...&qid=...&model=...``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
+
+from qa_core import config, errors, viz, workbench
+from qa_core.types import InputError, NotTrainedError
+
+ALL_SPLITS = "all splits"
+LINKED = 10  # worst questions listed as links to Ask under the table
+
+st.set_page_config(page_title="Errors · Rerank Lab", layout="wide")
+
+
+@st.cache_resource(show_spinner="Opening the store…")
+def get_store(url: str):
+    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
+    store = workbench.open_store(url)
+    workbench.ensure_demo(store)
+    return store
+
+
+@st.cache_resource(show_spinner="Loading the model…")
+def get_ranker(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str):
+    return workbench.load_ranker(_store, model, fit_on=dataset)
+
+
+@st.cache_resource(show_spinner="Loading the dataset…")
+def get_questions(_store, url: str, dataset: str, dataset_version: str, split: str):
+    questions = workbench.dataset_questions(_store, dataset)
+    return questions if split == ALL_SPLITS else [q for q in questions if q.split == split]
+
+
+@st.cache_data(show_spinner="Scoring every question…", max_entries=32)
+def get_run(_ranker, _questions, url: str, model: str, model_version: str | None, dataset: str, dataset_version: str,
+            split: str):
+    """The expensive part, once per (model version, dataset import, split)."""
+    return errors.score_run(_ranker, _questions)
+
+
+@st.cache_data(show_spinner="Analysing the questions…", max_entries=32)
+def get_profiles(_store, _questions, url: str, dataset: str, dataset_version: str, split: str,
+                 classifiers: tuple[str | None, ...]):
+    return errors.question_profiles(_questions, workbench.question_analyzer(_store))
+
+
+@st.cache_data(show_spinner="Measuring lexical overlap…", max_entries=32)
+def get_overlaps(_questions, url: str, dataset: str, dataset_version: str, split: str):
+    return errors.candidate_overlaps(_questions)
+
+
+st.title("Errors")
+url = config.database_url()
+st.caption(f"Running on: {workbench.device_label()}")
+try:
+    store = get_store(url)
+except (InputError, SQLAlchemyError) as error:
+    st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
+    st.stop()
+
+datasets = store.dataset_names()
+if not datasets:
+    st.info("No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`.")
+    st.stop()
+
+left, middle, right = st.columns(3)
+dataset = left.selectbox("Dataset", datasets, key="dataset")
+dataset_version = workbench.dataset_version(store, dataset)
+splits = list(store.dataset_summary(dataset)["questions"])
+split_options = [*splits, ALL_SPLITS]
+split = middle.selectbox(
+    "Split", split_options, index=split_options.index("test") if "test" in splits else 0, key="split"
+)
+model = right.selectbox("Model", workbench.model_names(store), key="model")
+clean = st.toggle(
+    "Only questions with a correct and a wrong candidate",
+    value=True,
+    key="clean",
+    help="The WikiQA/TrecQA convention; off, a question without a correct candidate scores 0.",
+)
+
+try:
+    model_version = workbench.model_version_key(store, model)
+    ranker = get_ranker(store, url, model, dataset, model_version, dataset_version)
+except NotTrainedError as error:
+    st.info(workbench.as_markdown(str(error)))
+    st.code(workbench.train_command(model, dataset), language="bash")
+    st.stop()
+except InputError as error:
+    st.error(workbench.as_markdown(str(error)))
+    st.stop()
+
+questions = get_questions(store, url, dataset, dataset_version, split)
+if not questions:
+    st.info(workbench.as_markdown(f"Dataset {dataset} has no questions in {split}."))
+    st.stop()
+run = get_run(ranker, questions, url, model, model_version, dataset, dataset_version, split)
+profiles = get_profiles(store, questions, url, dataset, dataset_version, split, workbench.classifier_version_key(store))
+overlaps = get_overlaps(questions, url, dataset, dataset_version, split)
+qrels, sources = errors.store_labels(store, dataset)
+table = errors.error_table(run, qrels, profiles, overlaps, sources, clean=clean)
+if table.empty:
+    st.info("No question here has labels to evaluate against" + (" (with a correct and a wrong candidate)." if clean else "."))
+    st.stop()
+
+metrics = list(errors.METRIC_COLUMNS.values())
+columns = st.columns(len(metrics) + 1)
+columns[0].metric("Questions", len(table))
+for column, metric in zip(columns[1:], metrics):
+    column.metric(f"mean {metric}", f"{table[metric].mean():.4f}")
+
+st.subheader("Worst questions")
+st.caption(
+    "Per-question values from ir-measures (trec_eval semantics). Labels: the latest adjudication, else the "
+    "annotators' majority, else the dataset's gold label. Overlap: the largest IDF-weighted share of the "
+    "question's content words found in one of its correct answers (IDF over this split's candidates)."
+)
+shown = table.assign(ask=[workbench.ask_url(dataset, qid, model) for qid in table["qid"]])
+st.dataframe(
+    shown,
+    hide_index=True,
+    column_config={
+        "ask": st.column_config.LinkColumn("open", display_text="Ask", width="small"),
+        "question": st.column_config.TextColumn("question", width="large"),
+        **{metric: st.column_config.NumberColumn(metric, format="%.3f") for metric in metrics},
+        "overlap": st.column_config.NumberColumn("overlap", format="%.2f"),
+        "overlap_bucket": "overlap bucket",
+        "label_source": "label source",
+    },
+    column_order=["ask", "qid", "question", *metrics, "class", "length", "overlap", "label_source", "correct"],
+    key="worst",
+)
+with st.container(key="worst-links"):
+    for row in table.head(LINKED).itertuples():
+        st.page_link(
+            "pages/1_Ask.py",
+            label=workbench.as_markdown(f"{row.qid} · AP {row.AP:.3f} · {row.question}"),
+            query_params={"dataset": dataset, "qid": row.qid, "model": model},
+            icon=":material/search:",
+        )
+
+st.subheader("Slices")
+tabs = st.tabs(list(errors.SLICES))
+for tab, by in zip(tabs, errors.SLICES):
+    with tab:
+        slices = errors.slice_table(table, by)
+        st.dataframe(
+            slices,
+            hide_index=True,
+            column_config={metric: st.column_config.NumberColumn(metric, format="%.3f") for metric in metrics},
+            key=f"slice-{by}",
+        )
+        st.plotly_chart(viz.slice_bar_figure(slices, by), key=f"slice-chart-{by}")

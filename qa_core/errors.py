@@ -1,0 +1,191 @@
+"""Error analysis: which questions a model gets wrong, and which kinds of question (slices).
+
+Per question: AP, RR, P@1 and nDCG@10 from ``qa_core.evaluation`` (ir-measures, trec_eval
+semantics), worst first. Slices group those values by
+
+- question class: ``QuestionAnalyzer`` (the store's trained classifiers, else the wh-word rules);
+- question length: words (tokens that are neither punctuation nor whitespace), in ``LENGTH_BUCKETS``;
+- lexical overlap: the largest IDF-weighted overlap of the question with one of its CORRECT answers
+  (``idf_overlap_nonstop`` of ``qa_core.text.features``: the share of the question's non-stopword
+  IDF mass found in the answer; IDF over the evaluated questions' candidate sentences), in
+  ``OVERLAP_BUCKETS``. A question without a correct answer has none ("no correct answer");
+- label source: where the question's labels come from under the training-label rule of
+  ``qa_core.labeling.training_labels`` (adjudication, else annotators' labels, else dataset gold):
+  "adjudicated" when any of its candidates is adjudicated, else "labels" when any carries an
+  annotator label, else "gold".
+
+The expensive, label-free parts (scores, question profiles, candidate overlaps) are separate
+functions so that a page can cache them per model version and dataset; labels are read per call.
+No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from qa_core.evaluation import evaluate, run_from_scores
+from qa_core.rankers.base import Ranker
+from qa_core.types import Question
+
+if TYPE_CHECKING:
+    from db.store import Store
+    from qa_core.classifiers.analysis import QuestionAnalyzer
+
+Run = dict[str, dict[str, float]]
+Qrels = dict[str, dict[str, int]]
+
+METRIC_COLUMNS = {"map": "AP", "mrr": "RR", "p@1": "P@1", "ndcg@10": "nDCG@10"}
+LENGTH_BUCKETS = ((5, "1-5 words"), (8, "6-8 words"), (12, "9-12 words"), (math.inf, "13+ words"))
+OVERLAP_BUCKETS = ((0.25, "overlap < 0.25"), (0.5, "0.25-0.5"), (0.75, "0.5-0.75"), (math.inf, "≥ 0.75"))
+NO_CORRECT_ANSWER = "no correct answer"
+LABEL_SOURCES = ("gold", "labels", "adjudicated")
+SLICES = {
+    "question class": "class",
+    "question length": "length",
+    "lexical overlap": "overlap_bucket",
+    "label source": "label_source",
+}
+TABLE_COLUMNS = [
+    "qid", "question", "split", *METRIC_COLUMNS.values(), "class", "words", "length", "overlap",
+    "overlap_bucket", "label_source", "candidates", "correct",
+]
+
+
+def score_run(ranker: Ranker, questions: Sequence[Question]) -> Run:
+    """The model's run ``{qid: {doc_id: score}}`` over the questions' own pools (batched)."""
+    scores = ranker.score_pools([(q.text, q.candidates) for q in questions])
+    return run_from_scores(questions, [np.asarray(s) for s in scores])
+
+
+def _bucket(value: float, buckets: Sequence[tuple[float, str]]) -> str:
+    return next(name for upper, name in buckets if value <= upper)
+
+
+def _overlap_bucket(value: float) -> str:
+    if math.isnan(value):
+        return NO_CORRECT_ANSWER
+    return next(name for upper, name in OVERLAP_BUCKETS if value < upper)
+
+
+def question_profiles(questions: Sequence[Question], analyzer: QuestionAnalyzer | None = None) -> pd.DataFrame:
+    """Label-free facts per question (index qid): question, split, class, words, length bucket."""
+    from qa_core.classifiers.analysis import QuestionAnalyzer
+    from qa_core.text.nlp import parse_many
+
+    parsed = parse_many([q.text for q in questions])
+    analyses = (analyzer or QuestionAnalyzer()).analyse_many(parsed)
+    words = [sum(1 for t, p in zip(p.tokens, p.is_punct) if t.strip() and not p) for p in parsed]
+    return pd.DataFrame(
+        {
+            "question": [q.text for q in questions],
+            "split": [q.split for q in questions],
+            "class": [a.qclass or "none" for a in analyses],
+            "words": words,
+            "length": [_bucket(n, LENGTH_BUCKETS) for n in words],
+        },
+        index=pd.Index([q.qid for q in questions], name="qid", dtype=object),
+    )
+
+
+def candidate_overlaps(questions: Sequence[Question]) -> dict[str, dict[str, float]]:
+    """``{qid: {doc_id: IDF-weighted overlap}}`` of each question with each of its candidates.
+
+    IDF is fitted on the candidate sentences of ``questions`` (label-free; the documents a ranker
+    sees), computed by the ``overlap`` baseline fitted on them."""
+    from qa_core.rankers.baselines import WordOverlapRanker
+
+    overlap = WordOverlapRanker()  # its score is exactly this overlap; fit learns only the IDF
+    overlap.fit(questions, [], progress=False)
+    return score_run(overlap, questions)
+
+
+def store_labels(store: Store, dataset: str) -> tuple[Qrels, dict[str, str]]:
+    """The dataset's qrels under the training-label rule (adjudicated > annotators > gold, gold on
+    every split) and each question's label source (see the module docstring)."""
+    from qa_core.labeling.training_labels import training_labels
+
+    resolved = training_labels(store, dataset, gold=True).labels
+    qrels: Qrels = {}
+    sources: dict[str, str] = {}
+    for row in store.candidate_rows(dataset):
+        label = resolved.get(row.candidate_id)
+        if label is None:
+            continue
+        qrels.setdefault(row.qid, {})[row.doc_id] = label.value
+        previous = sources.get(row.qid, "gold")
+        sources[row.qid] = max(previous, label.source, key=LABEL_SOURCES.index)
+    return qrels, sources
+
+
+def gold_labels(questions: Sequence[Question]) -> tuple[Qrels, dict[str, str]]:
+    """The questions' own gold qrels, every question's source "gold" (no store needed)."""
+    qrels = {
+        q.qid: {c.doc_id: int(c.label) for c in q.candidates if c.label is not None}
+        for q in questions
+        if any(c.label is not None for c in q.candidates)
+    }
+    return qrels, dict.fromkeys(qrels, "gold")
+
+
+def error_table(
+    run: Mapping[str, Mapping[str, float]],
+    qrels: Mapping[str, Mapping[str, int]],
+    profiles: pd.DataFrame,
+    overlaps: Mapping[str, Mapping[str, float]],
+    label_sources: Mapping[str, str],
+    clean: bool = True,
+) -> pd.DataFrame:
+    """One row per evaluated question (those of ``profiles`` with labels), worst first (AP, then
+    RR, then qid). ``clean`` keeps only questions with a correct and a wrong candidate, as the
+    WikiQA/TrecQA evaluations do; otherwise a question without a correct answer scores 0."""
+    judged = {qid: grades for qid, grades in qrels.items() if qid in profiles.index}
+    result = evaluate({qid: run.get(qid, {}) for qid in judged}, judged, clean=clean)
+    rows = []
+    for qid, values in result.per_query.iterrows():
+        grades = judged[qid]
+        correct = [doc for doc, grade in grades.items() if grade > 0]
+        pool = overlaps.get(qid, {})
+        overlap = max((pool[doc] for doc in correct if doc in pool), default=float("nan"))
+        profile = profiles.loc[qid]
+        rows.append(
+            {
+                "qid": qid,
+                "question": profile["question"],
+                "split": profile["split"],
+                **{column: float(values[metric]) for metric, column in METRIC_COLUMNS.items()},
+                "class": profile["class"],
+                "words": int(profile["words"]),
+                "length": profile["length"],
+                "overlap": overlap,
+                "overlap_bucket": _overlap_bucket(overlap),
+                "label_source": label_sources.get(qid, "gold"),
+                "candidates": len(run.get(qid, {})),
+                "correct": len(correct),
+            }
+        )
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    return table.sort_values(["AP", "RR", "qid"], kind="stable").reset_index(drop=True)
+
+
+def slice_table(table: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Mean metrics per value of ``by`` (a ``SLICES`` name or a column), with the question count;
+    buckets in their natural order, classes by name."""
+    column = SLICES.get(by, by)
+    if column not in table.columns:
+        raise KeyError(f"no slice {by!r}; known: {', '.join(SLICES)}")
+    order = {
+        "length": [name for _, name in LENGTH_BUCKETS],
+        "overlap_bucket": [name for _, name in OVERLAP_BUCKETS] + [NO_CORRECT_ANSWER],
+        "label_source": list(LABEL_SOURCES),
+    }.get(column)
+    metrics = list(METRIC_COLUMNS.values())
+    grouped = table.groupby(column, sort=True)[metrics].mean()
+    grouped.insert(0, "questions", table.groupby(column, sort=True).size())
+    if order is not None:
+        grouped = grouped.reindex([name for name in order if name in grouped.index])
+    return grouped.rename_axis(by).reset_index()

@@ -1,0 +1,31 @@
+"""Errors end to end: the worst questions of the demo test split listed in Chromium, and a click on
+the worst one opens Ask ranked on that question. With RERANK_LAB_SCREENSHOTS=docs/screenshots it
+refreshes docs/screenshots/errors.png."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import BROWSER_TIMEOUT_MS
+
+
+def test_errors_page_links_the_worst_question_to_ask(running_app, page, screenshot_dir):
+    from playwright.sync_api import expect
+
+    page.goto(f"{running_app.url}/Errors")
+    expect(page.get_by_text("Worst questions")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    links = page.get_by_test_id("stPageLink-NavLink").filter(has_text=" · AP ")
+    expect(links.first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    assert links.count() == 8  # the demo's test split, worst first
+    expect(page.locator(".js-plotly-plot .gtitle", has_text="mean AP by question class")).to_be_visible()
+    assert "Traceback" not in page.content()
+    page.screenshot(path=str(screenshot_dir / "errors.png"))
+
+    worst = links.first.inner_text()
+    qid, question = re.search(r"(\S+) · AP [\d.]+ · (.+)", worst).groups()
+    links.first.click()
+    expect(page).to_have_url(re.compile(rf"/Ask\?.*qid={re.escape(qid)}"), timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_text("Ranked candidates")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_text(f"question: {question}")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.locator(".js-plotly-plot .gtitle", has_text="REL links:").first).to_be_visible()
+    assert "Traceback" not in page.content()
