@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # imported where used: the CLI starts without loading the sto
     from qa_core.classifiers.analysis import QuestionAnalysis, QuestionAnalyzer
     from qa_core.retrieval import BM25Index
     from qa_core.structure.rel import PairLinks
-    from qa_core.text.nlp import Parsed
 
 MAX_QUESTION_CHARS = 1000
 MAX_CANDIDATE_CHARS = 5000
@@ -389,14 +388,7 @@ def pair_links(question: str, candidate: str, analyzer: QuestionAnalyzer | None 
     pair, with focus and class from ``analyzer`` (the wh-word rules when None)."""
     from qa_core.structure import rel
 
-    if analyzer is None:
-        return rel.links(question, candidate)
-
-    def focus_and_class(parsed: Parsed) -> tuple[int | None, str | None]:
-        analysis = analyzer.analyse(parsed)
-        return analysis.focus, analysis.qclass
-
-    return rel.links(question, candidate, analyzer=focus_and_class)
+    return rel.links(question, candidate, analyzer=analyzer)  # QuestionAnalyzer is (parsed) -> (focus, class)
 
 
 # ---------------------------------------------------------------------- counterfactual edits
