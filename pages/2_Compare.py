@@ -134,7 +134,8 @@ if view == ONE:
             column.markdown(f"**{workbench.as_markdown(model)}**")
             column.markdown(ranked_list(result.tables[model], TOP))
         st.plotly_chart(compare.bump_figure(result, top=TOP), key="bump")
-        with st.expander("Every candidate's rank per model"):
+        with st.expander("As tables: the top ranks side by side, and every candidate's rank per model"):
+            st.dataframe(compare.aligned_lists(result, TOP), hide_index=True)
             st.dataframe(result.ranks, column_config={"text": st.column_config.TextColumn("candidate", width="large")})
 
 else:
