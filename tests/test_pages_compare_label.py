@@ -251,3 +251,25 @@ def test_label_escapes_text(store_url):
         app.button(key="skip").click().run()
     text = "\n".join(seen)
     assert ESCAPED in text and "<script>" not in text
+
+
+def test_label_needs_a_name(store_url):
+    app = open_page(LABEL)
+    app.text_input(key="new_annotator").input("   ").run()
+    assert not app.exception, app.exception
+    assert any("Choose your name" in info.value for info in app.info)
+    assert not [b for b in app.button if b.key == "grade-0"]
+
+
+def test_compare_split_without_gold_labels_says_so(store_url):
+    store = Store(store_url)
+    store.import_dataset(
+        Dataset("unjudged", [Question("q1", "who wrote it", [Candidate("d1", "she wrote it"), Candidate("d2", "no")], split="test")])
+    )
+    store.close()
+    app = open_page(COMPARE)
+    app.selectbox(key="dataset").select("unjudged")
+    app.radio(key="view").set_value("Whole split").run()
+    app.button(key="compare_split").click().run()
+    assert not app.exception, app.exception
+    assert len(app.error) == 1 and "gold labels" in app.error[0].value
