@@ -56,7 +56,11 @@ def judge(session: labeling.LabelingSession, item: labeling.QueueItem, grade: in
     if st.session_state.get(SHOWN) != item.claim.claim_id:
         return
     del st.session_state[SHOWN]
-    session.label(item, grade)
+    try:
+        session.label(item, grade)
+    except InputError as error:  # e.g. the dataset was replaced meanwhile
+        st.session_state[NOTICE] = f"Not saved: {error}"
+        return
     st.session_state[NOTICE] = f"Labelled {item.record.qid} / {item.record.doc_id} as {grade} ({GRADE_NAMES[grade]})."
 
 
