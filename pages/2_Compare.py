@@ -1,0 +1,189 @@
+"""Compare: two or three models on one question (aligned rankings, bump chart) or on a dataset split
+(per-question deltas, win/tie/loss, paired tests, the questions where the models disagree).
+
+Widgets and layout only; the work is in ``qa_core.compare`` and ``qa_core.workbench``. Data text is
+shown through ``st.dataframe`` or escaped markdown, never as HTML.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
+
+from qa_core import compare, config, workbench
+from qa_core.evaluation import METRICS
+from qa_core.types import InputError, NotTrainedError
+
+ONE, SPLIT = "One question", "Whole split"
+TYPED, PICKED = "Type a question", "Pick a dataset question"
+TOP = 10  # ranks shown side by side and in the chart
+QUESTION_KEY, SPLIT_KEY = "compare_question_result", "compare_split_result"
+
+st.set_page_config(page_title="Compare · Rerank Lab", layout="wide")
+
+
+@st.cache_resource(show_spinner="Opening the store…")
+def get_store(url: str):
+    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
+    store = workbench.open_store(url)
+    workbench.ensure_demo(store)
+    return store
+
+
+@st.cache_resource(show_spinner="Loading the model…")
+def get_ranker(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str):
+    """Rankers are shared by all sessions; a new model version or a re-import loads a new one."""
+    return workbench.load_ranker(_store, model, fit_on=dataset)
+
+
+@st.cache_resource(show_spinner="Loading the dataset…")
+def get_questions(_store, url: str, dataset: str, dataset_version: str):
+    return workbench.dataset_questions(_store, dataset)
+
+
+def ranked_list(table, top: int) -> str:
+    """A model's top candidates as an escaped markdown list: score, ✓ for gold relevant, text."""
+    lines = []
+    for row in table.head(top).itertuples():
+        gold = " ✓" if pd.notna(row.gold_label) and row.gold_label > 0 else ""
+        lines.append(f"{row.rank}. `{row.score:.3f}`{gold} {workbench.as_markdown(row.text)}")
+    return "\n".join(lines)
+
+
+st.title("Compare")
+url = config.database_url()
+st.caption(f"Running on: {workbench.device_label()}")
+try:
+    store = get_store(url)
+except (InputError, SQLAlchemyError) as error:
+    st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
+    st.stop()
+
+datasets = store.dataset_names()
+if not datasets:
+    st.info("No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`.")
+    st.stop()
+
+left, right = st.columns([1, 2])
+dataset = left.selectbox("Dataset", datasets, key="dataset")
+names = workbench.model_names(store)
+models = right.multiselect(
+    "Models (the first is the reference)",
+    names,
+    default=names[:2],
+    max_selections=compare.MAX_MODELS,
+    key="models",
+)
+dataset_version = workbench.dataset_version(store, dataset)
+
+rankers = {}
+for model in models:
+    try:
+        rankers[model] = get_ranker(
+            store, url, model, dataset, workbench.model_version_key(store, model), dataset_version
+        )
+    except NotTrainedError as error:
+        st.info(workbench.as_markdown(str(error)))
+        st.code(workbench.train_command(model, dataset), language="bash")
+    except InputError as error:
+        st.error(workbench.as_markdown(str(error)))
+ready = len(rankers) == len(models) and compare.MIN_MODELS <= len(models) <= compare.MAX_MODELS
+if len(models) < compare.MIN_MODELS:
+    st.info("Choose two or three models to compare.")
+
+view = st.radio("Compare on", [ONE, SPLIT], horizontal=True, key="view")
+
+if view == ONE:
+    source = st.radio("Question", [TYPED, PICKED], horizontal=True, key="source", label_visibility="collapsed")
+    if source == TYPED:
+        typed = st.text_input("Your question", key="question", placeholder="e.g. who discovered penicillin")
+        k = int(
+            st.number_input(
+                "BM25 candidates to rerank", min_value=1, max_value=1000, value=workbench.DEFAULT_CANDIDATES, key="k"
+            )
+        )
+    else:
+        questions = get_questions(store, url, dataset, dataset_version)
+        picked = st.selectbox(
+            "Dataset question",
+            range(len(questions)),
+            format_func=lambda i: f"{questions[i].qid} [{questions[i].split}] {questions[i].text}",
+            key="picked",
+        )
+    if st.button("Compare", type="primary", disabled=not ready, key="compare_question"):
+        st.session_state.pop(QUESTION_KEY, None)
+        try:
+            if source == TYPED:
+                question = workbench.check_question(typed)
+                candidates = workbench.candidates_for_question(store, dataset, question, k=k)
+            elif picked is None:
+                raise InputError(f"dataset {dataset!r} has no questions to pick")
+            else:
+                question, candidates = questions[picked].text, questions[picked].candidates
+            with st.spinner("Ranking…"):
+                st.session_state[QUESTION_KEY] = compare.compare_question(rankers, question, candidates)
+        except (InputError, NotTrainedError) as error:
+            st.error(workbench.as_markdown(str(error)))
+
+    result = st.session_state.get(QUESTION_KEY)
+    if result is not None:
+        st.subheader("Rankings side by side")
+        st.markdown(f"{len(result.ranks)} candidates · question: {workbench.as_markdown(result.question)}")
+        for column, model in zip(st.columns(len(result.models)), result.models):
+            column.markdown(f"**{workbench.as_markdown(model)}**")
+            column.markdown(ranked_list(result.tables[model], TOP))
+        st.plotly_chart(compare.bump_figure(result, top=TOP), key="bump")
+        with st.expander("As tables: the top ranks side by side, and every candidate's rank per model"):
+            st.dataframe(compare.aligned_lists(result, TOP), hide_index=True)
+            st.dataframe(result.ranks, column_config={"text": st.column_config.TextColumn("candidate", width="large")})
+
+else:
+    questions = get_questions(store, url, dataset, dataset_version)
+    splits = sorted({q.split for q in questions})
+    left, middle, right = st.columns(3)
+    split = left.selectbox("Split", splits, index=splits.index("test") if "test" in splits else 0, key="split")
+    metric = middle.selectbox("Metric", METRICS, key="metric")
+    clean = right.checkbox(
+        "Clean questions only", key="clean", help="Only questions with a relevant and a non-relevant candidate"
+    )
+    if st.button("Compare on the split", type="primary", disabled=not ready, key="compare_split"):
+        st.session_state.pop(SPLIT_KEY, None)
+        try:
+            with st.spinner("Scoring the split…"):
+                chosen = [q for q in questions if q.split == split]
+                st.session_state[SPLIT_KEY] = compare.compare_split(rankers, chosen, metric=metric, clean=clean)
+        except (InputError, NotTrainedError) as error:
+            st.error(workbench.as_markdown(str(error)))
+
+    result = st.session_state.get(SPLIT_KEY)
+    if result is not None:
+        reference = result.models[0]
+        st.subheader("Means")
+        st.dataframe(result.means, column_config={m: st.column_config.NumberColumn(m, format="%.4f") for m in METRICS})
+        st.subheader(f"Per question: {result.metric} against {reference}")
+        st.caption(
+            f"Δ = model − {reference} per question; a win is Δ > 0. Significance: scipy's paired t-test "
+            "(ttest_rel) and Wilcoxon signed-rank test (wilcoxon, zero differences dropped), both "
+            f"two-sided, over the {result.summaries[0].questions} questions"
+            + (" with a relevant and a non-relevant candidate." if result.clean else " with gold labels.")
+        )
+        st.dataframe(compare.summary_table(result), hide_index=True, key="summary")
+        left, right = st.columns(2)
+        only = left.toggle("Only questions where the models disagree", value=True, key="only_disagreements")
+        different_top1 = left.checkbox("… a different top-1 candidate", value=True, key="different_top1")
+        threshold = right.slider(f"… or |Δ {result.metric}| above", 0.0, 1.0, 0.1, 0.05, key="threshold")
+        table = compare.disagreements(result, threshold, different_top1) if only else result.per_question
+        st.caption(f"{len(table)} of {len(result.per_question)} questions")
+        st.dataframe(
+            table,
+            column_config={
+                "question": st.column_config.TextColumn("question", width="large"),
+                **{m: st.column_config.NumberColumn(m, format="%.4f") for m in result.models},
+                **{
+                    compare.delta_column(m): st.column_config.NumberColumn(compare.delta_column(m), format="%+.4f")
+                    for m in result.models[1:]
+                },
+            },
+            key="per_question",
+        )

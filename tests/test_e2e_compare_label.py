@@ -1,0 +1,75 @@
+"""Compare and Label end to end: the app started with `make run`, driven in Chromium. Labels are
+given with the keyboard shortcuts and read back from the app's store. With
+RERANK_LAB_SCREENSHOTS=docs/screenshots it refreshes the README's screenshots."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from db.store import Store
+from tests.conftest import BROWSER_TIMEOUT_MS
+
+DEMO_QUESTION, DEMO_ANSWER = "who discovered penicillin", "Alexander Fleming"
+PAIR = re.compile(r"^demo-\d+ · demo-\d+-\d+$")  # the caption naming the pair on screen
+
+
+def test_compare_two_models_on_a_question(running_app, page, screenshot_dir):
+    from playwright.sync_api import expect
+
+    page.goto(f"{running_app.url}/Compare")
+    question = page.get_by_role("textbox", name="Your question")
+    expect(question).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    question.fill(DEMO_QUESTION)
+    question.press("Enter")  # commits the value (a rerun) before the click
+    page.get_by_role("button", name="Compare", exact=True).click()
+    expect(page.get_by_text("Rankings side by side")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    for model in ("bm25", "overlap"):  # the default pair: the baselines, ready on a fresh store
+        expect(page.locator("strong").get_by_text(model, exact=True)).to_be_visible()  # list headers
+    # Both lists put the answer first: one list item per model.
+    expect(page.locator("li", has_text=DEMO_ANSWER)).to_have_count(2)
+    expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    assert "Traceback" not in page.content()
+    page.screenshot(path=str(screenshot_dir / "compare.png"))
+
+
+def test_label_five_pairs_with_the_keyboard(running_app, page, screenshot_dir):
+    from playwright.sync_api import expect
+
+    annotator = f"e2e-keys-{uuid.uuid4().hex[:8]}"  # the app is shared with the other e2e tests
+    page.goto(f"{running_app.url}/Label")
+    name = page.get_by_role("textbox", name="Your name")
+    expect(name).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    name.fill(annotator)
+    name.press("Enter")
+    pair = page.get_by_text(PAIR)
+    expect(pair).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    page.get_by_role("heading", name="Label").click()  # keys go to the page, not to a text box
+
+    idle = page.get_by_test_id("stApp")
+    grades = [2, 0, 1, 4, 3]
+    for grade in grades:
+        # A key pressed mid-run could reach the previous pair's button, which the page ignores (a
+        # judgement only counts for the pair on screen): wait until the run has drawn the buttons.
+        expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
+        shown = pair.inner_text()
+        qid, doc_id = shown.split(" · ")
+        page.keyboard.press(str(grade))
+        expect(page.get_by_text(f"Labelled {qid} / {doc_id} as {grade}")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_text(f"{len(grades)} of ", exact=False).first).to_be_visible()
+    page.screenshot(path=str(screenshot_dir / "label.png"))
+
+    store = Store(running_app.database_url)
+    try:
+        labels = store.current_label_records("demo", annotator)
+        assert sorted(label.value for label in labels) == sorted(grades)
+        last = max(labels, key=lambda label: label.label_id)
+        expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
+        page.keyboard.press("u")  # undo takes back the last judgement, keeping it in the history
+        expect(page.get_by_text("Took back your label")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+        assert len(store.current_label_records("demo", annotator)) == len(grades) - 1
+        (undone,) = [h for h in store.label_history(last.candidate_id) if h["annotator"] == annotator]
+        assert undone["id"] == last.label_id and undone["retracted_at"] is not None
+    finally:
+        store.close()
+    assert "Traceback" not in page.content()

@@ -1,0 +1,275 @@
+"""The Compare and Label pages through AppTest: real store (SQLite in tmp), real demo corpus, the
+baseline models (overlap, BM25) and real spaCy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from db.store import Store
+from qa_core import workbench
+from qa_core.types import Candidate, Dataset, Question
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPARE, LABEL = str(ROOT / "pages" / "2_Compare.py"), str(ROOT / "pages" / "3_Label.py")
+TIMEOUT = 60  # the first run loads spaCy and builds the BM25 index
+DEMO_QUESTION, DEMO_ANSWER = "who discovered penicillin", "Alexander Fleming"
+SCRIPT = "<script>alert(1)</script>"
+ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
+
+
+@pytest.fixture
+def store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh data folder and SQLite store for the app, through the environment as in production."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("RERANK_LAB_DB", url)
+    return url
+
+
+def open_page(path: str) -> AppTest:
+    app = AppTest.from_file(path, default_timeout=TIMEOUT).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def markdown(app: AppTest) -> str:
+    return "\n".join(element.value for element in app.markdown)
+
+
+def import_xss(url: str) -> None:
+    store = Store(url)
+    store.import_dataset(
+        Dataset(
+            "xss",
+            [
+                Question(
+                    "q1",
+                    "who wrote the test",
+                    [Candidate("d1", f"{SCRIPT} wrote the test", label=1), Candidate("d2", "nothing here", label=0)],
+                    split="test",
+                ),
+                Question("q2", "who ran the test", [Candidate("d3", "the test ran", label=1)], split="test"),
+            ],
+        )
+    )
+    store.close()
+
+
+# ============================================================================ Compare
+
+
+def test_compare_two_models_on_a_typed_question(store_url):
+    app = open_page(COMPARE)
+    assert app.multiselect(key="models").value == ["bm25", "overlap"]  # the ready baselines by default
+    app.text_input(key="question").input(DEMO_QUESTION)
+    app.button(key="compare_question").click().run()
+    assert not app.exception, app.exception
+    assert not app.error, [e.value for e in app.error]
+    text = markdown(app)
+    assert "**bm25**" in text and "**overlap**" in text
+    lists = [m.value for m in app.markdown if m.value.startswith("1. ")]
+    assert len(lists) == 2 and all(DEMO_ANSWER in ranked.splitlines()[0] for ranked in lists)
+    (chart,) = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    assert chart["layout"]["yaxis"]["autorange"] == "reversed"
+    assert all(trace["x"] == ["bm25", "overlap"] for trace in chart["data"]) and len(chart["data"]) >= 2
+
+
+def test_compare_on_a_split_shows_deltas_tests_and_disagreements(store_url):
+    app = open_page(COMPARE)
+    app.radio(key="view").set_value("Whole split").run()
+    assert app.selectbox(key="split").value == "test"
+    app.button(key="compare_split").click().run()
+    assert not app.exception, app.exception
+    summary = app.dataframe[1].value.iloc[0]
+    assert (summary["model"], summary["vs"], summary["questions"]) == ("overlap", "bm25", 8)
+    assert summary["wins"] + summary["ties"] + summary["losses"] == 8
+    assert 0.0 <= summary["paired t-test p"] <= 1.0 and 0.0 <= summary["Wilcoxon signed-rank p"] <= 1.0
+    assert any("paired t-test" in c.value and "Wilcoxon signed-rank" in c.value for c in app.caption)
+    table = app.dataframe[2].value
+    disagree = (~table["same top-1"]) | (table["Δ overlap"].abs() > 0.1)
+    assert len(table) < 8 and disagree.all()
+    app.toggle(key="only_disagreements").set_value(False).run()
+    assert len(app.dataframe[2].value) == 8
+
+
+def test_compare_untrained_model_names_the_train_command(store_url):
+    app = open_page(COMPARE)
+    app.multiselect(key="models").set_value(["overlap", "smcnn"]).run()
+    assert not app.exception, app.exception
+    assert any("not trained" in info.value for info in app.info)
+    assert any("python -m qa_core train --model smcnn --data demo" in code.value for code in app.code)
+    assert app.button(key="compare_question").disabled
+
+
+def test_compare_needs_two_models_and_a_question(store_url):
+    app = open_page(COMPARE)
+    app.multiselect(key="models").set_value(["overlap"]).run()
+    assert any("two or three" in info.value for info in app.info)
+    assert app.button(key="compare_question").disabled
+    app.multiselect(key="models").set_value(["overlap", "bm25"]).run()
+    app.text_input(key="question").input("   ")
+    app.button(key="compare_question").click().run()
+    assert not app.exception, app.exception
+    assert len(app.error) == 1 and "empty" in app.error[0].value
+    assert not app.get("plotly_chart")
+
+
+def test_compare_escapes_candidate_text(store_url):
+    import_xss(store_url)
+    app = open_page(COMPARE)
+    app.selectbox(key="dataset").select("xss")
+    app.radio(key="source").set_value("Pick a dataset question").run()
+    app.button(key="compare_question").click().run()
+    assert not app.exception, app.exception
+    text = markdown(app)
+    assert ESCAPED in text and "<script>" not in text
+    (chart,) = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    names = [trace["name"] for trace in chart["data"]]
+    assert any(ESCAPED in name for name in names) and not any("<script>" in name for name in names)
+
+
+# ============================================================================ Label
+
+
+def start_labelling(name: str) -> AppTest:
+    app = open_page(LABEL)
+    assert any("Choose your name" in info.value for info in app.info)
+    app.text_input(key="new_annotator").input(name).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def shown_pair(app: AppTest) -> str:
+    """The "qid · doc_id" caption of the pair on screen."""
+    return next(c.value for c in app.caption if " · " in c.value and "labelled" not in c.value)
+
+
+def test_label_undo_skip_write_to_the_store_with_history(store_url):
+    app = start_labelling("alice")
+    store = Store(store_url)
+    first = shown_pair(app)
+    app.button(key="grade-2").click().run()
+    second = shown_pair(app)
+    assert second != first
+    app.button(key="grade-0").click().run()
+    labels = store.current_labels("demo", "alice")
+    assert sorted(grades["alice"] for grades in labels.values()) == [0, 2]
+    assert "2 of" in app.get("progress")[0].proto.text
+
+    app.button(key="undo").click().run()  # takes back the 0 and shows that pair again
+    assert not app.exception, app.exception
+    assert shown_pair(app) == second
+    assert [grades["alice"] for grades in store.current_labels("demo", "alice").values()] == [2]
+    undone = next(c for c, grades in labels.items() if grades["alice"] == 0)
+    history = store.label_history(undone)
+    assert len(history) == 1 and history[0]["value"] == 0 and history[0]["retracted_at"] is not None
+
+    app.button(key="skip").click().run()
+    assert shown_pair(app) not in (first, second)
+    assert len(store.current_labels("demo", "alice")) == 1  # a skip writes no label
+    # The name is remembered: the annotator box now shows it, and the next session knows it.
+    assert [s for s in app.selectbox if s.label == "Annotator"][0].value == "alice"
+    assert "alice" in [s for s in open_page(LABEL).selectbox if s.label == "Annotator"][0].options
+    store.close()
+
+
+def test_two_sessions_are_never_shown_the_same_pair(store_url):
+    first, second = start_labelling("alice"), start_labelling("alice")
+    assert shown_pair(first) != shown_pair(second)
+    first.run()
+    second.run()  # reruns keep each session's own pair
+    assert shown_pair(first) != shown_pair(second)
+
+
+@pytest.mark.parametrize("order, models", [("uncertainty", ["overlap"]), ("disagreement", ["overlap", "bm25"])])
+def test_model_based_orders_label(store_url, order, models):
+    app = start_labelling("alice")
+    app.selectbox(key="order").select(order).run()
+    if order == "uncertainty":
+        app.selectbox(key="order_model").select(models[0]).run()
+    else:
+        app.multiselect(key="order_models").set_value(models).run()
+    assert not app.exception, app.exception
+    app.button(key="grade-1").click().run()
+    assert [g["alice"] for g in Store(store_url).current_labels("demo", "alice").values()] == [1]
+
+
+def test_uncertainty_with_untrained_model_names_the_train_command(store_url):
+    app = start_labelling("alice")
+    app.selectbox(key="order").select("uncertainty").run()
+    app.selectbox(key="order_model").select("smcnn").run()
+    assert not app.exception, app.exception
+    assert any("python -m qa_core train --model smcnn --data demo" in code.value for code in app.code)
+    assert not [b for b in app.button if b.key == "grade-0"]
+
+
+def test_agreement_and_review_settle_a_conflict(store_url):
+    store = Store(store_url)
+    workbench.ensure_demo(store)
+    pairs = [r.candidate_id for r in store.candidate_rows("demo")][:6]
+    for candidate_id, (a, b) in zip(pairs, [(0, 0), (1, 1), (2, 2), (0, 1), (3, 3), (4, 2)]):
+        store.add_label(candidate_id, "ann", a)
+        store.add_label(candidate_id, "bob", b)
+    app = open_page(LABEL)
+    app.radio(key="label_view").set_value("Agreement").run()
+    assert not app.exception, app.exception
+    kappas = app.dataframe[0].value
+    assert (kappas.iloc[0]["annotator"], kappas.iloc[0]["other annotator"], kappas.iloc[0]["pairs both judged"]) == (
+        "ann",
+        "bob",
+        6,
+    )
+    assert 0.0 < kappas.iloc[0]["Cohen's κ"] < 1.0
+    assert {m.label: m.value for m in app.metric}["Pairs judged by two or more"] == "6"
+
+    app.radio(key="label_view").set_value("Review conflicts").run()
+    conflicts = app.dataframe[0].value
+    assert len(conflicts) == 2 and set(conflicts["labels"]) == {"ann: 0, bob: 1", "ann: 4, bob: 2"}
+    assert app.button(key="adjudicate").disabled  # a reviewer must be named
+    [s for s in app.selectbox if s.label == "Annotator"][0].select("ann").run()
+    app.radio(key="final_grade").set_value(1).run()
+    app.button(key="adjudicate").click().run()
+    assert not app.exception, app.exception
+    adjudications = store.adjudications("demo")
+    assert [(a["value"], a["adjudicator"]) for a in adjudications.values()] == [(1, "ann")]
+    assert len(app.dataframe[0].value) == 1
+    store.close()
+
+
+def test_label_escapes_text(store_url):
+    import_xss(store_url)
+    app = open_page(LABEL)
+    app.selectbox(key="label_dataset").select("xss").run()
+    app.text_input(key="new_annotator").input("alice").run()
+    seen = set()
+    for _ in range(3):
+        seen.add(markdown(app))
+        app.button(key="skip").click().run()
+    text = "\n".join(seen)
+    assert ESCAPED in text and "<script>" not in text
+
+
+def test_label_needs_a_name(store_url):
+    app = open_page(LABEL)
+    app.text_input(key="new_annotator").input("   ").run()
+    assert not app.exception, app.exception
+    assert any("Choose your name" in info.value for info in app.info)
+    assert not [b for b in app.button if b.key == "grade-0"]
+
+
+def test_compare_split_without_gold_labels_says_so(store_url):
+    store = Store(store_url)
+    store.import_dataset(
+        Dataset("unjudged", [Question("q1", "who wrote it", [Candidate("d1", "she wrote it"), Candidate("d2", "no")], split="test")])
+    )
+    store.close()
+    app = open_page(COMPARE)
+    app.selectbox(key="dataset").select("unjudged")
+    app.radio(key="view").set_value("Whole split").run()
+    app.button(key="compare_split").click().run()
+    assert not app.exception, app.exception
+    assert len(app.error) == 1 and "gold labels" in app.error[0].value
