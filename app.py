@@ -1,6 +1,6 @@
 """Rerank Lab landing page: where the app runs, which store it uses, what data and models it holds.
 
-``streamlit run app.py``; the pages in ``pages/`` (Ask, ...) appear in the sidebar.
+``streamlit run app.py``; the pages in ``pages/`` (Ask, Compare, Label, Train, Errors) appear in the sidebar.
 """
 
 from __future__ import annotations
@@ -29,7 +29,14 @@ st.markdown(
     "candidates or the question's own pool, rerank them with a baseline or a neural model, and see "
     "why: scores, rank changes against the first stage, word heatmaps and REL links."
 )
-st.page_link("pages/1_Ask.py", label="Ask a question", icon=":material/search:")
+PAGES = [
+    ("pages/1_Ask.py", "Ask: rank candidates for a question and see why", ":material/search:"),
+    ("pages/2_Compare.py", "Compare: models side by side, on a question or a whole split", ":material/compare_arrows:"),
+    ("pages/3_Label.py", "Label: judge question-answer pairs from a queue; agreement and review", ":material/label:"),
+    ("pages/5_Errors.py", "Errors: worst questions and slices for a model", ":material/bug_report:"),
+]
+for path, label, icon in PAGES:
+    st.page_link(path, label=label, icon=icon)
 
 url = config.database_url()
 st.caption(f"Running on: {workbench.device_label()} · Store: {workbench.as_markdown(workbench.masked_url(url))}")
