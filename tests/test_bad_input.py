@@ -261,7 +261,16 @@ def _truncated_checkpoint(folder: Path) -> Path:
     return cut
 
 
+def _malformed_csv(folder: Path) -> Path:
+    path = folder / "broken.csv"
+    path.write_bytes(CSV_HEAD + b"q,c,1\nq,d,maybe\n")
+    return path
+
+
 CLI_CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
+    # --replace with a bad file: the old dataset, its labels and first-stage ranks stay as they were.
+    "import-replace-with-malformed": (lambda f: ["data", "import", str(_malformed_csv(f)), "--name", "demo",
+                                                 "--replace"], ("broken.csv, line 3",)),
     "rank-empty-question": (lambda f: ["rank", "   ", "--data", "demo"], ("empty",)),
     # 120,000 characters: near the kernel's 128 KiB limit on one argument (1 MB goes through the page).
     "rank-huge-question": (lambda f: ["rank", "why " * 30_000, "--data", "demo"], ("too long", "1,000")),
