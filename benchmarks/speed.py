@@ -326,13 +326,28 @@ def run_gpu(device: str, dtype_name: str | None) -> dict[str, Any]:
 
 
 NOTES = """\
-**What the profile showed and what was fixed.** Before the fix, `workbench.dataset_version` ran
-`Store.dataset_summary` on every request, i.e. per-split question counts, candidate and positive
-counts, and a label-history subquery over the whole dataset (WikiQA: 12,153 candidates), to get
-one `created_at` value; it is now one indexed `SELECT id, created_at` (`Store.dataset_stamp`). The
-parse cache opened and closed a SQLite connection (with its PRAGMAs) for every lookup; it now keeps
-one connection per thread. What is left is the model's own work: spaCy on the one new question
-text, encoding 100 pairs (vocabulary lookups, overlap features) and SM-CNN's forward pass."""
+**What the profiles showed and what was fixed** (runs of 2026-11-23; `before-fix` and `after-fix`
+use torch's default of 2 intra-op threads, `after-fix-1-thread` sets `torch.set_num_threads(1)`).
+
+1. `workbench.dataset_version`, called on every request to key the BM25 collection cache, ran
+   `Store.dataset_summary`: per-split question counts, candidate and positive counts and a
+   label-history subquery over all 12,153 WikiQA candidates, to read one `created_at`. It cost
+   5.3 s of the 68 s profile (~50 ms a request, the whole retrieval p50). It is now one indexed
+   `SELECT id, created_at` (`Store.dataset_stamp`); retrieval p50 fell from 49 ms to 10 ms.
+2. The parse cache opened and closed a SQLite connection (three PRAGMAs each) for every lookup;
+   it now keeps one connection per thread (and opens its own after a fork).
+3. After those, SM-CNN's forward pass was 75% of the profile, with `conv1d` and `masked_fill` on a
+   (100 x 100 x 100) tensor taking tens of milliseconds: torch's two OpenMP threads were fighting
+   the other jobs for this machine's 2 cores (load average ~9). With one intra-op thread the same
+   forward pass is ~10x cheaper and the end-to-end p50 meets the target. For the app that means:
+   run replicas that share cores with `OMP_NUM_THREADS=1` (docs/scaling.md); nothing in the code
+   sets it, since training on an idle machine wants every core.
+4. Token normalisation (`qa_core.text.vectors.normalize`, a regex per token, ~6,000 tokens a
+   request) was a tenth of the remaining time; it is memoised (in the `after-fix-1-thread` run only).
+
+What is left is the model's own work, in about equal parts: encoding the 100 pairs (vocabulary
+ids, overlap features), spaCy on the one new question text plus 100 cache hits, and the forward
+pass."""
 
 
 def fmt_ms(value: dict[str, float]) -> str:
