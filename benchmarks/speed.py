@@ -338,8 +338,8 @@ use torch's default of 2 intra-op threads, `after-fix-1-thread` sets `torch.set_
    it now keeps one connection per thread (and opens its own after a fork).
 3. After those, SM-CNN's forward pass was 75% of the profile, with `conv1d` and `masked_fill` on a
    (100 x 100 x 100) tensor taking tens of milliseconds: torch's two OpenMP threads were fighting
-   the other jobs for this machine's 2 cores (load average ~9). With one intra-op thread the same
-   forward pass is ~10x cheaper and the end-to-end p50 meets the target. For the app that means:
+   the other jobs for this machine's 2 cores (load average ~9). With one intra-op thread `conv1d` fell
+   from 8.8 s to 1.2 s in the profile and the end-to-end p50 meets the target. For the app that means:
    run replicas that share cores with `OMP_NUM_THREADS=1` (docs/scaling.md); nothing in the code
    sets it, since training on an idle machine wants every core.
 4. Token normalisation (`qa_core.text.vectors.normalize`, a regex per token, ~6,000 tokens a
@@ -415,7 +415,10 @@ def render(results: dict[str, Any]) -> list[str]:
         lines += ["### Ask page in Chromium", "",
                   f"The app started with `make run` (as the end-to-end tests do), headless Chromium, {app['runs']} "
                   f"fresh tabs, model {app['model']} on the demo corpus (50 BM25 candidates). Median of the warm runs "
-                  "(2nd onwards); the first (cold: spaCy load, BM25 index, model load) apart.", "",
+                  "(2nd onwards); the first (cold: spaCy load, BM25 index, model load) apart. The ranked list "
+                  "comes with the page's explanations of the top 5 candidates (a saliency backward pass each) "
+                  "and their Plotly charts, and the app ran with torch's default threads on the loaded "
+                  "machine.", "",
                   "| step | first run (ms) | warm median (ms) |", "|---|---|---|"]
         for name, key in (("navigation -> first widget", "first_widget_ms"), ("Rank click -> ranked list", "rank_to_list_ms")):
             values = app[key]
