@@ -306,6 +306,13 @@ def test_cli_refuses_bad_argument_and_changes_nothing(env: Env, name: str):
     assert snapshot(env.url) == before
 
 
+def test_cli_refuses_a_megabyte_question(env: Env, capsys: pytest.CaptureFixture):
+    """1 MB cannot pass through a process's argv (128 KiB per argument), so through ``main``."""
+    before = snapshot(env.url)
+    assert_refused(cli_in_process(capsys, "rank", "x" * 1_000_000, "--data", "demo"), "1,000,000 characters")
+    assert snapshot(env.url) == before
+
+
 def test_cli_output_keeps_html_as_data(env: Env):
     """HTML, quotes and newlines in texts: JSON lines stay one parseable record each with the text
     byte for byte (JSON is data, escaping is the renderer's job), and ``rank`` prints one line per
