@@ -121,6 +121,15 @@ class Store(LabelingStore, JobStore):
         with self.session_scope() as session:
             return list(session.scalars(select(DatasetRow.name).order_by(DatasetRow.name)))
 
+    def dataset_stamp(self, name: str) -> tuple[int, Any]:
+        """(row id, created_at) of the dataset: changes on every (re-)import. One indexed lookup,
+        cheap enough for a cache key checked on every request (``dataset_summary`` counts rows)."""
+        with self.session_scope() as session:
+            row = session.execute(select(DatasetRow.id, DatasetRow.created_at).where(DatasetRow.name == name)).first()
+            if row is None:
+                dataset_row(session, name)  # raises InputError naming the known datasets
+            return row.id, row.created_at
+
     def dataset_summary(self, name: str) -> dict[str, Any]:
         """Counts for the dataset page: questions per split, candidates, gold positives, labelled
         (candidates with at least one current, i.e. unretracted, label)."""

@@ -23,9 +23,16 @@ def _emit(record: dict) -> None:
 
 
 def _store(args: argparse.Namespace):
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
     from db.store import Store
 
-    return Store(args.db)
+    try:
+        return Store(args.db)
+    except (ArgumentError, SQLAlchemyError) as error:
+        url = workbench.masked_url(args.db)
+        reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+        raise InputError(f"cannot open the store at {url}: {reason}") from None
 
 
 def cmd_data_import(args: argparse.Namespace) -> None:
@@ -169,7 +176,8 @@ def cmd_rank(args: argparse.Namespace) -> None:
     candidates = workbench.candidates_for_question(store, args.data, question, k=args.candidates)
     table = workbench.rank(ranker, question, candidates).head(args.top)
     for row in table.to_dict("records"):
-        print(f"{row['rank']:>3}  {row['score']:.4f}  {row['text']}")
+        # One line per candidate whatever the text holds (newlines, tabs): the output is read line-wise.
+        print(f"{row['rank']:>3}  {row['score']:.4f}  {' '.join(row['text'].split())}")
 
 
 def cmd_models(args: argparse.Namespace) -> None:
@@ -252,6 +260,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(message: str) -> str:
+    """Messages quote user data (question text, file lines) that may hold newlines."""
+    return " ".join(message.split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.db is None:
@@ -259,7 +272,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.func(args)
     except (InputError, NotTrainedError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as exc:  # a path the user gave cannot be read or written (no such folder, a file in the way)
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

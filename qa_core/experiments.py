@@ -32,8 +32,19 @@ def score_and_evaluate(
     labelled = [q for q in questions if any(c.label is not None for c in q.candidates)]
     if not labelled:
         raise InputError("no gold labels in this split: nothing to evaluate against")
+    if not has_positives(labelled):
+        # Every measure would be 0 for every model: a number that looks like a result but is none.
+        raise InputError(
+            "no relevant (label > 0) candidate in this split: MAP, MRR, P@1 and nDCG are undefined; "
+            "label some candidates relevant first"
+        )
     run = score_questions(ranker, labelled)
     return run, evaluate(run, qrels_from_questions(labelled), clean=clean)
+
+
+def has_positives(questions: Sequence[Question]) -> bool:
+    """Whether any candidate is labelled relevant (grade > 0)."""
+    return any((c.label or 0) > 0 for q in questions for c in q.candidates)
 
 
 def require_split(dataset: Dataset, split: str) -> list[Question]:
@@ -76,6 +87,13 @@ def train_ranker(
     if not ranker.trainable:
         raise InputError(f"model {model!r} has nothing to train; evaluate it directly")
     train, dev = require_split(dataset, train_split), require_split(dataset, dev_split)
+    for split, questions in ((train_split, train), (dev_split, dev)):
+        if not has_positives(questions):
+            # Without one, training "succeeds" with dev MAP 0 and the useless model gets promoted.
+            raise InputError(
+                f"split {split!r} of dataset {dataset.name!r} has no relevant (label > 0) candidate: "
+                "a model cannot learn or be selected without one; label some candidates relevant first"
+            )
     started = time.perf_counter()
     report = ranker.fit(train, dev, seed=seed, progress=progress, callback=callback)
     report["seconds"] = round(time.perf_counter() - started, 2)

@@ -193,7 +193,7 @@ def run_job(store: Store, job_id: int) -> int:
 
 
 def _train(store: Store, job: dict[str, Any]) -> int:
-    from qa_core.experiments import evaluate_ranker, train_ranker
+    from qa_core.experiments import evaluate_ranker, has_positives, train_ranker
     from qa_core.labeling import training_dataset
 
     job_id, model, name, params = job["id"], job["model"], job["dataset"], job["params"]
@@ -226,7 +226,7 @@ def _train(store: Store, job: dict[str, Any]) -> int:
     )
     metrics: dict[str, Any] = {**outcome.metrics, "train_seconds": outcome.report.get("seconds")}
     gold_eval = store.load_dataset(name, split=EVAL_SPLIT).questions
-    has_gold = any(c.label is not None for q in gold_eval for c in q.candidates)
+    has_gold = has_positives(gold_eval)  # all-negative gold has no defined MAP
     if has_gold and EVAL_SPLIT not in (params["train_split"], params["dev_split"]):
         store.job_heartbeat(job_id, "evaluating")
         result = evaluate_ranker(outcome.ranker, gold_eval)

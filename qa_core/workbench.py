@@ -222,8 +222,11 @@ _collections_lock = threading.Lock()
 
 
 def dataset_version(store: Store, dataset: str) -> str:
-    """Changes when the dataset is re-imported: a cache key for what is built from its text."""
-    return str(store.dataset_summary(dataset)["created_at"])
+    """Changes when the dataset is re-imported: a cache key for what is built from its text.
+
+    Called on every request (Ask page, ``candidates_for_question``), so it is one indexed lookup."""
+    row_id, created_at = store.dataset_stamp(dataset)
+    return f"{row_id}@{created_at}"
 
 
 def _collection(store: Store, dataset: str) -> _Collection:

@@ -61,6 +61,12 @@ def write_trec_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag
     return _write_atomically(path, _run_lines(run, tag))
 
 
+def write_trec_run_chunks(chunks: Iterable[Mapping[str, Mapping[str, float]]], path: str | Path, tag: str) -> int:
+    """``write_trec_run`` for a stream of partial runs, each holding whole queries (a batch job's
+    chunks): lines are written as chunks arrive, and the file appears only when the stream ends."""
+    return _write_atomically(path, (line for run in chunks for line in _run_lines(run, tag)))
+
+
 def write_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path) -> int:
     """Write ``{qid: {doc_id: grade}}`` as TREC qrels (``qid 0 doc_id grade``); returns the lines."""
     return _write_atomically(

@@ -102,6 +102,13 @@ class NeuralRanker(Ranker):
     def device(self) -> str:
         return str(self._device)
 
+    def to(self, device: str | torch.device) -> NeuralRanker:
+        """Score (and train) on ``device`` from now on, e.g. a batch job's chosen GPU; returns self."""
+        self._device = torch.device(device)
+        if self._model is not None:
+            self._model.to(self._device)
+        return self
+
     # ------------------------------------------------------------------ hooks
 
     @abstractmethod

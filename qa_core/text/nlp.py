@@ -14,16 +14,18 @@ stay the sha1 of the full text.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
 import itertools
 import logging
+import os
 import pickle
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -111,8 +113,9 @@ def _cache_format() -> str:
 class ParseCache:
     """sha1(text) -> Parsed, in a bounded in-memory dict backed by one SQLite file.
 
-    Every SQLite operation opens its own short-lived connection (busy timeout, WAL journal), so
-    one instance is safe to share between threads and several processes may share the file.
+    Each thread keeps one SQLite connection (busy timeout, WAL journal) for the instance's
+    lifetime, so one instance is safe to share between threads and several processes may share
+    the file; opening a connection per lookup cost more than the lookup (see the speed benchmark).
     The memory level evicts the oldest entries beyond ``memory_limit`` (first in, first out).
     The disk level is only a cache: if the file is unusable (corrupt, read-only, locked past the
     timeout) a warning is logged and the instance carries on in memory.
@@ -125,6 +128,7 @@ class ParseCache:
         self._lock = threading.Lock()
         self._schema_ready = False
         self._disk_ok = True
+        self._connections = threading.local()  # one per thread: sqlite3 connections are not shared
         # memory/disk hits and misses of get_many; parsed: entries added by put_many (fresh parses)
         self.stats = {"memory_hits": 0, "disk_hits": 0, "misses": 0, "parsed": 0}
 
@@ -137,14 +141,41 @@ class ParseCache:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        """An autocommit connection; callers open explicit transactions."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)) as connection:
-            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
-            connection.execute("PRAGMA synchronous = NORMAL")
-            if not self._schema_ready:
-                self._create_schema(connection)
+        """This thread's autocommit connection, opened on first use; callers open explicit
+        transactions. After an error the connection is closed (and reopened by the next call), so
+        a broken handle is never reused."""
+        connection = getattr(self._connections, "connection", None)
+        if getattr(self._connections, "pid", None) != os.getpid():
+            # A forked child (DataLoader worker) inherits the parent's handle, which SQLite forbids
+            # using across fork: leave it to the parent (never close it here) and open its own.
+            connection = None
+        if connection is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self._connections.connection, self._connections.pid = connection, os.getpid()
+            try:
+                connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+                connection.execute("PRAGMA synchronous = NORMAL")
+                if not self._schema_ready:
+                    self._create_schema(connection)
+            except BaseException:
+                self._close_connection()
+                raise
+        try:
             yield connection
+        except BaseException:
+            if connection.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("ROLLBACK")
+            self._close_connection()
+            raise
+
+    def _close_connection(self) -> None:
+        connection = getattr(self._connections, "connection", None)
+        self._connections.connection = None
+        if connection is not None and getattr(self._connections, "pid", None) == os.getpid():
+            with contextlib.suppress(sqlite3.Error):
+                connection.close()
 
     def _create_schema(self, connection: sqlite3.Connection) -> None:
         connection.execute("PRAGMA journal_mode = WAL")
@@ -226,6 +257,11 @@ class ParseCache:
             if overflow > 0:
                 for key in list(itertools.islice(self._memory, overflow)):
                     del self._memory[key]
+
+    def remember(self, entries: dict[str, Parsed]) -> None:
+        """Add entries to the memory level only: for parses another process already stored on disk
+        (a batch job's parsing workers), so this process does not read or write them again."""
+        self._remember(entries)
 
     def clear_memory(self) -> None:
         with self._lock:
