@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from qa_core.labeling.strategies import Scores, TextRecord, model_scores, order_candidates
+from qa_core.labeling.strategies import STRATEGIES, Scores, TextRecord, model_scores, order_candidates
 from qa_core.labeling.training_labels import training_dataset
 from qa_core.types import InputError
 
@@ -118,6 +118,10 @@ def simulate_loop(
     """
     from qa_core.experiments import evaluate_ranker, train_ranker
 
+    if strategy not in STRATEGIES:
+        raise InputError(f"unknown queue order {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if strategy == "disagreement" and not committee:
+        raise InputError("the disagreement strategy needs at least one committee model besides the current one")
     if list(budgets) != sorted(set(budgets)) or not budgets or budgets[0] <= 0:
         raise InputError(f"budgets must be positive and strictly increasing, got {list(budgets)}")
     records = store.candidate_rows(dataset, split=train_split)
