@@ -162,11 +162,11 @@ def render(result: dict[str, Any]) -> list[str]:
         "grades into a temporary SQLite store as annotator `simulated`, reads the training labels back by the "
         "documented rule and retrains SM-CNN from scratch (no warm start), selecting on gold DEV MAP; TEST is "
         f"only reported. Training settings {result['model_config']} (shorter than the rankers benchmark's "
-        "25 epochs / patience 5 / check every 10 batches, to fit the CPU budget; the full-data runs use the same). Cumulative budgets: {', '.join(f'{b:,}' for b in budgets)}; full data = all "
+        f"25 epochs / patience 5 / check every 10 batches, to fit the CPU budget; the full-data runs use the same). Cumulative budgets: {', '.join(f'{b:,}' for b in budgets)}; full data = all "
         f"{full_labels:,} TRAIN pairs. Uncertainty reads the current SM-CNN's P(relevant); disagreement "
         f"compares the current SM-CNN's within-question ranking with {result['committee'].upper()}'s. "
-        f"Mean ± std over seeds {', '.join(map(str, result['seeds']))} (the seed sets the seed set, the "
-        "strategy's tie-breaking and the training).",
+        f"Mean ± std over seeds {', '.join(map(str, result['seeds']))} (a seed fixes the seed set, the "
+        "strategies' tie-breaking and the training).",
         "",
     ]
     for metric, split in (("test_map", "TEST"), ("dev_map", "DEV")):
@@ -204,7 +204,9 @@ def render(result: dict[str, Any]) -> list[str]:
 
 
 def _picture_note() -> str:
-    return " and `docs/learning_curve.png`" if PICTURE.exists() else " (no static PNG: kaleido is not installed)"
+    if PICTURE.exists():
+        return " and `docs/learning_curve.png` (drawn by headless Chromium where kaleido is not installed)"
+    return " (no static PNG: neither kaleido nor Chromium was available)"
 
 
 def _verdict(block: dict[str, Any], budgets: list[int]) -> str:
@@ -251,7 +253,28 @@ def save_figure(result: dict[str, Any]) -> None:
     try:
         figure.write_image(PICTURE, width=1100, height=600)
     except (ImportError, ValueError, RuntimeError) as error:
-        print(f"no static PNG ({error}); docs/learning_curve.html only")
+        print(f"kaleido cannot write the PNG ({str(error).strip().splitlines()[0]}); trying Chromium")
+        screenshot(figure, PICTURE)
+
+
+def screenshot(figure: Any, path: Path) -> None:
+    """The static PNG through headless Chromium (the test suite's browser) when kaleido is absent:
+    the figure as a self-contained page, photographed."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("no static PNG: neither kaleido nor playwright is installed")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        page_path = Path(tmp) / "figure.html"
+        figure.write_html(page_path, include_plotlyjs=True, full_html=True, default_width=1100, default_height=600)
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1120, "height": 620})
+            page.goto(page_path.as_uri())
+            page.wait_for_selector(".js-plotly-plot")
+            page.screenshot(path=str(path))
+            browser.close()
 
 
 def main() -> None:

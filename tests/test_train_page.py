@@ -95,13 +95,16 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     assert store.promoted_model("smcnn")["version"] == 1
 
 
-def test_failed_job_keeps_the_promoted_model_and_says_why(store_url: str) -> None:
+def test_failed_job_keeps_the_promoted_model_and_says_why(store_url: str, tmp_path: Path) -> None:
     app = train_page()
+    store = Store(store_url)
+    store.register_model("smcnn", "smcnn", tmp_path / "v1.pt", {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
     start_job(app, gold="none", store_labels=True)  # the demo has no stored labels: nothing to train on
     wait_for_outcome(app)
     message = app.error[0].value
-    assert "failed" in message and "no labels to train on" in message and "Nothing was registered" in message
-    assert Store(store_url).model_versions("smcnn") == []
+    assert "failed" in message and "no labels to train on" in message
+    assert "Nothing was registered; version 1 stays as it was" in message
+    assert [(v["version"], v["promoted"]) for v in store.model_versions("smcnn")] == [(1, True)]
 
 
 def test_label_rule_and_conflicts_are_shown(store_url: str) -> None:
