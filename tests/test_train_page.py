@@ -75,6 +75,7 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     versions = app.dataframe[1].value  # after the label sources
     assert versions["version"].tolist() == [1] and versions["train labels"].tolist() == [148]
     assert not versions["promoted"].any()
+    assert len(app.get("plotly_chart")) == 2, "the job's loss / dev-MAP curve and the versions' MAP-vs-labels curve"
 
     # A second version (the same checkpoint, registered directly: the page treats it alike).
     copy = Path(version["checkpoint_path"]).with_name("copy.pt")
