@@ -191,7 +191,7 @@ def render(result: dict[str, Any]) -> list[str]:
                 f"| {_needed(entry['labels_100'], budgets)} |"
             )
         lines += [f"| full data ({full_labels:,} labels) | {full_mean:.4f} ± {full_std:.4f} |", ""]
-    lines += [_verdict(analysis["test_map"], budgets), ""]
+    lines += [_verdict(analysis["test_map"], budgets, "TEST"), "", _verdict(analysis["dev_map"], budgets, "DEV"), ""]
     lines += [
         f"Figure: `docs/learning_curve.html` (plotly){_picture_note()}. Labels needed are read off the "
         "measured budgets (the first whose mean reaches the target), so they are as coarse as the grid. "
@@ -209,12 +209,17 @@ def _picture_note() -> str:
     return " (no static PNG: neither kaleido nor Chromium was available)"
 
 
-def _verdict(block: dict[str, Any], budgets: list[int]) -> str:
+def _verdict(block: dict[str, Any], budgets: list[int], split: str) -> str:
     """Whether some strategy needs at most half the labels random needs, said plainly."""
     strategies = block["strategies"]
     if "random" not in strategies:
         return ""
-    sentences = []
+    full_mean = block["full"][0]
+    seed_mean = strategies["random"]["summary"][0]["mean"]
+    sentences = [
+        f"the seed set alone reaches {seed_mean / full_mean:.0%} of the full-data {split} MAP, so a strategy can "
+        f"only save labels between {budgets[0]:,} and random's count"
+    ]
     for level in ("95", "100"):
         random_needs = strategies["random"][f"labels_{level}"]
         for strategy, entry in strategies.items():
@@ -222,18 +227,17 @@ def _verdict(block: dict[str, Any], budgets: list[int]) -> str:
                 continue
             needs = entry[f"labels_{level}"]
             if needs is None:
-                sentences.append(f"{strategy} does not reach {level}% of the full-data TEST MAP within the budgets")
+                sentences.append(f"{strategy} does not reach {level}% within {budgets[-1]:,} labels")
             elif random_needs is None:
                 sentences.append(
                     f"{strategy} reaches {level}% with {needs:,} labels; random does not within {budgets[-1]:,}"
                 )
             else:
-                half = "at most half" if needs <= random_needs / 2 else "more than half"
+                half = "at most half" if needs <= random_needs / 2 else f"{needs / random_needs:.0%}"
                 sentences.append(
-                    f"{strategy} needs {needs:,} labels for {level}% against random's "
-                    f"{random_needs:,} ({half} of random's)"
+                    f"{strategy} needs {needs:,} labels for {level}% against random's {random_needs:,} ({half})"
                 )
-    return "Verdict (TEST, mean curves): " + "; ".join(sentences) + "."
+    return f"Verdict ({split}, mean curves): " + "; ".join(sentences) + "."
 
 
 def save_figure(result: dict[str, Any]) -> None:
