@@ -65,13 +65,13 @@ epochs = int(
     )
 )
 
-with st.expander("Which labels are used", expanded=False):
+preview = retraining.label_preview(store, dataset, store_labels, gold)
+conflicts = retraining.conflicts_table(preview)
+with st.expander("Which labels are used", expanded=not conflicts.empty):
     st.markdown(retraining.LABEL_RULE)
-    preview = retraining.label_preview(store, dataset, store_labels, gold)
     if not store_labels:
         st.caption("Stored labels are not used: the dataset's gold labels only.")
     st.dataframe(retraining.sources_table(store, dataset, preview), hide_index=True)
-    conflicts = retraining.conflicts_table(preview)
     st.markdown(f"**Conflicts** (annotators disagree, no adjudication yet): {len(conflicts)}")
     if not conflicts.empty:
         st.dataframe(conflicts, hide_index=True)
@@ -129,6 +129,9 @@ else:
     numbers = versions["version"].tolist()
     promoted = store.promoted_model(model)
     left, middle, right = st.columns([2, 1, 1])
+    if st.session_state.get(f"train_versions_seen_{model}") != len(numbers):  # a new version: show it first
+        st.session_state[f"train_versions_seen_{model}"] = len(numbers)
+        st.session_state[f"train_version_{model}"] = numbers[0]
     chosen = left.selectbox("Version", numbers, key=f"train_version_{model}")
     st.dataframe(retraining.comparison(store, model, int(chosen)))
     already = promoted is not None and promoted["promoted"] and promoted["version"] == chosen

@@ -1,5 +1,5 @@
 """Train end to end: the app started with `make run`, SM-CNN retrained on the demo's gold labels from
-Chromium (one epoch), the live progress seen and a new version registered. With
+Chromium (two epochs), the live progress seen and a new version registered. With
 RERANK_LAB_SCREENSHOTS=docs/screenshots it refreshes docs/screenshots/train.png."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def test_train_page_retrains_and_registers_a_new_version(running_app, page, scre
     epochs = page.get_by_role("spinbutton", name=re.compile("Epochs"))
     expect(epochs).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_text("smcnn").first).to_be_visible()
-    epochs.fill("1")
+    epochs.fill("2")
     epochs.press("Enter")
     page.get_by_role("button", name="Retrain").click()
     expect(page.get_by_text(re.compile(r"version \d+ registered"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
@@ -30,6 +30,8 @@ def test_train_page_retrains_and_registers_a_new_version(running_app, page, scre
     newest = versions[-1]
     assert newest["training_data"]["dataset"] == "demo" and newest["training_data"]["train_labels"] > 0
     expect(page.get_by_text(f"version {newest['version']} registered")).to_be_visible()
-    expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)  # loss / dev MAP
+    # The job's loss / dev-MAP curve and the versions' MAP-vs-labels curve, once the page has rerun.
+    expect(page.locator(".js-plotly-plot")).to_have_count(2, timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_text("Ask and Compare use")).to_have_count(1)
     assert "Traceback" not in page.content()
     page.screenshot(path=str(screenshot_dir / "train.png"), full_page=True)

@@ -82,6 +82,7 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     shutil.copy(version["checkpoint_path"], copy)
     store.register_model("smcnn", "smcnn", copy, {"dataset": "demo", "train_labels": 10}, {"dev_map": 0.1})
     app.run()
+    assert app.selectbox(key="train_version_smcnn").value == 2, "a new version is shown first"
     app.selectbox(key="train_version_smcnn").select(1).run()
     app.button(key="train_promote").click().run()
     assert store.promoted_model("smcnn")["version"] == 1 and store.promoted_model("smcnn")["promoted"]
