@@ -240,6 +240,8 @@ def _train(store: Store, job: dict[str, Any]) -> int:
         "job": job_id,
         "gold": params["gold"],
         "config": params["config"],
+        # TRAIN pairs with a label, whatever their source: the x axis of the Train page's curve.
+        "train_labels": sum(c.label is not None for q in dataset.split(params["train_split"]) for c in q.candidates),
         "epochs_run": outcome.report.get("epochs_run"),
         "best_epoch": outcome.report.get("best_epoch"),
         **source,

@@ -1,0 +1,164 @@
+"""Train: retrain a model from the stored labels (plus gold if chosen), watch it, promote or roll back.
+
+Widgets and layout only; the work is in ``qa_core.jobs`` (the training runs in its own process,
+so the page never freezes), ``qa_core.retraining`` and ``qa_core.labeling``. Data text is shown
+through ``st.dataframe`` or escaped markdown, never as HTML.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
+
+from qa_core import config, jobs, retraining, workbench
+from qa_core.labeling.curves import curve_figure, version_curve
+from qa_core.types import InputError
+
+JOB_KEY = "train_job"
+POLL_SECONDS = 1.0
+
+st.set_page_config(page_title="Train · Rerank Lab", layout="wide")
+
+
+@st.cache_resource(show_spinner="Opening the store…")
+def get_store(url: str):
+    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
+    store = workbench.open_store(url)
+    workbench.ensure_demo(store)
+    return store
+
+
+st.title("Train")
+url = config.database_url()
+st.caption(f"Running on: {workbench.device_label()}")
+try:
+    store = get_store(url)
+except (InputError, SQLAlchemyError) as error:
+    st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
+    st.stop()
+
+datasets = store.dataset_names()
+if not datasets:
+    st.info("No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`.")
+    st.stop()
+
+left, middle, right = st.columns(3)
+model = left.selectbox("Model", retraining.trainable_models(), key="train_model")
+dataset = middle.selectbox("Dataset", datasets, key="train_dataset")
+seed = int(right.number_input("Seed", min_value=0, value=1, step=1, key="train_seed"))
+left, right = st.columns(2)
+store_labels = left.checkbox("Use the labels collected in the store", value=True, key="train_store_labels")
+gold_choice = right.radio(
+    "Fill the gaps with the dataset's gold labels on",
+    list(retraining.GOLD_CHOICES),
+    key="train_gold",
+    horizontal=True,
+)
+gold = retraining.GOLD_CHOICES[gold_choice]
+epochs = int(
+    st.number_input(
+        "Epochs (at most; early stopping on dev MAP may end sooner)",
+        min_value=1,
+        max_value=200,
+        value=retraining.default_epochs(model),
+        key=f"train_epochs_{model}",
+    )
+)
+
+preview = retraining.label_preview(store, dataset, store_labels, gold)
+conflicts = retraining.conflicts_table(preview)
+with st.expander("Which labels are used", expanded=not conflicts.empty):
+    st.markdown(retraining.LABEL_RULE)
+    if not store_labels:
+        st.caption("Stored labels are not used: the dataset's gold labels only.")
+    st.dataframe(retraining.sources_table(store, dataset, preview), hide_index=True)
+    st.markdown(f"**Conflicts** (annotators disagree, no adjudication yet): {len(conflicts)}")
+    if not conflicts.empty:
+        st.dataframe(conflicts, hide_index=True)
+
+if st.button("Retrain", type="primary", key="train_start"):
+    try:
+        st.session_state[JOB_KEY] = jobs.start_training_job(
+            store,
+            model,
+            dataset,
+            store_labels=store_labels,
+            gold=gold,
+            seed=seed,
+            model_config={"max_epochs": epochs},
+        )
+    except InputError as error:
+        st.error(workbench.as_markdown(str(error)))
+
+
+def show_job(job_id: int, was_active: bool) -> None:
+    """Progress bar, live loss / dev-MAP curve and the outcome of the session's latest job."""
+    status = retraining.job_status(store, job_id)
+    if was_active and not status.active:
+        st.rerun(scope="app")  # the job ended: stop polling and refresh the versions below
+    st.progress(status.fraction, text=workbench.as_markdown(status.label))
+    if not status.events.empty:
+        st.plotly_chart(retraining.training_figure(status.events), key=f"job_curve_{job_id}")
+    job = status.job
+    if job["status"] == "failed":
+        promoted = store.promoted_model(job["model"])
+        kept = f"version {promoted['version']} stays as it was" if promoted else "no version is registered"
+        st.error(
+            workbench.as_markdown(f"Training job {job_id} failed: {job['error']}. Nothing was registered; {kept}.")
+        )
+    elif job["status"] == "succeeded":
+        version = store.model_version(job["model_version_id"])
+        st.success(f"Job {job_id} finished: {job['model']} version {version['version']} registered (not promoted).")
+
+
+job_id = st.session_state.get(JOB_KEY)
+if job_id is not None:
+    st.subheader("Training")
+    active = retraining.job_status(store, job_id).active
+    st.fragment(run_every=POLL_SECONDS if active else None)(show_job)(job_id, active)
+    if active and st.button("Cancel the training", key="train_cancel"):
+        jobs.cancel_job(store, job_id)
+        st.rerun()
+
+st.subheader(f"Versions of {model}")
+versions = retraining.versions_table(store, model)
+if versions.empty:
+    st.info("No version registered yet: retrain above.")
+else:
+    st.dataframe(versions, hide_index=True)
+    numbers = versions["version"].tolist()
+    promoted = store.promoted_model(model)
+    left, middle, right = st.columns([2, 1, 1])
+    if st.session_state.get(f"train_versions_seen_{model}") != len(numbers):  # a new version: show it first
+        st.session_state[f"train_versions_seen_{model}"] = len(numbers)
+        st.session_state[f"train_version_{model}"] = numbers[0]
+    chosen = left.selectbox("Version", numbers, key=f"train_version_{model}")
+    st.dataframe(retraining.comparison(store, model, int(chosen)))
+    already = promoted is not None and promoted["promoted"] and promoted["version"] == chosen
+    if middle.button("Promote", key="train_promote", disabled=already):
+        store.promote(model, int(chosen))
+        st.rerun()
+    if right.button("Roll back", key="train_rollback"):
+        try:
+            back = store.rollback(model)
+            st.toast(f"Version {back['version']} promoted again")
+            st.rerun()
+        except InputError as error:
+            st.error(workbench.as_markdown(str(error)))
+    if promoted is not None and promoted["promoted"]:
+        st.caption(f"Ask and Compare use the promoted version: {model} version {promoted['version']}.")
+    else:
+        st.caption(f"No version is promoted: Ask and Compare use the newest, version {numbers[0]}.")
+
+    points = version_curve(store, model)
+    if points:
+        series = {
+            "dev MAP": [{"labels": p["labels"], "mean": p["dev_map"]} for p in points if p["dev_map"] is not None],
+            "test MAP (gold)": [
+                {"labels": p["labels"], "mean": p["test_map"]} for p in points if p["test_map"] is not None
+            ],
+        }
+        st.plotly_chart(
+            curve_figure(series, title=f"{model}: MAP of each version against the TRAIN labels it was trained on"),
+            key="train_version_curve",
+        )

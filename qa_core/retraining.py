@@ -1,0 +1,173 @@
+"""What the Train page shows, without Streamlit: label sources, jobs, versions, curves.
+
+The page starts a job with ``qa_core.jobs.start_training_job`` (training runs in its own
+process), polls ``job_status`` for the progress bar and the live loss / dev-MAP curve, and lists
+the registry's versions beside the promoted one with ``versions_table`` and ``comparison``.
+Promote and roll back are ``Store.promote`` / ``Store.rollback``; Ask and Compare load the
+promoted version, so a promotion is what changes their model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from qa_core.jobs import progress_fraction
+from qa_core.labeling.training_labels import ResolvedLabel, TrainingLabels, training_labels
+from qa_core.rankers import registry
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+    from db.store import Store
+
+# The rule of ``qa_core.labeling.training_labels``, as the page states it.
+LABEL_RULE = (
+    "For every pair, the first that applies: **1.** its latest adjudication; **2.** else the majority of its "
+    "current labels (one per annotator; a tie goes to the tied grade judged most recently; pairs whose "
+    "annotators disagree are listed below as conflicts); **3.** else its gold label, if gold labels are "
+    "included for its split; **4.** else no label: the pair is left out of training and evaluation."
+)
+GOLD_CHOICES: dict[str, bool | list[str]] = {
+    "every split": True,
+    "dev only (select on gold, train on stored labels)": ["dev"],
+    "none": False,
+}
+METRIC_COLUMNS = {"dev_map": "dev MAP", "test_gold_map": "test MAP (gold)", "dev_mrr": "dev MRR"}
+
+
+def trainable_models() -> list[str]:
+    """Registered rankers that can be (re)trained, SM-CNN (the fast reference) first."""
+    names = [name for name in registry.available() if registry.ranker_class(name).trainable]
+    return sorted(names, key=lambda name: (name != "smcnn", name))
+
+
+def default_epochs(model: str) -> int:
+    """The model's own ``max_epochs`` (the page's default)."""
+    config_class = getattr(registry.ranker_class(model), "config_class", None)
+    return int(getattr(config_class, "max_epochs", 10))
+
+
+def label_preview(store: Store, dataset: str, store_labels: bool, gold: bool | list[str]) -> TrainingLabels:
+    """The labels a job with these choices would train on, with the conflicts: the rule above
+    with stored labels, else the dataset's gold labels alone (as the job does)."""
+    if store_labels:
+        return training_labels(store, dataset, gold=gold)
+    records = store.candidate_rows(dataset)
+    return TrainingLabels(
+        {r.candidate_id: ResolvedLabel(r.gold_label, "gold") for r in records if r.gold_label is not None}
+    )
+
+
+def sources_table(store: Store, dataset: str, resolved: TrainingLabels) -> pd.DataFrame:
+    """Pairs per split and rule step (adjudicated, labels, gold): what each step contributes."""
+    counts: dict[tuple[str, str], int] = {}
+    for split in store.dataset_summary(dataset)["questions"]:
+        for record in store.candidate_rows(dataset, split=split):
+            label = resolved.labels.get(record.candidate_id)
+            if label is not None:
+                counts[(split, label.source)] = counts.get((split, label.source), 0) + 1
+    rows = [{"split": split, "source": source, "pairs": n} for (split, source), n in sorted(counts.items())]
+    return pd.DataFrame(rows, columns=["split", "source", "pairs"])
+
+
+def conflicts_table(resolved: TrainingLabels) -> pd.DataFrame:
+    """The pairs whose annotators disagree (no adjudication yet) and the grade the rule takes."""
+    rows = [
+        {
+            "qid": conflict.qid,
+            "question": conflict.question,
+            "candidate": conflict.candidate,
+            "labels": ", ".join(f"{name}: {value}" for name, value in sorted(conflict.labels.items())),
+            "used": resolved.labels[conflict.candidate_id].value if conflict.candidate_id in resolved.labels else None,
+            "gold": conflict.gold_label,
+        }
+        for conflict in resolved.conflicts
+    ]
+    return pd.DataFrame(rows, columns=["qid", "question", "candidate", "labels", "used", "gold"])
+
+
+@dataclass
+class JobStatus:
+    """One job as the page shows it: the record, its progress events and the bar's fraction."""
+
+    job: dict[str, Any]
+    events: pd.DataFrame
+    fraction: float
+
+    @property
+    def active(self) -> bool:
+        return self.job["status"] in ("queued", "running")
+
+    @property
+    def label(self) -> str:
+        job = self.job
+        phase = f" ({job['phase']})" if job["phase"] and self.active else ""
+        last = self.events.iloc[-1] if not self.events.empty else None
+        where = "" if last is None else f", epoch {int(last['epoch'])}, dev MAP {last['dev_map']:.4f}"
+        return f"job {job['id']}: {job['status']}{phase}{where}"
+
+
+def job_status(store: Store, job_id: int) -> JobStatus:
+    job = store.job(job_id)
+    events = store.job_events(job_id)
+    frame = pd.DataFrame(events, columns=["id", "created_at", "epoch", "batch", "loss", "dev_map"])
+    return JobStatus(job, frame, progress_fraction(job, events))
+
+
+def training_figure(events: pd.DataFrame) -> go.Figure:
+    """Loss (left axis) and dev MAP (right axis) against mini-batches seen."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    figure.add_trace(go.Scatter(x=events["batch"], y=events["loss"], name="training loss", mode="lines+markers"))
+    figure.add_trace(
+        go.Scatter(x=events["batch"], y=events["dev_map"], name="dev MAP", mode="lines+markers", yaxis="y2")
+    )
+    figure.update_layout(
+        xaxis_title="mini-batches",
+        yaxis={"title": "loss"},
+        yaxis2={"title": "dev MAP", "overlaying": "y", "side": "right"},
+        template="plotly_white",
+        height=320,
+        margin={"t": 30, "b": 40},
+        legend={"orientation": "h"},
+    )
+    return figure
+
+
+def versions_table(store: Store, model: str) -> pd.DataFrame:
+    """The registry's versions of ``model``, newest first, with their training data and metrics."""
+    rows = []
+    for version in reversed(store.model_versions(model)):
+        data, metrics = version["training_data"] or {}, version["metrics"] or {}
+        labels = data.get("labels")
+        rows.append(
+            {
+                "version": version["version"],
+                "promoted": bool(version["promoted"]),
+                "created": version["created_at"],
+                "dataset": data.get("dataset", ""),
+                "labels": ", ".join(f"{k} {v}" for k, v in labels.items()) if isinstance(labels, dict) else labels,
+                "train labels": data.get("train_labels"),
+                **{title: metrics.get(key) for key, title in METRIC_COLUMNS.items()},
+                "job": data.get("job"),
+            }
+        )
+    columns = ["version", "promoted", "created", "dataset", "labels", "train labels", *METRIC_COLUMNS.values(), "job"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def comparison(store: Store, model: str, version: int) -> pd.DataFrame:
+    """Metrics of ``version`` beside the promoted version's (rows: metric; NaN where unknown)."""
+    versions = {v["version"]: v for v in store.model_versions(model)}
+    promoted = store.promoted_model(model)
+    columns = {f"version {version}": versions[version]["metrics"] or {}}
+    if promoted is not None and promoted["version"] != version:
+        columns[f"promoted (version {promoted['version']})"] = promoted["metrics"] or {}
+    return pd.DataFrame(
+        {name: [metrics.get(key) for key in METRIC_COLUMNS] for name, metrics in columns.items()},
+        index=list(METRIC_COLUMNS.values()),
+    )

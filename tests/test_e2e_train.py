@@ -1,0 +1,37 @@
+"""Train end to end: the app started with `make run`, SM-CNN retrained on the demo's gold labels from
+Chromium (two epochs), the live progress seen and a new version registered. With
+RERANK_LAB_SCREENSHOTS=docs/screenshots it refreshes docs/screenshots/train.png."""
+
+from __future__ import annotations
+
+import re
+
+from db.store import Store
+from tests.conftest import BROWSER_TIMEOUT_MS
+
+
+def test_train_page_retrains_and_registers_a_new_version(running_app, page, screenshot_dir):
+    from playwright.sync_api import expect
+
+    store = Store(running_app.database_url)
+    before = len(store.model_versions("smcnn"))
+
+    page.goto(f"{running_app.url}/Train")
+    epochs = page.get_by_role("spinbutton", name=re.compile("Epochs"))
+    expect(epochs).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_text("smcnn").first).to_be_visible()
+    epochs.fill("2")
+    epochs.press("Enter")
+    page.get_by_role("button", name="Retrain").click()
+    expect(page.get_by_text(re.compile(r"version \d+ registered"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+
+    versions = store.model_versions("smcnn")
+    assert len(versions) == before + 1
+    newest = versions[-1]
+    assert newest["training_data"]["dataset"] == "demo" and newest["training_data"]["train_labels"] > 0
+    expect(page.get_by_text(f"version {newest['version']} registered")).to_be_visible()
+    # The job's loss / dev-MAP curve and the versions' MAP-vs-labels curve, once the page has rerun.
+    expect(page.locator(".js-plotly-plot")).to_have_count(2, timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_text("Ask and Compare use")).to_have_count(1)
+    assert "Traceback" not in page.content()
+    page.screenshot(path=str(screenshot_dir / "train.png"), full_page=True)

@@ -1,0 +1,130 @@
+"""The Train page through AppTest: a real training job process on the demo corpus, its new version,
+promote and roll back, a failing job that leaves the promoted model alone, the label rule and the
+conflicts list."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from db.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+TRAIN = str(ROOT / "pages" / "4_Train.py")
+TIMEOUT = 60
+JOB_WAIT_S = 240
+
+
+@pytest.fixture
+def store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh data folder and SQLite store, through the environment as in production (the job
+    process inherits both)."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("RERANK_LAB_DB", url)
+    return url
+
+
+def train_page() -> AppTest:
+    app = AppTest.from_file(TRAIN, default_timeout=TIMEOUT).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def start_job(app: AppTest, gold: str = "every split", store_labels: bool = True) -> None:
+    app.selectbox(key="train_model").select("smcnn")
+    app.selectbox(key="train_dataset").select("demo")
+    app.checkbox(key="train_store_labels").set_value(store_labels)
+    app.radio(key="train_gold").set_value(
+        next(choice for choice in app.radio(key="train_gold").options if choice.startswith(gold))
+    )
+    app.number_input(key="train_epochs_smcnn").set_value(1)
+    app.button(key="train_start").click().run()
+    assert not app.exception, app.exception
+
+
+def wait_for_outcome(app: AppTest) -> None:
+    """Rerun the page (as its polling fragment does) until the job has ended."""
+    deadline = time.monotonic() + JOB_WAIT_S
+    while time.monotonic() < deadline:
+        app.run()
+        assert not app.exception, app.exception
+        if app.success or app.error:
+            return
+        time.sleep(0.5)
+    raise AssertionError("the training job did not end in time")
+
+
+def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
+    app = train_page()
+    assert "No version registered yet" in app.info[0].value
+    start_job(app)
+    assert app.get("progress"), "a running job shows a progress bar"
+    wait_for_outcome(app)
+    assert not app.error, [e.value for e in app.error]
+    assert "version 1 registered" in app.success[0].value
+    store = Store(store_url)
+    job = store.jobs("smcnn")[0]
+    assert job["status"] == "succeeded" and store.job_events(job["id"]), "the live curve reads these events"
+    version = store.model_versions("smcnn")[0]
+    assert version["training_data"]["train_labels"] == 148  # every demo TRAIN pair, from gold
+    versions = app.dataframe[1].value  # after the label sources
+    assert versions["version"].tolist() == [1] and versions["train labels"].tolist() == [148]
+    assert not versions["promoted"].any()
+    assert len(app.get("plotly_chart")) == 2, "the job's loss / dev-MAP curve and the versions' MAP-vs-labels curve"
+
+    # A second version (the same checkpoint, registered directly: the page treats it alike).
+    copy = Path(version["checkpoint_path"]).with_name("copy.pt")
+    shutil.copy(version["checkpoint_path"], copy)
+    store.register_model("smcnn", "smcnn", copy, {"dataset": "demo", "train_labels": 10}, {"dev_map": 0.1})
+    app.run()
+    assert app.selectbox(key="train_version_smcnn").value == 2, "a new version is shown first"
+    app.selectbox(key="train_version_smcnn").select(1).run()
+    app.button(key="train_promote").click().run()
+    assert store.promoted_model("smcnn")["version"] == 1 and store.promoted_model("smcnn")["promoted"]
+    app.selectbox(key="train_version_smcnn").select(2).run()
+    app.button(key="train_promote").click().run()
+    assert store.promoted_model("smcnn")["version"] == 2
+    assert any("version 2" in caption.value for caption in app.caption)
+    comparison = app.dataframe[-1].value
+    assert list(comparison.columns) == ["version 2"]  # the chosen one is the promoted one
+    app.button(key="train_rollback").click().run()
+    assert not app.exception, app.exception
+    assert store.promoted_model("smcnn")["version"] == 1
+
+
+def test_failed_job_keeps_the_promoted_model_and_says_why(store_url: str, tmp_path: Path) -> None:
+    app = train_page()
+    store = Store(store_url)
+    store.register_model("smcnn", "smcnn", tmp_path / "v1.pt", {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
+    start_job(app, gold="none", store_labels=True)  # the demo has no stored labels: nothing to train on
+    wait_for_outcome(app)
+    message = app.error[0].value
+    assert "failed" in message and "no labels to train on" in message
+    assert "Nothing was registered; version 1 stays as it was" in message
+    assert [(v["version"], v["promoted"]) for v in store.model_versions("smcnn")] == [(1, True)]
+
+
+def test_label_rule_and_conflicts_are_shown(store_url: str) -> None:
+    app = train_page()
+    store = Store(store_url)
+    disputed = store.find_candidate_id("demo", "demo-01", "demo-01-1")
+    store.add_label(disputed, "alice", 4)
+    store.add_label(disputed, "bob", 0)
+    settled = store.find_candidate_id("demo", "demo-01", "demo-01-2")
+    store.add_label(settled, "alice", 3)
+    store.add_label(settled, "bob", 0)
+    store.adjudicate(settled, 1, "carol")
+    app.run()
+    text = "\n".join(element.value for element in app.markdown)
+    assert "latest adjudication" in text and "majority of its" in text and "Conflicts" in text
+    sources = app.dataframe[0].value
+    train = sources[sources["split"] == "train"].set_index("source")["pairs"].to_dict()
+    assert train == {"adjudicated": 1, "gold": 146, "labels": 1}
+    conflicts = app.dataframe[1].value
+    assert len(conflicts) == 1 and conflicts.iloc[0]["labels"] == "alice: 4, bob: 0"
+    assert conflicts.iloc[0]["used"] == 0  # a tie goes to the grade judged most recently (bob's)
