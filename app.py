@@ -33,6 +33,7 @@ PAGES = [
     ("pages/1_Ask.py", "Ask: rank candidates for a question and see why", ":material/search:"),
     ("pages/2_Compare.py", "Compare: models side by side, on a question or a whole split", ":material/compare_arrows:"),
     ("pages/3_Label.py", "Label: judge question-answer pairs from a queue; agreement and review", ":material/label:"),
+    ("pages/4_Train.py", "Train: retrain from the labels, watch it learn, promote or roll back", ":material/model_training:"),
     ("pages/5_Errors.py", "Errors: worst questions and slices for a model", ":material/bug_report:"),
 ]
 for path, label, icon in PAGES:
