@@ -8,19 +8,12 @@ from __future__ import annotations
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
+from pages import get_store
 from qa_core import config, workbench
 from qa_core.data.demo import DEMO_NAME
 from qa_core.types import InputError
 
 st.set_page_config(page_title="Rerank Lab", layout="wide")
-
-
-@st.cache_resource(show_spinner="Opening the store…")
-def get_store(url: str):
-    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
-    store = workbench.open_store(url)
-    workbench.ensure_demo(store)
-    return store
 
 
 st.title("Rerank Lab")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from sqlalchemy.exc import SQLAlchemyError
 
-from qa_core import config, viz, workbench
+from pages import get_questions, get_ranker, open_store, require_datasets
+from qa_core import viz, workbench
 from qa_core.types import InputError, NotTrainedError
 
 TYPED, PICKED = "Type a question", "Pick a dataset question"
@@ -20,25 +20,6 @@ RESULT_KEY, APPLIED_KEY, RUNS_KEY = "ask_result", "ask_applied_params", "ask_run
 SHOWN_COLUMNS = ["rank", "score", "first_stage_rank", "rank_change", "gold_label", "stored_label", "text"]
 
 st.set_page_config(page_title="Ask · Rerank Lab", layout="wide")
-
-
-@st.cache_resource(show_spinner="Opening the store…")
-def get_store(url: str):
-    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
-    store = workbench.open_store(url)
-    workbench.ensure_demo(store)
-    return store
-
-
-@st.cache_resource(show_spinner="Loading the model…")
-def get_ranker(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str):
-    """Rankers are shared by all sessions; a new model version or a re-import loads a new one."""
-    return workbench.load_ranker(_store, model, fit_on=dataset)
-
-
-@st.cache_resource(show_spinner="Loading the dataset…")
-def get_questions(_store, url: str, dataset: str, dataset_version: str):
-    return workbench.dataset_questions(_store, dataset)
 
 
 @st.cache_resource(show_spinner="Loading the question classifiers…")
@@ -53,18 +34,8 @@ def load_ranker(model: str, dataset: str):
 
 
 st.title("Ask")
-url = config.database_url()
-st.caption(f"Running on: {workbench.device_label()}")
-try:
-    store = get_store(url)
-except (InputError, SQLAlchemyError) as error:
-    st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
-    st.stop()
-
-datasets = store.dataset_names()
-if not datasets:
-    st.info("No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`.")
-    st.stop()
+url, store = open_store()
+datasets = require_datasets(store)
 models = workbench.model_names(store)
 
 # Query parameters (a link from the Errors page) preset the widgets once per distinct link.

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
-from sqlalchemy.exc import SQLAlchemyError
 
-from qa_core import compare, config, workbench
+from pages import get_questions, get_ranker, open_store, require_datasets
+from qa_core import compare, workbench
 from qa_core.evaluation import METRICS
 from qa_core.types import InputError, NotTrainedError
 
@@ -21,25 +21,6 @@ TOP = 10  # ranks shown side by side and in the chart
 QUESTION_KEY, SPLIT_KEY = "compare_question_result", "compare_split_result"
 
 st.set_page_config(page_title="Compare · Rerank Lab", layout="wide")
-
-
-@st.cache_resource(show_spinner="Opening the store…")
-def get_store(url: str):
-    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
-    store = workbench.open_store(url)
-    workbench.ensure_demo(store)
-    return store
-
-
-@st.cache_resource(show_spinner="Loading the model…")
-def get_ranker(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str):
-    """Rankers are shared by all sessions; a new model version or a re-import loads a new one."""
-    return workbench.load_ranker(_store, model, fit_on=dataset)
-
-
-@st.cache_resource(show_spinner="Loading the dataset…")
-def get_questions(_store, url: str, dataset: str, dataset_version: str):
-    return workbench.dataset_questions(_store, dataset)
 
 
 def ranked_list(table, top: int) -> str:
@@ -52,18 +33,8 @@ def ranked_list(table, top: int) -> str:
 
 
 st.title("Compare")
-url = config.database_url()
-st.caption(f"Running on: {workbench.device_label()}")
-try:
-    store = get_store(url)
-except (InputError, SQLAlchemyError) as error:
-    st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
-    st.stop()
-
-datasets = store.dataset_names()
-if not datasets:
-    st.info("No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`.")
-    st.stop()
+url, store = open_store()
+datasets = require_datasets(store)
 
 left, right = st.columns([1, 2])
 dataset = left.selectbox("Dataset", datasets, key="dataset")

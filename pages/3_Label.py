@@ -13,10 +13,10 @@ import uuid
 
 import pandas as pd
 import streamlit as st
-from sqlalchemy.exc import SQLAlchemyError
 
 from db.base import MAX_LABEL, MIN_LABEL
-from qa_core import config, labeling, workbench
+from pages import open_store, require_datasets
+from qa_core import labeling, workbench
 from qa_core.types import InputError, NotTrainedError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
@@ -32,14 +32,6 @@ NEW_NAME = "New annotator…"
 ANNOTATOR, HOLDER, SHOWN, NOTICE, CONFIG = "annotator", "label_holder", "label_shown", "label_notice", "label_config"
 
 st.set_page_config(page_title="Label · Rerank Lab", layout="wide")
-
-
-@st.cache_resource(show_spinner="Opening the store…")
-def get_store(url: str):
-    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
-    store = workbench.open_store(url)
-    workbench.ensure_demo(store)
-    return store
 
 
 @st.cache_resource(show_spinner="Scoring the dataset's pairs…")
@@ -234,17 +226,8 @@ def review_view(store, dataset: str, reviewer: str | None) -> None:
 
 
 st.title("Label")
-url = config.database_url()
-try:
-    store = get_store(url)
-except (InputError, SQLAlchemyError) as error:
-    st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
-    st.stop()
-
-datasets = store.dataset_names()
-if not datasets:
-    st.info("No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`.")
-    st.stop()
+url, store = open_store(show_device=False)
+datasets = require_datasets(store)
 
 # One holder id per browser session: the store leases the pair on screen to it.
 st.session_state.setdefault(HOLDER, f"session-{uuid.uuid4().hex}")

@@ -8,9 +8,9 @@ through ``st.dataframe`` or escaped markdown, never as HTML.
 from __future__ import annotations
 
 import streamlit as st
-from sqlalchemy.exc import SQLAlchemyError
 
-from qa_core import config, jobs, retraining, workbench
+from pages import open_store, require_datasets
+from qa_core import jobs, retraining, workbench
 from qa_core.labeling.curves import curve_figure, version_curve
 from qa_core.types import InputError
 
@@ -20,27 +20,9 @@ POLL_SECONDS = 1.0
 st.set_page_config(page_title="Train · Rerank Lab", layout="wide")
 
 
-@st.cache_resource(show_spinner="Opening the store…")
-def get_store(url: str):
-    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
-    store = workbench.open_store(url)
-    workbench.ensure_demo(store)
-    return store
-
-
 st.title("Train")
-url = config.database_url()
-st.caption(f"Running on: {workbench.device_label()}")
-try:
-    store = get_store(url)
-except (InputError, SQLAlchemyError) as error:
-    st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
-    st.stop()
-
-datasets = store.dataset_names()
-if not datasets:
-    st.info("No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`.")
-    st.stop()
+url, store = open_store()
+datasets = require_datasets(store)
 
 left, middle, right = st.columns(3)
 model = left.selectbox("Model", retraining.trainable_models(), key="train_model")

@@ -8,23 +8,15 @@ question links to the Ask page with ``?dataset=...&qid=...&model=...``.
 from __future__ import annotations
 
 import streamlit as st
-from sqlalchemy.exc import SQLAlchemyError
 
-from qa_core import config, errors, viz, workbench
+from pages import open_store, require_datasets
+from qa_core import errors, viz, workbench
 from qa_core.types import InputError, NotTrainedError
 
 ALL_SPLITS = "all splits"
 LINKED = 10  # worst questions listed as links to Ask under the table
 
 st.set_page_config(page_title="Errors · Rerank Lab", layout="wide")
-
-
-@st.cache_resource(show_spinner="Opening the store…")
-def get_store(url: str):
-    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
-    store = workbench.open_store(url)
-    workbench.ensure_demo(store)
-    return store
 
 
 @st.cache_resource(show_spinner="Loading the model…")
@@ -57,18 +49,8 @@ def get_overlaps(_questions, url: str, dataset: str, dataset_version: str, split
 
 
 st.title("Errors")
-url = config.database_url()
-st.caption(f"Running on: {workbench.device_label()}")
-try:
-    store = get_store(url)
-except (InputError, SQLAlchemyError) as error:
-    st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
-    st.stop()
-
-datasets = store.dataset_names()
-if not datasets:
-    st.info("No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`.")
-    st.stop()
+url, store = open_store()
+datasets = require_datasets(store)
 
 left, middle, right = st.columns(3)
 dataset = left.selectbox("Dataset", datasets, key="dataset")

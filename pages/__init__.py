@@ -1,0 +1,54 @@
+"""What every page shares: one store per URL for the whole server, cached rankers and datasets, and
+the page header with its clear messages. Streamlit does not list ``__init__.py`` as a page."""
+
+from __future__ import annotations
+
+import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
+
+from db.store import Store
+from qa_core import config, workbench
+from qa_core.types import InputError
+
+NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
+
+
+@st.cache_resource(show_spinner="Opening the store…")
+def get_store(url: str) -> Store:
+    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
+    store = workbench.open_store(url)
+    workbench.ensure_demo(store)
+    return store
+
+
+@st.cache_resource(show_spinner="Loading the model…")
+def get_ranker(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str):
+    """Rankers are shared by all sessions; a new model version or a re-import loads a new one."""
+    return workbench.load_ranker(_store, model, fit_on=dataset)
+
+
+@st.cache_resource(show_spinner="Loading the dataset…")
+def get_questions(_store, url: str, dataset: str, dataset_version: str):
+    return workbench.dataset_questions(_store, dataset)
+
+
+def open_store(show_device: bool = True) -> tuple[str, Store]:
+    """The configured store, or an error on the page and a stop (never a traceback)."""
+    url = config.database_url()
+    if show_device:
+        st.caption(f"Running on: {workbench.device_label()}")
+    try:
+        return url, get_store(url)
+    except (InputError, SQLAlchemyError) as error:
+        st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
+        st.stop()
+        raise  # st.stop() raises; this line only tells type checkers so
+
+
+def require_datasets(store: Store) -> list[str]:
+    """The store's dataset names; an empty store says how to import one and stops the page."""
+    datasets = store.dataset_names()
+    if not datasets:
+        st.info(NO_DATASETS)
+        st.stop()
+    return datasets
