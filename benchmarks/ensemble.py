@@ -3,7 +3,8 @@
 Members and weights are chosen per seed on DEV MAP only (``qa_core.fusion.select_members``: greedy
 forward selection over z-normalised runs); TEST is scored once with the chosen weights. For seed N a
 member contributes its seed-N run; a member with a single run (baselines, the deterministic tree
-kernel) contributes that run to every seed; a member with several seeds but not N is left out of N.
+kernel) contributes that run to every seed; the seeds are those that every model with several seeds
+has, so each seed chooses among the same members.
 Writes ``benchmarks/results/ranker_ensemble.json`` (rendered in the rankers table).
 
     .venv/bin/python benchmarks/ensemble.py
@@ -45,6 +46,13 @@ def stored_runs(dataset: str) -> dict[str, dict[int | None, Path]]:
     return dict(found)
 
 
+def common_seeds(runs: dict[str, dict[int | None, Path]]) -> list[int]:
+    """The seeds every model with several seeds has, so that each seed's ensemble chooses among the
+    same members (models with one run join every seed)."""
+    seeded = [{seed for seed in by_seed if seed is not None} for by_seed in runs.values() if len(by_seed) > 1]
+    return sorted(set.intersection(*seeded)) if seeded else []
+
+
 def members_for_seed(runs: dict[str, dict[int | None, Path]], seed: int) -> dict[str, Path]:
     chosen = {}
     for model, by_seed in runs.items():
@@ -57,7 +65,7 @@ def members_for_seed(runs: dict[str, dict[int | None, Path]], seed: int) -> dict
 
 def ensemble_dataset(name: str, questions: dict[str, list]) -> dict[str, Any] | None:
     runs = stored_runs(name)
-    seeds = sorted({seed for by_seed in runs.values() for seed in by_seed if seed is not None})
+    seeds = common_seeds(runs)
     if len(runs) < 2 or not seeds:
         print(f"{name}: fewer than two models with kept runs; run benchmarks/rankers.py first")
         return None
