@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import open_store, require_datasets
-from qa_core import errors, viz, workbench
+from qa_core import errors, experiments, viz, workbench
 from qa_core.types import InputError, NotTrainedError
 
 ALL_SPLITS = "all splits"
@@ -34,7 +34,7 @@ def get_questions(_store, url: str, dataset: str, dataset_version: str, split: s
 def get_run(_ranker, _questions, url: str, model: str, model_version: str | None, dataset: str, dataset_version: str,
             split: str):
     """The expensive part, once per (model version, dataset import, split)."""
-    return errors.score_run(_ranker, _questions)
+    return experiments.score_questions(_ranker, _questions)
 
 
 @st.cache_data(show_spinner="Analysing the questions…", max_entries=32)

@@ -26,7 +26,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from qa_core import workbench
-from qa_core.evaluation import METRICS, evaluate, qrels_from_questions, run_from_scores
+from qa_core.evaluation import METRICS, evaluate, qrels_from_questions
+from qa_core.experiments import score_questions
 from qa_core.rankers.base import Ranker
 from qa_core.types import Candidate, InputError, Question
 
@@ -218,8 +219,7 @@ def compare_split(
     qrels = qrels_from_questions(pooled)
     if not qrels:
         raise InputError("no question of this split has gold labels: there is nothing to compare on")
-    pools = [(q.text, q.candidates) for q in pooled]
-    runs = {name: run_from_scores(pooled, rankers[name].score_pools(pools)) for name in models}
+    runs = {name: score_questions(rankers[name], pooled) for name in models}
     results = {name: evaluate(runs[name], qrels, clean=clean) for name in models}
     qids = list(results[models[0]].per_query.index)
     if not qids:

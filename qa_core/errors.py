@@ -14,8 +14,9 @@ semantics), worst first. Slices group those values by
   "adjudicated" when any of its candidates is adjudicated, else "labels" when any carries an
   annotator label, else "gold".
 
-The expensive, label-free parts (scores, question profiles, candidate overlaps) are separate
-functions so that a page can cache them per model version and dataset; labels are read per call.
+The expensive, label-free parts (the run, ``qa_core.experiments.score_questions``; question
+profiles; candidate overlaps) are separate functions so that a page can cache them per model
+version and dataset; labels are read per call.
 No Streamlit here.
 """
 
@@ -25,18 +26,16 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 
-from qa_core.evaluation import evaluate, run_from_scores
-from qa_core.rankers.base import Ranker
+from qa_core.evaluation import evaluate, qrels_from_questions
+from qa_core.experiments import score_questions
 from qa_core.types import Question
 
 if TYPE_CHECKING:
     from db.store import Store
     from qa_core.classifiers.analysis import QuestionAnalyzer
 
-Run = dict[str, dict[str, float]]
 Qrels = dict[str, dict[str, int]]
 
 METRIC_COLUMNS = {"map": "AP", "mrr": "RR", "p@1": "P@1", "ndcg@10": "nDCG@10"}
@@ -54,12 +53,6 @@ TABLE_COLUMNS = [
     "qid", "question", "split", *METRIC_COLUMNS.values(), "class", "words", "length", "overlap",
     "overlap_bucket", "label_source", "candidates", "correct",
 ]
-
-
-def score_run(ranker: Ranker, questions: Sequence[Question]) -> Run:
-    """The model's run ``{qid: {doc_id: score}}`` over the questions' own pools (batched)."""
-    scores = ranker.score_pools([(q.text, q.candidates) for q in questions])
-    return run_from_scores(questions, [np.asarray(s) for s in scores])
 
 
 def _bucket(value: float, buckets: Sequence[tuple[float, str]]) -> str:
@@ -101,7 +94,7 @@ def candidate_overlaps(questions: Sequence[Question]) -> dict[str, dict[str, flo
 
     overlap = WordOverlapRanker()  # its score is exactly this overlap; fit learns only the IDF
     overlap.fit(questions, [], progress=False)
-    return score_run(overlap, questions)
+    return score_questions(overlap, questions)
 
 
 def store_labels(store: Store, dataset: str) -> tuple[Qrels, dict[str, str]]:
@@ -124,11 +117,7 @@ def store_labels(store: Store, dataset: str) -> tuple[Qrels, dict[str, str]]:
 
 def gold_labels(questions: Sequence[Question]) -> tuple[Qrels, dict[str, str]]:
     """The questions' own gold qrels, every question's source "gold" (no store needed)."""
-    qrels = {
-        q.qid: {c.doc_id: int(c.label) for c in q.candidates if c.label is not None}
-        for q in questions
-        if any(c.label is not None for c in q.candidates)
-    }
+    qrels = qrels_from_questions(questions)
     return qrels, dict.fromkeys(qrels, "gold")
 
 

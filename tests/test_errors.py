@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from qa_core import errors
+from qa_core import errors, experiments
 from qa_core.rankers import registry
 from qa_core.types import Candidate, Dataset, Question
 
@@ -107,8 +107,8 @@ def test_slices_average_per_group_in_bucket_order(profiles, overlaps):
         errors.slice_table(table, "colour")
 
 
-def test_score_run_scores_every_pool():
-    run = errors.score_run(registry.create("bm25"), QUESTIONS)
+def test_score_questions_scores_every_pool():
+    run = experiments.score_questions(registry.create("bm25"), QUESTIONS)
     assert set(run) == {"q-who", "q-where", "q-none"} and set(run["q-who"]) == {"a", "b", "c"}
     assert run["q-who"]["a"] > run["q-who"]["c"]
 
