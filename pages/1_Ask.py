@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import get_questions, get_ranker, open_store, require_datasets
+from pages import current_ranker, get_questions, load_ranker, open_store, require_datasets
 from qa_core import viz, workbench
 from qa_core.types import InputError, NotTrainedError
 
@@ -25,12 +25,6 @@ st.set_page_config(page_title="Ask · Rerank Lab", layout="wide")
 @st.cache_resource(show_spinner="Loading the question classifiers…")
 def get_analyzer(_store, url: str, versions: tuple[str | None, ...]):
     return workbench.question_analyzer(_store)
-
-
-def load_ranker(model: str, dataset: str):
-    return get_ranker(
-        store, url, model, dataset, workbench.model_version_key(store, model), workbench.dataset_version(store, dataset)
-    )
 
 
 st.title("Ask")
@@ -62,14 +56,7 @@ dataset = left.selectbox("Dataset", datasets, key="dataset")
 model = right.selectbox("Model", models, key="model")
 dataset_version = workbench.dataset_version(store, dataset)
 
-ranker = None
-try:
-    ranker = load_ranker(model, dataset)
-except NotTrainedError as error:
-    st.info(workbench.as_markdown(str(error)))
-    st.code(workbench.train_command(model, dataset), language="bash")
-except InputError as error:
-    st.error(workbench.as_markdown(str(error)))
+ranker = current_ranker(store, url, model, dataset)
 
 source = st.radio("Question", [TYPED, PICKED], horizontal=True, key="source", label_visibility="collapsed")
 if source == TYPED:
@@ -136,7 +123,7 @@ def show_counterfactual(result: dict, row, key: str) -> None:
         submitted = st.form_submit_button("Score edited text")
     if submitted:
         try:
-            ranker_used = load_ranker(result["model"], result["dataset"])
+            ranker_used = load_ranker(store, url, result["model"], result["dataset"])
             pool = list(result["table"]["text"])
             st.session_state[f"{key}-result"] = workbench.counterfactual(
                 ranker_used, result["question"], pool, row.rank - 1, edited

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import get_questions, get_ranker, open_store, require_datasets
+from pages import current_ranker, get_questions, open_store, require_datasets
 from qa_core import compare, workbench
 from qa_core.evaluation import METRICS
 from qa_core.types import InputError, NotTrainedError
@@ -50,15 +50,9 @@ dataset_version = workbench.dataset_version(store, dataset)
 
 rankers = {}
 for model in models:
-    try:
-        rankers[model] = get_ranker(
-            store, url, model, dataset, workbench.model_version_key(store, model), dataset_version
-        )
-    except NotTrainedError as error:
-        st.info(workbench.as_markdown(str(error)))
-        st.code(workbench.train_command(model, dataset), language="bash")
-    except InputError as error:
-        st.error(workbench.as_markdown(str(error)))
+    ranker = current_ranker(store, url, model, dataset)
+    if ranker is not None:
+        rankers[model] = ranker
 ready = len(rankers) == len(models) and compare.MIN_MODELS <= len(models) <= compare.MAX_MODELS
 if len(models) < compare.MIN_MODELS:
     st.info("Choose two or three models to compare.")

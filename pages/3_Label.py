@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from db.base import MAX_LABEL, MIN_LABEL
-from pages import open_store, require_datasets
+from pages import get_ranker, open_store, require_datasets, show_not_trained
 from qa_core import labeling, workbench
 from qa_core.types import InputError, NotTrainedError
 
@@ -38,7 +38,7 @@ st.set_page_config(page_title="Label · Rerank Lab", layout="wide")
 def get_scores(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str):
     """``{candidate_id: score}`` of one model over the dataset, for the uncertainty and
     disagreement orders; a new model version or a re-import scores again."""
-    ranker = workbench.load_ranker(_store, model, fit_on=dataset)
+    ranker = get_ranker(_store, url, model, dataset, model_version, dataset_version)  # the pages' shared cache
     return labeling.model_scores(ranker, _store.candidate_rows(dataset))
 
 
@@ -89,8 +89,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
                 store, url, model, dataset, workbench.model_version_key(store, model), workbench.dataset_version(store, dataset)
             )
         except NotTrainedError as error:
-            st.info(workbench.as_markdown(str(error)))
-            st.code(workbench.train_command(model, dataset), language="bash")
+            show_not_trained(error, model, dataset)
             return
     try:
         session = labeling.LabelingSession.build(

@@ -9,25 +9,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import open_store, require_datasets
+from pages import current_ranker, get_questions, open_store, require_datasets
 from qa_core import errors, experiments, viz, workbench
-from qa_core.types import InputError, NotTrainedError
 
 ALL_SPLITS = "all splits"
 LINKED = 10  # worst questions listed as links to Ask under the table
 
 st.set_page_config(page_title="Errors · Rerank Lab", layout="wide")
-
-
-@st.cache_resource(show_spinner="Loading the model…")
-def get_ranker(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str):
-    return workbench.load_ranker(_store, model, fit_on=dataset)
-
-
-@st.cache_resource(show_spinner="Loading the dataset…")
-def get_questions(_store, url: str, dataset: str, dataset_version: str, split: str):
-    questions = workbench.dataset_questions(_store, dataset)
-    return questions if split == ALL_SPLITS else [q for q in questions if q.split == split]
 
 
 @st.cache_data(show_spinner="Scoring every question…", max_entries=32)
@@ -68,18 +56,14 @@ clean = st.toggle(
     help="The WikiQA/TrecQA convention; off, a question without a correct candidate scores 0.",
 )
 
-try:
-    model_version = workbench.model_version_key(store, model)
-    ranker = get_ranker(store, url, model, dataset, model_version, dataset_version)
-except NotTrainedError as error:
-    st.info(workbench.as_markdown(str(error)))
-    st.code(workbench.train_command(model, dataset), language="bash")
+ranker = current_ranker(store, url, model, dataset)
+if ranker is None:
     st.stop()
-except InputError as error:
-    st.error(workbench.as_markdown(str(error)))
-    st.stop()
+model_version = workbench.model_version_key(store, model)
 
-questions = get_questions(store, url, dataset, dataset_version, split)
+questions = get_questions(store, url, dataset, dataset_version)
+if split != ALL_SPLITS:
+    questions = [q for q in questions if q.split == split]
 if not questions:
     st.info(workbench.as_markdown(f"Dataset {dataset} has no questions in {split}."))
     st.stop()

@@ -8,7 +8,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from db.store import Store
 from qa_core import config, workbench
-from qa_core.types import InputError
+from qa_core.rankers.base import Ranker
+from qa_core.types import InputError, NotTrainedError
 
 NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
 
@@ -25,6 +26,30 @@ def get_store(url: str) -> Store:
 def get_ranker(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str):
     """Rankers are shared by all sessions; a new model version or a re-import loads a new one."""
     return workbench.load_ranker(_store, model, fit_on=dataset)
+
+
+def load_ranker(store: Store, url: str, model: str, dataset: str) -> Ranker:
+    """``model``'s current version for ``dataset``, through ``get_ranker``'s cache."""
+    return get_ranker(
+        store, url, model, dataset, workbench.model_version_key(store, model), workbench.dataset_version(store, dataset)
+    )
+
+
+def current_ranker(store: Store, url: str, model: str, dataset: str) -> Ranker | None:
+    """``load_ranker``, or ``None`` after the page says why the model cannot be loaded."""
+    try:
+        return load_ranker(store, url, model, dataset)
+    except NotTrainedError as error:
+        show_not_trained(error, model, dataset)
+    except InputError as error:
+        st.error(workbench.as_markdown(str(error)))
+    return None
+
+
+def show_not_trained(error: NotTrainedError, model: str, dataset: str) -> None:
+    """The error and the command that trains the model."""
+    st.info(workbench.as_markdown(str(error)))
+    st.code(workbench.train_command(model, dataset), language="bash")
 
 
 @st.cache_resource(show_spinner="Loading the dataset…")
