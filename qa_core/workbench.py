@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from sqlalchemy.engine import make_url
@@ -315,20 +315,6 @@ def as_markdown(text: str) -> str:
 
     In that order, and quotes left alone, so no entity gets a backslash inside (``&#x27;``)."""
     return html.escape(_MARKDOWN_SPECIALS.sub(r"\\\1", text), quote=False)
-
-
-def links_table(explanation: Explanation) -> pd.DataFrame:
-    """The explanation's links (REL: shared lemmas) as question words, answer words, kind, label."""
-    rows: list[dict[str, Any]] = [
-        {
-            "question words": " ".join(explanation.question_tokens[link.q_start : link.q_end]),
-            "answer words": " ".join(explanation.answer_tokens[link.a_start : link.a_end]),
-            "kind": link.kind,
-            "label": link.label,
-        }
-        for link in explanation.links
-    ]
-    return pd.DataFrame(rows, columns=["question words", "answer words", "kind", "label"])
 
 
 # ---------------------------------------------------------------------- labels, analysis, links
