@@ -10,11 +10,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import current_ranker, get_questions, load_ranker, open_store, require_datasets
+from pages import PICKED, current_ranker, get_questions, load_ranker, open_store, question_input, require_datasets
 from qa_core import viz, workbench
 from qa_core.types import InputError, NotTrainedError
 
-TYPED, PICKED = "Type a question", "Pick a dataset question"
 EXPLAINED = 5  # candidates with a heatmap: explaining is a backward pass each for neural models
 RESULT_KEY, APPLIED_KEY, RUNS_KEY = "ask_result", "ask_applied_params", "ask_runs"
 SHOWN_COLUMNS = ["rank", "score", "first_stage_rank", "rank_change", "gold_label", "stored_label", "text"]
@@ -58,36 +57,14 @@ dataset_version = workbench.dataset_version(store, dataset)
 
 ranker = current_ranker(store, url, model, dataset)
 
-source = st.radio("Question", [TYPED, PICKED], horizontal=True, key="source", label_visibility="collapsed")
-if source == TYPED:
-    typed = st.text_input("Your question", key="question", placeholder="e.g. who discovered penicillin")
-    k = int(
-        st.number_input(
-            "BM25 candidates to rerank", min_value=1, max_value=1000, value=workbench.DEFAULT_CANDIDATES, key="k"
-        )
-    )
-else:
-    questions = get_questions(store, url, dataset, dataset_version)
-    picked = st.selectbox(
-        "Dataset question",
-        range(len(questions)),
-        format_func=lambda i: f"{questions[i].qid} [{questions[i].split}] {questions[i].text}",
-        key="picked",
-    )
+chosen_question = question_input(store, url, dataset, dataset_version)
 
 clicked = st.button("Rank", type="primary", disabled=ranker is None)
 if (clicked or rank_now) and ranker is not None:
     st.session_state.pop(RESULT_KEY, None)
     try:
-        if source == TYPED:
-            question = workbench.check_question(typed)
-            candidates = workbench.candidates_for_question(store, dataset, question, k=k)
-            stored = workbench.stored_labels(store, dataset)
-        elif picked is None:
-            raise InputError(f"dataset {dataset!r} has no questions to pick")
-        else:
-            question, candidates = questions[picked].text, questions[picked].candidates
-            stored = workbench.stored_labels(store, dataset, questions[picked].qid)
+        question, candidates, qid = chosen_question()
+        stored = workbench.stored_labels(store, dataset, qid)  # typed: every question's, keyed qid/doc_id
         analyzer = get_analyzer(store, url, workbench.classifier_version_key(store))
         with st.spinner("Ranking…"):
             table = workbench.rank(ranker, question, candidates, stored)

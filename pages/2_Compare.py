@@ -10,13 +10,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import current_ranker, get_questions, open_store, require_datasets
+from pages import current_ranker, get_questions, open_store, question_input, require_datasets
 from qa_core import compare, workbench
 from qa_core.evaluation import METRICS
 from qa_core.types import InputError, NotTrainedError
 
 ONE, SPLIT = "One question", "Whole split"
-TYPED, PICKED = "Type a question", "Pick a dataset question"
 TOP = 10  # ranks shown side by side and in the chart
 QUESTION_KEY, SPLIT_KEY = "compare_question_result", "compare_split_result"
 
@@ -60,32 +59,11 @@ if len(models) < compare.MIN_MODELS:
 view = st.radio("Compare on", [ONE, SPLIT], horizontal=True, key="view")
 
 if view == ONE:
-    source = st.radio("Question", [TYPED, PICKED], horizontal=True, key="source", label_visibility="collapsed")
-    if source == TYPED:
-        typed = st.text_input("Your question", key="question", placeholder="e.g. who discovered penicillin")
-        k = int(
-            st.number_input(
-                "BM25 candidates to rerank", min_value=1, max_value=1000, value=workbench.DEFAULT_CANDIDATES, key="k"
-            )
-        )
-    else:
-        questions = get_questions(store, url, dataset, dataset_version)
-        picked = st.selectbox(
-            "Dataset question",
-            range(len(questions)),
-            format_func=lambda i: f"{questions[i].qid} [{questions[i].split}] {questions[i].text}",
-            key="picked",
-        )
+    chosen_question = question_input(store, url, dataset, dataset_version)
     if st.button("Compare", type="primary", disabled=not ready, key="compare_question"):
         st.session_state.pop(QUESTION_KEY, None)
         try:
-            if source == TYPED:
-                question = workbench.check_question(typed)
-                candidates = workbench.candidates_for_question(store, dataset, question, k=k)
-            elif picked is None:
-                raise InputError(f"dataset {dataset!r} has no questions to pick")
-            else:
-                question, candidates = questions[picked].text, questions[picked].candidates
+            question, candidates, _ = chosen_question()
             with st.spinner("Ranking…"):
                 st.session_state[QUESTION_KEY] = compare.compare_question(rankers, question, candidates)
         except (InputError, NotTrainedError) as error:

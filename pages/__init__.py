@@ -3,14 +3,17 @@ the page header with its clear messages. Streamlit does not list ``__init__.py``
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
 from db.store import Store
 from qa_core import config, workbench
 from qa_core.rankers.base import Ranker
-from qa_core.types import InputError, NotTrainedError
+from qa_core.types import Candidate, InputError, NotTrainedError
 
+TYPED, PICKED = "Type a question", "Pick a dataset question"
 NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
 
 
@@ -77,3 +80,41 @@ def require_datasets(store: Store) -> list[str]:
         st.info(NO_DATASETS)
         st.stop()
     return datasets
+
+
+ChosenQuestion = tuple[str, Sequence[Candidate], str | None]
+
+
+def question_input(store: Store, url: str, dataset: str, dataset_version: str) -> Callable[[], ChosenQuestion]:
+    """The typed-or-picked question widgets (keys ``source``, ``question``, ``k``, ``picked``). The
+    returned function, called when the page's button is clicked, gives the checked question, its
+    candidates (BM25's top k, or the dataset question's own pool) and its qid (``None`` when typed);
+    it raises ``InputError`` on a bad question."""
+    source = st.radio("Question", [TYPED, PICKED], horizontal=True, key="source", label_visibility="collapsed")
+    if source == TYPED:
+        typed = st.text_input("Your question", key="question", placeholder="e.g. who discovered penicillin")
+        k = int(
+            st.number_input(
+                "BM25 candidates to rerank", min_value=1, max_value=1000, value=workbench.DEFAULT_CANDIDATES, key="k"
+            )
+        )
+
+        def chosen() -> ChosenQuestion:
+            question = workbench.check_question(typed)
+            return question, workbench.candidates_for_question(store, dataset, question, k=k), None
+
+        return chosen
+    questions = get_questions(store, url, dataset, dataset_version)
+    picked = st.selectbox(
+        "Dataset question",
+        range(len(questions)),
+        format_func=lambda i: f"{questions[i].qid} [{questions[i].split}] {questions[i].text}",
+        key="picked",
+    )
+
+    def chosen() -> ChosenQuestion:
+        if picked is None:
+            raise InputError(f"dataset {dataset!r} has no questions to pick")
+        return questions[picked].text, questions[picked].candidates, questions[picked].qid
+
+    return chosen
