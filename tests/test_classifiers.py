@@ -63,10 +63,10 @@ def test_focus_loader_strips_marks_and_picks_the_head_of_a_multiword_focus():
     assert first == FocusQuestion(
         "1", tuple("Who is the author of the book , “The Iron Lady” ?".split()), focus=3, marked=(3,)
     )
-    assert multi.tokens[3:6] == ("Docklands", "Light", "Railway") and multi.marked == (3, 4, 5)
+    assert multi.tokens[3:6] == ("Riverside", "Transport", "Museum") and multi.marked == (3, 4, 5)
     assert multi.focus == 5
-    # Marks after an opening quote count; "of" ends the head: "Pines" of "The Pines of Rome".
-    assert quoted.tokens == ("Who", "wrote", "“The", "Pines", "of", "Rome”", "?")
+    # Marks after an opening quote count; "of" ends the head: "Garden" of "The Garden of Delights".
+    assert quoted.tokens == ("Who", "painted", "“The", "Garden", "of", "Delights”", "?")
     assert quoted.marked == (2, 3, 4, 5) and quoted.focus == 3
 
 
@@ -272,7 +272,7 @@ def _write_label_files(folder: Path) -> None:
     classes += ["DESC:def What is an atom ?", "ENTY:animal What animal barks ?", "ABBR:exp What does NASA stand for ?"]
     (folder / "train_5500.label").write_text("\n".join(classes * 2) + "\n", encoding="iso-8859-1")
     (folder / "TREC_10.label").write_text("HUM:ind Who painted the Mona Lisa ?\nLOC:city Where is Rome ?\n")
-    focus = ["Who is the #author of the book ?", "What #country is the biggest producer of tungsten ?",
+    focus = ["Who is the #author of the book ?", "What #metal conducts electricity best ?",
              "What is the #name of the director ?", "Who was the first #American in space ?"]
     (folder / "train_1228.label").write_text("".join(f"{i}\t{q}\n" for i, q in enumerate(focus * 3)))
 
