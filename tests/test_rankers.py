@@ -205,3 +205,11 @@ def test_frozen_table_is_open_vocabulary_and_growth_moves_no_score(trained_smcnn
 def test_candidate_records_score_like_their_texts(trained_smcnn):
     records = [Candidate(f"d{i}", text, first_stage_rank=i + 1) for i, text in enumerate(POOL)]
     assert np.array_equal(trained_smcnn.score(QUESTION, records), trained_smcnn.score(QUESTION, POOL))
+
+
+def test_split_by_sizes_gives_one_array_per_pool_including_empty_ones():
+    from qa_core.rankers.base import split_by_sizes
+
+    parts = split_by_sizes(np.arange(5.0), [2, 0, 3])
+    assert [p.tolist() for p in parts] == [[0.0, 1.0], [], [2.0, 3.0, 4.0]]
+    assert split_by_sizes(np.zeros(0), []) == []

@@ -63,6 +63,12 @@ ProgressCallback = Callable[[dict[str, Any]], None]
 CandidateInput = str | Candidate
 
 
+def split_by_sizes(scores: np.ndarray, sizes: Sequence[int]) -> list[np.ndarray]:
+    """Scores of pools scored in one flat batch, split back into one array per pool (in order)."""
+    bounds = np.cumsum([0, *sizes])
+    return [scores[start:end] for start, end in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
 def as_candidate(candidate: CandidateInput, index: int = 0) -> Candidate:
     """A ``Candidate`` for a string (doc_id is its position) or the record itself."""
     return candidate if isinstance(candidate, Candidate) else Candidate(str(index), candidate)

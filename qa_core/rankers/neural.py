@@ -28,7 +28,7 @@ from torch import nn
 from qa_core.device import default_device
 from qa_core.evaluation import evaluate, qrels_from_questions, run_from_scores
 from qa_core.nn.encoders import WordEmbedding
-from qa_core.rankers.base import CandidateInput, ProgressCallback, Ranker, as_candidate
+from qa_core.rankers.base import CandidateInput, ProgressCallback, Ranker, as_candidate, split_by_sizes
 from qa_core.text.features import IdfTable
 from qa_core.text.nlp import Parsed, parse_many
 from qa_core.text.vectors import Vocabulary, embedding_matrix, glove_vectors, normalize
@@ -219,7 +219,7 @@ class NeuralRanker(Ranker):
         self.model()
         pairs = self.pool_pairs(pools)
         scores = self.predict(self.encode(pairs)) if pairs else np.zeros(0)
-        return np.split(scores, np.cumsum([len(candidates) for _, candidates in pools])[:-1])
+        return split_by_sizes(scores, [len(candidates) for _, candidates in pools])
 
     # ------------------------------------------------------------------ training
 
@@ -258,11 +258,11 @@ class NeuralRanker(Ranker):
         ]
         dev_pools = [(q.text, q.candidates) for q in dev_questions]
         dev_inputs = self.encode(self.pool_pairs(dev_pools))
-        dev_bounds = np.cumsum([len(q.candidates) for q in dev_questions])[:-1]
+        dev_sizes = [len(q.candidates) for q in dev_questions]
         dev_qrels = qrels_from_questions(dev_questions)
 
         def dev_map() -> float:
-            run = run_from_scores(dev_questions, np.split(self.predict(dev_inputs), dev_bounds))
+            run = run_from_scores(dev_questions, split_by_sizes(self.predict(dev_inputs), dev_sizes))
             return evaluate(run, dev_qrels).aggregate["map"]
 
         cfg = self.config

@@ -39,7 +39,14 @@ from sklearn.svm import SVC
 from qa_core.classifiers.analysis import QuestionAnalyzer as TrainedAnalyzer
 from qa_core.classifiers.analysis import default_analyzer as store_analyzer
 from qa_core.evaluation import evaluate, qrels_from_questions, run_from_scores
-from qa_core.rankers.base import CandidateInput, Explanation, ProgressCallback, Ranker, candidate_text
+from qa_core.rankers.base import (
+    CandidateInput,
+    Explanation,
+    ProgressCallback,
+    Ranker,
+    candidate_text,
+    split_by_sizes,
+)
 from qa_core.rankers.registry import register
 from qa_core.structure.kernels import Forest, KernelKind, gram_matrix, paired_kernel
 from qa_core.structure.rel import (
@@ -317,8 +324,7 @@ class TreeKernelRanker(Ranker):
         """All pools' pairs against the support vectors in one kernel computation."""
         self._require_trained()
         scores = self._decision(self.structures(pools))
-        bounds = np.cumsum([0] + [len(candidates) for _, candidates in pools])
-        return [scores[start:end] for start, end in zip(bounds[:-1], bounds[1:], strict=True)]
+        return split_by_sizes(scores, [len(candidates) for _, candidates in pools])
 
     def explain(self, question: str, candidate: CandidateInput) -> Explanation:
         """The SVM score, the REL links, the REL-tagged trees, and 1 on every linked token."""
@@ -375,6 +381,5 @@ class TreeKernelRanker(Ranker):
 
 
 def _map(questions: Sequence[Question], scores: np.ndarray, qrels: dict[str, dict[str, int]]) -> float:
-    bounds = np.cumsum([0] + [len(q.candidates) for q in questions])
-    run = run_from_scores(questions, [scores[s:e] for s, e in zip(bounds[:-1], bounds[1:], strict=True)])
+    run = run_from_scores(questions, split_by_sizes(scores, [len(q.candidates) for q in questions]))
     return evaluate(run, qrels).aggregate["map"]
