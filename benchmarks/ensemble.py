@@ -1,7 +1,8 @@
 """Score-level ensemble of the rankers whose DEV and TEST runs ``benchmarks/rankers.py`` kept.
 
-Members and weights are chosen per seed on DEV MAP only (``qa_core.fusion.select_members``: greedy
-forward selection over z-normalised runs); TEST is scored once with the chosen weights. For seed N a
+Members are chosen per seed on DEV only (``qa_core.fusion.select_members``: the k runs with the best
+DEV MAP, equal weights on z-normalised scores, k by cross-validation over DEV's questions); TEST is
+scored once with the chosen members. For seed N a
 member contributes its seed-N run; a member with a single run (baselines, the deterministic tree
 kernel) contributes that run to every seed; the seeds are those that every model with several seeds
 has, so each seed chooses among the same members.

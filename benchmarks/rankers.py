@@ -206,12 +206,15 @@ def render_section() -> list[str]:
 def ensemble_lines(entry: dict[str, Any]) -> str:
     """Which members the DEV selection chose per seed (``benchmarks/ensemble.py``)."""
     chosen = "; ".join(
-        f"seed {run['seed']}: " + " + ".join(f"{w:g}·{m}" for m, w in run["weights"].items())
+        f"seed {run['seed']}: " + " + ".join(run["weights"])
         + f" (DEV MAP {run['dev_map']:.4f})"
         for run in entry["runs"]
     )
-    return (f"Ensemble (`benchmarks/ensemble.py`): z-normalised score sum, members and weights chosen on DEV MAP "
-            f"by greedy forward selection from {', '.join(entry['runs'][0]['candidates'])}. {chosen}.")
+    return (f"Ensemble (`benchmarks/ensemble.py`): equal-weight sum of z-normalised scores of the k members with "
+            f"the best DEV MAP, k chosen by repeated 2-fold cross-validation over DEV's questions, from "
+            f"{', '.join(entry['runs'][0]['candidates'])}. Free weights chosen greedily on DEV (the previous "
+            f"method) scored lower in that cross-validation on both datasets (WikiQA 0.7411 against 0.7472 for "
+            f"the top 3; TrecQA 0.8383 against 0.8459). {chosen}.")
 
 
 def main() -> None:

@@ -102,11 +102,11 @@ def store_labels(store: Store, dataset: str) -> tuple[Qrels, dict[str, str]]:
     every split) and each question's label source (see the module docstring)."""
     from qa_core.labeling.training_labels import training_labels
 
-    resolved = training_labels(store, dataset, gold=True).labels
+    resolved = training_labels(store, dataset, gold=True)
     qrels: Qrels = {}
     sources: dict[str, str] = {}
-    for row in store.candidate_rows(dataset):
-        label = resolved.get(row.candidate_id)
+    for row in resolved.candidates:
+        label = resolved.labels.get(row.candidate_id)
         if label is None:
             continue
         qrels.setdefault(row.qid, {})[row.doc_id] = label.value

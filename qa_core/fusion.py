@@ -1,4 +1,4 @@
-"""Score-level ensembles of rankers: z-normalised weighted sums of runs, members chosen on DEV.
+"""Score-level ensembles of rankers: z-normalised sums of runs, members chosen on DEV.
 
 Runs are ``{qid: {doc_id: score}}`` (ir-measures' dict form). Scores of different models live on
 different scales (a CNN's logit, BM25's sum of IDFs, an SVM margin), so each run is standardised
@@ -8,6 +8,7 @@ matplotlib, seaborn, ir_datasets and fastparquet into the app for a dozen lines 
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -46,32 +47,42 @@ def fuse(runs: Mapping[str, Run], weights: Mapping[str, float]) -> dict[str, dic
     }
 
 
+def rank_members(dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> list[str]:
+    """Run names by DEV MAP, best first (ties by name, so the order is reproducible)."""
+    scored = {name: evaluate(run, dev_qrels).aggregate["map"] for name, run in dev_runs.items()}
+    return sorted(scored, key=lambda name: (-scored[name], name))
+
+
+def _restrict(run: Run, qids: set[str]) -> dict[str, Mapping[str, float]]:
+    return {qid: docs for qid, docs in run.items() if qid in qids}
+
+
 def select_members(
-    dev_runs: Mapping[str, Run], dev_qrels: Qrels, weight_grid: Sequence[float] = (0.5, 1.0), min_gain: float = 1e-4
+    dev_runs: Mapping[str, Run], dev_qrels: Qrels, sizes: Sequence[int] = (1, 2, 3, 4, 5), repeats: int = 5
 ) -> tuple[dict[str, float], float]:
-    """Greedy forward selection on DEV MAP: start from the best single run, then repeatedly add the
-    (member, weight) that raises DEV MAP most, until nothing gains ``min_gain``. Returns the weights
-    of the chosen members and their DEV MAP. Greedy, not a full grid: the grid grows as
-    ``len(weight_grid) ** members`` and overfits DEV with few questions."""
+    """Equal weights on the k runs with the best DEV MAP, k chosen by repeated 2-fold
+    cross-validation over DEV's questions (rank the runs on one half, score the top-k sum on the
+    other; ties go to the smaller k). Returns the members' weights and their DEV MAP.
+
+    Why not tuned weights: on WikiQA's 126 DEV questions, greedy forward selection with free weights
+    fitted DEV noise. Cross-validated on DEV, it scored 0.7411 MAP against 0.7472 for the top 3 with
+    equal weights (TrecQA: 0.8383 against 0.8459; docs/benchmarks.md).
+    """
     if not dev_runs:
         raise InputError("no runs to build an ensemble from")
-
-    def dev_map(weights: Mapping[str, float]) -> float:
-        return evaluate(fuse(dev_runs, weights), dev_qrels).aggregate["map"]
-
-    scored = sorted(((dev_map({name: 1.0}), name) for name in sorted(dev_runs)), key=lambda item: -item[0])
-    best_map, first = scored[0]
-    chosen = {first: 1.0}
-    while True:
-        trials = [
-            (dev_map({**chosen, name: weight}), name, weight)
-            for name in sorted(set(dev_runs) - set(chosen))
-            for weight in weight_grid
-        ]
-        if not trials:
-            break
-        trial_map, name, weight = max(trials, key=lambda item: item[0])
-        if trial_map < best_map + min_gain:
-            break
-        chosen[name], best_map = weight, trial_map
-    return chosen, best_map
+    qids = sorted(dev_qrels)
+    sizes = sorted({size for size in sizes if 1 <= size <= len(dev_runs)}) or [1]
+    totals = dict.fromkeys(sizes, 0.0)
+    for repeat in range(repeats if len(qids) > 1 else 0):
+        shuffled = random.Random(repeat).sample(qids, len(qids))
+        for fit_half, check_half in ((shuffled[::2], shuffled[1::2]), (shuffled[1::2], shuffled[::2])):
+            fit, check = set(fit_half), set(check_half)
+            order = rank_members({name: _restrict(run, fit) for name, run in dev_runs.items()},
+                                 _restrict(dev_qrels, fit))  # fmt: skip
+            check_runs = {name: _restrict(run, check) for name, run in dev_runs.items()}
+            for size in sizes:
+                fused = fuse(check_runs, dict.fromkeys(order[:size], 1.0))
+                totals[size] += evaluate(fused, _restrict(dev_qrels, check)).aggregate["map"]
+    best = max(sizes, key=lambda size: (totals[size], -size))
+    weights = dict.fromkeys(rank_members(dev_runs, dev_qrels)[:best], 1.0)
+    return weights, evaluate(fuse(dev_runs, weights), dev_qrels).aggregate["map"]

@@ -57,7 +57,8 @@ def label_preview(store: Store, dataset: str, store_labels: bool, gold: bool | l
         return training_labels(store, dataset, gold=gold)
     records = store.candidate_rows(dataset)
     return TrainingLabels(
-        {r.candidate_id: ResolvedLabel(r.gold_label, "gold") for r in records if r.gold_label is not None}
+        {r.candidate_id: ResolvedLabel(r.gold_label, "gold") for r in records if r.gold_label is not None},
+        candidates=records,
     )
 
 

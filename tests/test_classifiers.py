@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 from qa_core import config
+from qa_core.classifiers import syntax_ids, syntax_labels
 from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.classifiers.focus import FocusCNN, FocusConfig, FocusTagger
 from qa_core.classifiers.question_class import QuestionClassConfig, QuestionClassifier, QuestionCNN
@@ -103,22 +105,32 @@ def _vectors(rows: int = 30) -> torch.Tensor:
     return vectors
 
 
+def _syntax(*rows: list[int]) -> dict[str, torch.Tensor]:
+    """Tag and dependency ids for word-id rows: a made-up id per real token, 0 on padding."""
+    ids = torch.tensor(rows)
+    return {"tag": torch.where(ids > 0, ids % 40 + 1, 0), "dep": torch.where(ids > 0, ids % 30 + 1, 0)}
+
+
 def test_class_cnn_logits_do_not_depend_on_padding_length():
     model = QuestionCNN(_vectors(), QuestionClassConfig(), classes=6).eval()
+    assert model.syntax is not None  # padding reaches the syntax embeddings too
     question = [5, 9, 2, 17]
-    alone = model(torch.tensor([question]))
-    padded = model(torch.tensor([question + [0] * 11, list(range(2, 17))]))
+    alone = model(torch.tensor([question]), **_syntax(question))
+    rows = [question + [0] * 11, list(range(2, 17))]
+    padded = model(torch.tensor(rows), **_syntax(*rows))
     assert alone.shape == (1, 6)
     torch.testing.assert_close(padded[0], alone[0])
-    one_word = model(torch.tensor([[7]]))  # shorter than the widest filter
-    torch.testing.assert_close(model(torch.tensor([[7, 0, 0, 0]])), one_word)
+    one_word = model(torch.tensor([[7]]), **_syntax([7]))  # shorter than the widest filter
+    torch.testing.assert_close(model(torch.tensor([[7, 0, 0, 0]]), **_syntax([7, 0, 0, 0])), one_word)
 
 
 def test_focus_padding_gets_no_probability_and_changes_no_score():
     model = FocusCNN(_vectors(), FocusConfig()).eval()
+    assert model.syntax is not None  # padding reaches the syntax embeddings too
     sentence = [4, 8, 15, 16, 23]
-    alone = model(torch.tensor([sentence]))
-    padded = model(torch.tensor([sentence + [0] * 20, list(range(2, 27))]))
+    alone = model(torch.tensor([sentence]), **_syntax(sentence))
+    rows = [sentence + [0] * 20, list(range(2, 27))]
+    padded = model(torch.tensor(rows), **_syntax(*rows))
     assert alone.shape == (1, 5) and padded.shape == (2, 25)
     torch.testing.assert_close(padded[0, :5], alone[0])
     probabilities = torch.softmax(padded, dim=1)
@@ -174,6 +186,26 @@ def test_tagger_outputs_and_save_load_round_trip(small_tagger: FocusTagger, tmp_
     restored = FocusTagger.load(small_tagger.save(tmp_path / "focus.pt"))
     assert restored.predict(sentences) == small_tagger.predict(sentences)
     np.testing.assert_allclose(restored.predict_proba(sentences)[0], probabilities[0], rtol=1e-6)
+
+
+def test_syntax_ids_tag_the_tokens_as_given():
+    labels = syntax_labels()
+    ids = syntax_ids([["Who", "is", "the", "author", "?"], ["Where", "?"]])
+    assert ids["tag"].shape == ids["dep"].shape == (2, 5)
+    tags = [labels["tag"][i - 1] for i in ids["tag"][0].tolist()]
+    assert tags == ["WP", "VBZ", "DT", "NN", "."]
+    assert labels["dep"][int(ids["dep"][0, 1]) - 1] == "ROOT"
+    assert ids["tag"][1, 2:].tolist() == [0, 0, 0] and ids["dep"][1, 2:].tolist() == [0, 0, 0]
+
+
+def test_a_words_only_checkpoint_from_before_syntax_inputs_still_loads(small_tagger: FocusTagger, tmp_path: Path):
+    words_only = FocusTagger(dataclasses.replace(FAST_FOCUS, syntax_dim=0))
+    words_only._init_model([["who", "wrote", "hamlet"]], seed=1)
+    state = words_only.state()
+    del state["config"]["syntax_dim"]  # as saved before the field existed
+    restored = FocusTagger.from_state(state)
+    assert restored.config.syntax_dim == 0 and restored.model.syntax is None
+    assert restored.predict([["Who", "wrote", "Hamlet", "?"]]) == words_only.predict([["Who", "wrote", "Hamlet", "?"]])
 
 
 def test_checkpoint_errors_are_input_errors(small_tagger: FocusTagger, tmp_path: Path):

@@ -1,4 +1,4 @@
-"""Score-level ensembles: per-question z-normalisation, weighted sums, greedy member selection on DEV."""
+"""Score-level ensembles: per-question z-normalisation, weighted sums, member selection on DEV."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from qa_core.fusion import fuse, select_members, znorm
+from qa_core.fusion import fuse, rank_members, select_members, znorm
 from qa_core.types import InputError
 
 QRELS = {"q1": {"a": 1, "b": 0, "c": 0}, "q2": {"d": 1, "e": 0, "f": 0}}
@@ -45,3 +45,12 @@ def test_selection_adds_the_complementary_run_and_not_the_useless_one():
     assert dev_map == pytest.approx(1.0)
     single, single_map = select_members({"A": RUN_A, "C": CONSTANT}, QRELS)
     assert single == {"A": 1.0} and single_map == pytest.approx(0.75)
+
+
+def test_a_misleading_run_is_left_out_and_members_are_ranked_by_dev_map():
+    qrels = {f"q{i}": {"good": 1, "bad1": 0, "bad2": 0} for i in range(6)}
+    right = {qid: {"good": 3.0, "bad1": 2.0, "bad2": 1.0} for qid in qrels}
+    reversed_ = {qid: {doc: -score for doc, score in docs.items()} for qid, docs in right.items()}
+    assert rank_members({"wrong": reversed_, "right": right}, qrels) == ["right", "wrong"]
+    weights, dev_map = select_members({"right": right, "wrong": reversed_}, qrels)
+    assert weights == {"right": 1.0} and dev_map == pytest.approx(1.0)

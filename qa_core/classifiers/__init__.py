@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, Self
 
 import torch
+from spacy.tokens import Doc
 from torch import nn
 from torch.nn import functional as F
 
 from qa_core.checkpoints import load_checkpoint, save_checkpoint
 from qa_core.device import default_device
-from qa_core.nn.encoders import WordEmbedding
+from qa_core.nn.encoders import PAD_ID, WordEmbedding
 from qa_core.nn.open_vocabulary import grow_frozen_vocabulary
 from qa_core.rankers.base import ProgressCallback
+from qa_core.text.nlp import get_nlp
 from qa_core.text.vectors import Vocabulary, embedding_matrix, normalize
 from qa_core.training.batching import TensorBatches, pad_ids
 from qa_core.training.loop import seed_everything, train
@@ -33,23 +35,83 @@ from qa_core.types import InputError, NotTrainedError
 PREDICT_BATCH = 256
 
 
-class EmbeddingModel(nn.Module):
-    """Word ids (batch, length) -> logits (batch, choices), reading one GloVe ``embedding``.
-
-    Choices that do not exist for a row (padding tokens) must come out as -inf.
-    """
-
-    embedding: WordEmbedding
-
-
 class TrainingConfig(Protocol):
     """Fields every classifier config dataclass has (the optimisation settings of ``_fit``)."""
 
+    trainable_embeddings: bool
+    syntax_dim: int  # 0: words only
     lr: float
     weight_decay: float
     batch_size: int
     max_epochs: int
     patience: int
+
+
+def syntax_labels() -> dict[str, tuple[str, ...]]:
+    """The pipeline's fixed label sets: fine-grained POS tags and dependency labels."""
+    nlp = get_nlp()
+    return {"tag": tuple(nlp.get_pipe("tagger").labels), "dep": tuple(nlp.get_pipe("parser").labels)}
+
+
+def syntax_ids(token_lists: Sequence[Sequence[str]]) -> dict[str, torch.Tensor]:
+    """(count, longest) ids of each given token's POS tag and dependency label, 1-based in
+    ``syntax_labels`` order (0: padding, or a label the pipeline does not list). spaCy tags the
+    tokens as given (no re-tokenisation), so the ids line up with the word ids."""
+    labels = syntax_labels()
+    index = {name: {label: i for i, label in enumerate(values, start=1)} for name, values in labels.items()}
+    nlp = get_nlp()
+    docs = nlp.pipe(
+        (Doc(nlp.vocab, words=list(tokens)) for tokens in token_lists),
+        disable=[name for name in nlp.pipe_names if name not in ("tok2vec", "tagger", "parser")],
+    )
+    rows: dict[str, list[list[int]]] = {name: [] for name in labels}
+    for doc in docs:
+        rows["tag"].append([index["tag"].get(token.tag_, PAD_ID) for token in doc])
+        rows["dep"].append([index["dep"].get(token.dep_, PAD_ID) for token in doc])
+    return {name: pad_ids(values) for name, values in rows.items()}
+
+
+class SyntaxEmbedding(nn.Module):
+    """Learned ``dim``-d embeddings of a token's POS tag and of its dependency label, concatenated.
+
+    Why: the classifiers' 50d word vectors say what a word means, not its role in the question;
+    the focus is the head noun asked about, a syntactic fact that words alone did not generalise.
+    """
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.tables = nn.ModuleDict(
+            {name: nn.Embedding(len(labels) + 1, dim, padding_idx=PAD_ID) for name, labels in syntax_labels().items()}
+        )
+        self.dim = dim * len(self.tables)
+
+    def forward(self, syntax: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        return torch.cat([table(syntax[name]) for name, table in self.tables.items()], dim=2)
+
+
+class EmbeddingModel(nn.Module):
+    """Word ids (batch, length), plus the ``syntax_ids`` tensors when the config has a
+    ``syntax_dim`` -> logits (batch, choices), reading one GloVe ``embedding``.
+
+    Choices that do not exist for a row (padding tokens) must come out as -inf.
+    """
+
+    embedding: WordEmbedding
+    syntax: SyntaxEmbedding | None
+
+    def embed_tokens(self, vectors: torch.Tensor, config: TrainingConfig) -> None:
+        """Create the token input layers: the GloVe table, and syntax embeddings if configured."""
+        self.embedding = WordEmbedding(vectors, trainable=config.trainable_embeddings)
+        self.syntax = SyntaxEmbedding(config.syntax_dim) if config.syntax_dim else None
+
+    @property
+    def token_dim(self) -> int:
+        return self.embedding.dim + (self.syntax.dim if self.syntax is not None else 0)
+
+    def token_vectors(self, ids: torch.Tensor, syntax: Mapping[str, torch.Tensor]) -> torch.Tensor:
+        """(batch, length, ``token_dim``): each token's word vector [+ its syntax embeddings]."""
+        vectors = self.embedding(ids)
+        return vectors if self.syntax is None else torch.cat([vectors, self.syntax(syntax)], dim=2)
 
 
 class TokenModelClassifier(ABC):
@@ -80,8 +142,9 @@ class TokenModelClassifier(ABC):
         vectors = torch.as_tensor(embedding_matrix(self.vocab, seed), dtype=torch.float32)
         self.model = self._build_model(vectors).to(self.device)
 
-    def _encode(self, token_lists: Sequence[Sequence[str]]) -> torch.Tensor:
-        """(count, longest) word ids on the model's device.
+    def _encode(self, token_lists: Sequence[Sequence[str]]) -> dict[str, torch.Tensor]:
+        """The model's inputs on its device: ``ids`` (count, longest) word ids, plus the
+        ``syntax_ids`` tensors when the model reads syntax.
 
         A frozen table is open-vocabulary, as in ``qa_core.rankers.neural``: a word unseen in
         training that GloVe knows gets its GloVe row appended (frozen rows never move, so no
@@ -94,7 +157,10 @@ class TokenModelClassifier(ABC):
         if not self.model.embedding.trainable:
             with self._grow_lock:
                 self.vocab = grow_frozen_vocabulary(self.vocab, self.model.embedding, {w for row in words for w in row})
-        return pad_ids([self.vocab.encode(row) for row in words]).to(self.device)
+        inputs = {"ids": pad_ids([self.vocab.encode(row) for row in words])}
+        if self.config.syntax_dim:
+            inputs |= syntax_ids(token_lists)
+        return {name: tensor.to(self.device) for name, tensor in inputs.items()}
 
     def _trained_model(self) -> EmbeddingModel:
         if self.model is None:
@@ -121,15 +187,15 @@ class TokenModelClassifier(ABC):
         self._init_model(train_tokens, seed)
         model = self._trained_model()
         batches = TensorBatches(
-            {"ids": self._encode(train_tokens)},
+            self._encode(train_tokens),
             torch.tensor(list(train_targets), device=self.device),
             batch_size=config.batch_size,
         )
-        dev_ids = self._encode(dev_tokens)
+        dev_inputs = self._encode(dev_tokens)
         dev_gold = torch.tensor(list(dev_targets))
 
         def dev_accuracy() -> float:
-            return float((self._logits_of(dev_ids).argmax(dim=1) == dev_gold).float().mean())
+            return float((self._logits_of(dev_inputs).argmax(dim=1) == dev_gold).float().mean())
 
         optimizer = torch.optim.Adam(
             [p for p in model.parameters() if p.requires_grad], lr=config.lr, weight_decay=config.weight_decay
@@ -149,14 +215,17 @@ class TokenModelClassifier(ABC):
         )
 
     @torch.no_grad()
-    def _logits_of(self, ids: torch.Tensor) -> torch.Tensor:
+    def _logits_of(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
         """Logits on the CPU for encoded rows, in eval mode, ``PREDICT_BATCH`` rows at a time."""
         model = self._trained_model()
         was_training = model.training
         model.eval()
         try:
-            chunks = [ids[start : start + PREDICT_BATCH] for start in range(0, len(ids), PREDICT_BATCH)]
-            return torch.cat([model(chunk).cpu() for chunk in chunks])
+            rows = len(inputs["ids"])
+            return torch.cat([
+                model(**{name: tensor[start : start + PREDICT_BATCH] for name, tensor in inputs.items()}).cpu()
+                for start in range(0, rows, PREDICT_BATCH)
+            ])
         finally:
             model.train(was_training)
 
@@ -180,7 +249,8 @@ class TokenModelClassifier(ABC):
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Self:
-        classifier = cls(cls.config_class(**state["config"]))
+        # A checkpoint saved before syntax inputs existed has no ``syntax_dim``: it reads words only.
+        classifier = cls(cls.config_class(**{"syntax_dim": 0, **state["config"]}))
         classifier.vocab = Vocabulary.from_list(state["vocab"])
         model = classifier._build_model(state["vectors"])
         model.load_state_dict(state["model"])

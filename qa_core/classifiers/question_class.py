@@ -9,6 +9,10 @@ selection is on that split, never on TREC_10. A trainable table cannot take new 
 training, so words unseen in training map to UNK (``trainable_embeddings=False`` restores the frozen,
 open-vocabulary table). The thesis trains to convergence; here 40 epochs at most, stopping after 10
 without a better held-out accuracy.
+
+Each token also carries its spaCy POS-tag and dependency-label embeddings (``syntax_dim``, as in the
+focus tagger; 0 restores the thesis's words-only input): on the same held-out split they raised
+accuracy from 0.876 to 0.894 (seed 1), the rule fixed before the run being "adopt at +1 point".
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from torch import nn
 
 from qa_core.classifiers import EmbeddingModel, TokenModelClassifier
 from qa_core.data.questions import COARSE_CLASSES
-from qa_core.nn.encoders import PAD_ID, ConvEncoder, WordEmbedding
+from qa_core.nn.encoders import PAD_ID, ConvEncoder
 from qa_core.rankers.base import ProgressCallback
 from qa_core.text.nlp import get_nlp
 from qa_core.types import InputError
@@ -36,6 +40,7 @@ class QuestionClassConfig:
     hidden: int = 100
     dropout: float = 0.3
     trainable_embeddings: bool = True
+    syntax_dim: int = 10
     lr: float = 5e-4
     weight_decay: float = 1e-5
     batch_size: int = 32
@@ -51,17 +56,17 @@ class QuestionCNN(EmbeddingModel):
 
     def __init__(self, vectors: torch.Tensor, config: QuestionClassConfig, classes: int):
         super().__init__()
-        self.embedding = WordEmbedding(vectors, trainable=config.trainable_embeddings)
+        self.embed_tokens(vectors, config)
         self.encoders = nn.ModuleList(
-            ConvEncoder(self.embedding.dim, filters=config.filters, width=width) for width in config.widths
+            ConvEncoder(self.token_dim, filters=config.filters, width=width) for width in config.widths
         )
         self.dropout = nn.Dropout(config.dropout)
         self.hidden = nn.Linear(config.filters * len(config.widths), config.hidden)
         self.output = nn.Linear(config.hidden, classes)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, **syntax: torch.Tensor) -> torch.Tensor:
         mask = ids != PAD_ID
-        embedded = self.embedding(ids)
+        embedded = self.token_vectors(ids, syntax)
         pooled = torch.cat([encoder(embedded, mask) for encoder in self.encoders], dim=1)
         hidden = torch.relu(self.hidden(self.dropout(pooled)))
         return self.output(self.dropout(hidden))

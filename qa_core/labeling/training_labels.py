@@ -25,7 +25,7 @@ from qa_core.labeling.agreement import Conflict, conflict_list
 from qa_core.types import Dataset
 
 if TYPE_CHECKING:
-    from db.base import LabelRecord
+    from db.base import CandidateRecord, LabelRecord
     from db.store import Store
 
 SOURCES = ("adjudicated", "labels", "gold")
@@ -40,10 +40,13 @@ class ResolvedLabel:
 
 @dataclass
 class TrainingLabels:
-    """The resolved label per candidate id, and the conflicts settled by the majority rule."""
+    """The resolved label per candidate id, the conflicts settled by the majority rule, and the
+    dataset's candidate rows they were resolved over (callers map ids to (qid, doc_id) with them
+    instead of reading the rows again)."""
 
     labels: dict[int, ResolvedLabel] = field(default_factory=dict)
     conflicts: list[Conflict] = field(default_factory=list)
+    candidates: list[CandidateRecord] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """Labels per source, e.g. ``{"adjudicated": 3, "labels": 120, "gold": 0}``."""
@@ -96,7 +99,7 @@ def training_labels(store: Store, dataset: str, gold: GoldChoice = False) -> Tra
     for label in current:
         by_candidate[label.candidate_id][label.annotator] = label.value
     return TrainingLabels(
-        resolve_labels(current, adjudicated, gold_values), conflict_list(by_candidate, adjudicated, records)
+        resolve_labels(current, adjudicated, gold_values), conflict_list(by_candidate, adjudicated, records), records
     )
 
 
@@ -105,7 +108,7 @@ def training_dataset(store: Store, dataset: str, gold: GoldChoice = False) -> tu
     same questions, splits and order; and the ``TrainingLabels`` it came from."""
     resolved = training_labels(store, dataset, gold)
     original = store.load_dataset(dataset)
-    ids = {(r.qid, r.doc_id): r.candidate_id for r in store.candidate_rows(dataset)}
+    ids = {(r.qid, r.doc_id): r.candidate_id for r in resolved.candidates}
     questions = []
     for question in original.questions:
         candidates = []
