@@ -18,10 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from db.store import Store
+from qa_core.data.demo import load_demo
+from qa_core.types import Dataset
 
 # ============================================================================ isolation
 # Tests never read or write the developer's ./data folder (its store may hold trained classifiers
@@ -50,6 +53,33 @@ def isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
 # PostgreSQL cases are skipped, unless CI=true or RERANK_LAB_REQUIRE_PG=1 makes that a failure.
 
 PG_SUPERUSER = "postgres"
+
+
+@pytest.fixture
+def store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh data folder and SQLite store for the app, through the environment as in production
+    (a training job's process inherits both)."""
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("RERANK_LAB_DB", url)
+    return url
+
+
+@pytest.fixture(scope="module")
+def single_thread() -> Iterator[None]:
+    """Tiny convolutions and recurrent batches gain nothing from a second thread, and on busy shared
+    cores OpenMP's waiting threads make them up to 15x slower (measured); one thread keeps the
+    training tests' time honest."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="module")
+def demo() -> Dataset:
+    """The shipped demo corpus (test_zoo_cnn overrides this with its split triple)."""
+    return load_demo()
 
 
 def _pg_required() -> bool:

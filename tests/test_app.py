@@ -22,15 +22,6 @@ SCRIPT = "<script>alert(1)</script>"
 SISTINE = "demo-33"  # "Who painted the ceiling of the Sistine Chapel?", a test question
 
 
-@pytest.fixture
-def store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A fresh data folder and SQLite store for the app, through the environment as in production."""
-    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
-    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
-    monkeypatch.setenv("RERANK_LAB_DB", url)
-    return url
-
-
 def ask_page() -> AppTest:
     app = AppTest.from_file(ASK, default_timeout=TIMEOUT).run()
     assert not app.exception, app.exception

@@ -21,15 +21,6 @@ SCRIPT = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 
 
-@pytest.fixture
-def store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A fresh data folder and SQLite store for the app, through the environment as in production."""
-    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
-    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
-    monkeypatch.setenv("RERANK_LAB_DB", url)
-    return url
-
-
 def open_page(path: str) -> AppTest:
     app = AppTest.from_file(path, default_timeout=TIMEOUT).run()
     assert not app.exception, app.exception

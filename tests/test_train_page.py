@@ -8,7 +8,6 @@ import shutil
 import time
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from db.store import Store
@@ -17,16 +16,6 @@ ROOT = Path(__file__).resolve().parent.parent
 TRAIN = str(ROOT / "pages" / "4_Train.py")
 TIMEOUT = 60
 JOB_WAIT_S = 240
-
-
-@pytest.fixture
-def store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A fresh data folder and SQLite store, through the environment as in production (the job
-    process inherits both)."""
-    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
-    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
-    monkeypatch.setenv("RERANK_LAB_DB", url)
-    return url
 
 
 def train_page() -> AppTest:

@@ -5,17 +5,15 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pytest
 import torch
 from torch import nn
 
-from qa_core.data.demo import load_demo
 from qa_core.experiments import evaluate_ranker
 from qa_core.rankers import registry
 from qa_core.rankers.smcnn import SMCNNRanker
 from qa_core.training.batching import TensorBatches, pad_ids, trim_padding
 from qa_core.training.loop import train
-from qa_core.types import Dataset, Question
+from qa_core.types import Question
 
 
 def _toy_problem(rows: int = 40) -> tuple[nn.Module, TensorBatches]:
@@ -97,21 +95,6 @@ def test_padding_helpers():
 
 
 # ---------------------------------------------------------------------------------- SM-CNN on the demo corpus
-
-
-@pytest.fixture(scope="module")
-def single_thread():
-    """Tiny convolutions gain nothing from a second thread, and on busy shared cores OpenMP's
-    waiting threads make them up to 15x slower (measured); one thread keeps the time bound honest."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
-@pytest.fixture(scope="module")
-def demo() -> Dataset:
-    return load_demo()
 
 
 def _test_scores(ranker: SMCNNRanker, questions: list[Question]) -> np.ndarray:

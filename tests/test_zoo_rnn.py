@@ -10,7 +10,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from qa_core.data.demo import load_demo
 from qa_core.experiments import evaluate_ranker
 from qa_core.nn.attention import MLPAttention, masked_softmax
 from qa_core.nn.losses import PairwiseHingeLoss, StackedCrossEntropy
@@ -22,7 +21,7 @@ from qa_core.rankers.neural import model_words
 from qa_core.text.nlp import parse_many
 from qa_core.text.vectors import UNK
 from qa_core.training.batching import PairwiseBatches
-from qa_core.types import Candidate, Dataset, InputError, Question
+from qa_core.types import Candidate, InputError, Question
 
 QUESTION = "Who wrote the play Hamlet?"
 POOL = [
@@ -31,20 +30,6 @@ POOL = [
     "Hamlet is a small village.",
     "",
 ]
-
-
-@pytest.fixture(scope="module")
-def single_thread():
-    """Small recurrent batches gain nothing from a second thread on busy shared cores (see test_training)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
-@pytest.fixture(scope="module")
-def demo() -> Dataset:
-    return load_demo()
 
 
 @pytest.fixture(scope="module")
