@@ -186,16 +186,20 @@ def looks_like_path(name: str) -> bool:
 # ---------------------------------------------------------------------- questions and candidates
 
 
+def _checked_text(text: str | None, what: str, limit: int, hint: str) -> str:
+    """``text`` stripped of surrounding whitespace; ``InputError`` naming ``what`` if it is empty
+    (with ``hint`` on what to do) or longer than ``limit`` characters."""
+    value = (text or "").strip()
+    if not value:
+        raise InputError(f"{what} is empty: {hint}")
+    if len(value) > limit:
+        raise InputError(f"{what} is too long ({len(value):,} characters); the limit is {limit:,}")
+    return value
+
+
 def check_question(text: str | None) -> str:
     """The question stripped of surrounding whitespace; ``InputError`` if empty or too long."""
-    question = (text or "").strip()
-    if not question:
-        raise InputError("the question is empty: type a question or pick one from the dataset")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise InputError(
-            f"the question is too long ({len(question):,} characters); the limit is {MAX_QUESTION_CHARS:,}"
-        )
-    return question
+    return _checked_text(text, "the question", MAX_QUESTION_CHARS, "type a question or pick one from the dataset")
 
 
 class _Collection:
@@ -385,14 +389,7 @@ def pair_links(question: str, candidate: str, analyzer: QuestionAnalyzer | None 
 
 def check_candidate(text: str | None) -> str:
     """An edited candidate stripped of surrounding whitespace; ``InputError`` if empty or too long."""
-    candidate = (text or "").strip()
-    if not candidate:
-        raise InputError("the edited candidate is empty: type the answer text to score")
-    if len(candidate) > MAX_CANDIDATE_CHARS:
-        raise InputError(
-            f"the edited candidate is too long ({len(candidate):,} characters); the limit is {MAX_CANDIDATE_CHARS:,}"
-        )
-    return candidate
+    return _checked_text(text, "the edited candidate", MAX_CANDIDATE_CHARS, "type the answer text to score")
 
 
 @dataclass(frozen=True)
