@@ -198,6 +198,22 @@ def test_syntax_ids_tag_the_tokens_as_given():
     assert ids["tag"][1, 2:].tolist() == [0, 0, 0] and ids["dep"][1, 2:].tolist() == [0, 0, 0]
 
 
+def test_a_checkpoint_reads_syntax_by_its_own_label_lists(small_classifier: QuestionClassifier):
+    """A pipeline version that orders its labels differently must not shift a saved model's ids:
+    the same labels in another order, with the embedding rows moved along, predict the same."""
+    texts = ["Who painted the Mona Lisa ?", "How far is the Moon ?"]
+    state = small_classifier.state()
+    tags = state["syntax_labels"]["tag"]
+    assert tags == syntax_labels()["tag"]
+    order = list(reversed(range(len(tags))))
+    state["syntax_labels"] = {**state["syntax_labels"], "tag": tuple(tags[i] for i in order)}
+    table = state["model"]["syntax.tables.tag.weight"]
+    state["model"]["syntax.tables.tag.weight"] = torch.cat([table[:1], table[1:][order]])  # row 0: padding
+    restored = QuestionClassifier.from_state(state)
+    assert restored.model.syntax.labels["tag"][0] == tags[-1]
+    np.testing.assert_allclose(restored.predict_proba(texts), small_classifier.predict_proba(texts), rtol=1e-5)
+
+
 def test_a_words_only_checkpoint_from_before_syntax_inputs_still_loads(small_tagger: FocusTagger, tmp_path: Path):
     words_only = FocusTagger(dataclasses.replace(FAST_FOCUS, syntax_dim=0))
     words_only._init_model([["who", "wrote", "hamlet"]], seed=1)

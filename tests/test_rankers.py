@@ -9,7 +9,8 @@ from torch import nn
 
 from qa_core.nn.encoders import ConvEncoder, WordEmbedding
 from qa_core.rankers import registry
-from qa_core.rankers.smcnn import SMCNN, SMCNNRanker, expected_parameter_count
+from qa_core.rankers.neural import NeuralRanker
+from qa_core.rankers.smcnn import SMCNN, SMCNNConfig, SMCNNRanker, expected_parameter_count
 from qa_core.training.loop import weight_decay_groups
 from qa_core.types import Candidate, NotTrainedError, Question
 
@@ -95,6 +96,21 @@ def test_every_registered_ranker_round_trips_through_a_checkpoint(tmp_path, trai
         assert np.array_equal(loaded.score(QUESTION, POOL), ranker.score(QUESTION, POOL)), name
 
 
+def test_every_neural_ranker_honours_trainable_embeddings():
+    """The setting is in every neural config, so every network must read it (two once ignored
+    it): each model is trained for an epoch with the opposite of its default."""
+    train, dev = _tiny_dataset()
+    neural = [name for name in registry.available() if issubclass(registry.ranker_class(name), NeuralRanker)]
+    assert len(neural) >= 5
+    for name in neural:
+        trainable = not registry.ranker_class(name).config_class().trainable_embeddings
+        ranker = registry.create(name, trainable_embeddings=trainable, max_epochs=1)
+        ranker.fit(train, dev, seed=1, progress=False)
+        embedding = ranker.model().embedding
+        assert embedding.trainable is trainable, name
+        assert any(embedding.weight is p for p in ranker.model().parameters()) is trainable, name
+
+
 def test_untrained_smcnn_refuses_to_score(tmp_path):
     ranker = registry.create("smcnn")
     with pytest.raises(NotTrainedError, match="train"):
@@ -145,7 +161,7 @@ def test_padding_does_not_change_a_random_encoding():
 
 
 def test_smcnn_parameter_count_matches_the_paper_scale():
-    model = SMCNN(torch.randn(1000, 50), filters=100, width=5, dropout=0.5)
+    model = SMCNN(torch.randn(1000, 50), SMCNNConfig())
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     # 2 conv (100*50*5 + 100) + M 100*100 + hidden 205*205 + 205 + output 205*2 + 2
     assert trainable == expected_parameter_count(filters=100, width=5, dim=50) == 102_842
@@ -156,7 +172,7 @@ def test_smcnn_parameter_count_matches_the_paper_scale():
 
 
 def test_smcnn_l2_groups_have_the_two_strengths():
-    model = SMCNN(torch.randn(1000, 50), filters=100, width=5, dropout=0.5)
+    model = SMCNN(torch.randn(1000, 50), SMCNNConfig())
     groups = weight_decay_groups(model, default=1e-4, by_module_type={nn.Conv1d: 1e-5})
     by_decay = {group["weight_decay"]: {id(p) for p in group["params"]} for group in groups}
     conv = {id(p) for encoder in (model.question_encoder, model.answer_encoder) for p in encoder.parameters()}

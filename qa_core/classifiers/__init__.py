@@ -53,11 +53,15 @@ def syntax_labels() -> dict[str, tuple[str, ...]]:
     return {"tag": tuple(nlp.get_pipe("tagger").labels), "dep": tuple(nlp.get_pipe("parser").labels)}
 
 
-def syntax_ids(token_lists: Sequence[Sequence[str]]) -> dict[str, torch.Tensor]:
-    """(count, longest) ids of each given token's POS tag and dependency label, 1-based in
-    ``syntax_labels`` order (0: padding, or a label the pipeline does not list). spaCy tags the
-    tokens as given (no re-tokenisation), so the ids line up with the word ids."""
-    labels = syntax_labels()
+SyntaxLabels = Mapping[str, Sequence[str]]
+
+
+def syntax_ids(token_lists: Sequence[Sequence[str]], labels: SyntaxLabels | None = None) -> dict[str, torch.Tensor]:
+    """(count, longest) ids of each given token's POS tag and dependency label, 1-based in the
+    order of ``labels`` (default: the pipeline's ``syntax_labels``; 0: padding, or a label not
+    listed). spaCy tags the tokens as given (no re-tokenisation), so the ids line up with the word
+    ids."""
+    labels = labels if labels is not None else syntax_labels()
     index = {name: {label: i for i, label in enumerate(values, start=1)} for name, values in labels.items()}
     nlp = get_nlp()
     docs = nlp.pipe(
@@ -76,12 +80,17 @@ class SyntaxEmbedding(nn.Module):
 
     Why: the classifiers' 50d word vectors say what a word means, not its role in the question;
     the focus is the head noun asked about, a syntactic fact that words alone did not generalise.
+
+    ``labels`` (default: the installed pipeline's) fix what each row means; they are saved with
+    the model, so another pipeline version, whose label lists may be ordered differently, cannot
+    shift a trained model's ids.
     """
 
-    def __init__(self, dim: int):
+    def __init__(self, dim: int, labels: SyntaxLabels | None = None):
         super().__init__()
+        self.labels = {name: tuple(values) for name, values in (labels or syntax_labels()).items()}
         self.tables = nn.ModuleDict(
-            {name: nn.Embedding(len(labels) + 1, dim, padding_idx=PAD_ID) for name, labels in syntax_labels().items()}
+            {name: nn.Embedding(len(values) + 1, dim, padding_idx=PAD_ID) for name, values in self.labels.items()}
         )
         self.dim = dim * len(self.tables)
 
@@ -99,10 +108,11 @@ class EmbeddingModel(nn.Module):
     embedding: WordEmbedding
     syntax: SyntaxEmbedding | None
 
-    def embed_tokens(self, vectors: torch.Tensor, config: TrainingConfig) -> None:
-        """Create the token input layers: the GloVe table, and syntax embeddings if configured."""
+    def embed_tokens(self, vectors: torch.Tensor, config: TrainingConfig, syntax: SyntaxLabels | None) -> None:
+        """Create the token input layers: the GloVe table, and syntax embeddings (over the
+        ``syntax`` label lists, default the pipeline's) if configured."""
         self.embedding = WordEmbedding(vectors, trainable=config.trainable_embeddings)
-        self.syntax = SyntaxEmbedding(config.syntax_dim) if config.syntax_dim else None
+        self.syntax = SyntaxEmbedding(config.syntax_dim, syntax) if config.syntax_dim else None
 
     @property
     def token_dim(self) -> int:
@@ -133,8 +143,9 @@ class TokenModelClassifier(ABC):
         self._grow_lock = threading.Lock()
 
     @abstractmethod
-    def _build_model(self, vectors: torch.Tensor) -> EmbeddingModel:
-        """The untrained network over a (vocabulary, 50) table of initial word vectors."""
+    def _build_model(self, vectors: torch.Tensor, syntax: SyntaxLabels | None = None) -> EmbeddingModel:
+        """The untrained network over a (vocabulary, 50) table of initial word vectors and, when
+        it reads syntax, the ``syntax`` label lists (default: the pipeline's)."""
 
     def _init_model(self, token_lists: Sequence[Sequence[str]], seed: int) -> None:
         """Vocabulary of the training tokens, GloVe rows (seeded random for unknown words)."""
@@ -158,8 +169,8 @@ class TokenModelClassifier(ABC):
             with self._grow_lock:
                 self.vocab = grow_frozen_vocabulary(self.vocab, self.model.embedding, {w for row in words for w in row})
         inputs = {"ids": pad_ids([self.vocab.encode(row) for row in words])}
-        if self.config.syntax_dim:
-            inputs |= syntax_ids(token_lists)
+        if self.model.syntax is not None:
+            inputs |= syntax_ids(token_lists, self.model.syntax.labels)
         return {name: tensor.to(self.device) for name, tensor in inputs.items()}
 
     def _trained_model(self) -> EmbeddingModel:
@@ -244,15 +255,17 @@ class TokenModelClassifier(ABC):
             "config": asdict(self.config),
             "vocab": self.vocab.to_list(),
             "vectors": model.embedding.weight.detach().cpu(),
+            "syntax_labels": None if model.syntax is None else model.syntax.labels,
             "model": {name: tensor.detach().cpu() for name, tensor in model.state_dict().items()},
         }
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Self:
-        # A checkpoint saved before syntax inputs existed has no ``syntax_dim``: it reads words only.
+        # A checkpoint saved before syntax inputs existed has no ``syntax_dim``: it reads words only;
+        # one saved before the label lists were stored was trained on this pinned pipeline's.
         classifier = cls(cls.config_class(**{"syntax_dim": 0, **state["config"]}))
         classifier.vocab = Vocabulary.from_list(state["vocab"])
-        model = classifier._build_model(state["vectors"])
+        model = classifier._build_model(state["vectors"], state.get("syntax_labels"))
         model.load_state_dict(state["model"])
         classifier.model = model.to(classifier.device).eval()
         return classifier

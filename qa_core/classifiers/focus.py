@@ -26,7 +26,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from qa_core.classifiers import EmbeddingModel, TokenModelClassifier
+from qa_core.classifiers import EmbeddingModel, SyntaxLabels, TokenModelClassifier
 from qa_core.nn.encoders import PAD_ID
 from qa_core.rankers.base import ProgressCallback
 from qa_core.types import InputError
@@ -55,9 +55,9 @@ class FocusCNN(EmbeddingModel):
     at the sentence edge: scores do not depend on how much padding the batch adds.
     """
 
-    def __init__(self, vectors: torch.Tensor, config: FocusConfig):
+    def __init__(self, vectors: torch.Tensor, config: FocusConfig, syntax: SyntaxLabels | None = None):
         super().__init__()
-        self.embed_tokens(vectors, config)
+        self.embed_tokens(vectors, config, syntax)
         inputs = [self.token_dim] + [config.filters] * (config.layers - 1)
         self.same_length = ((config.width - 1) // 2, config.width // 2)
         self.convs = nn.ModuleList(
@@ -82,8 +82,8 @@ class FocusTagger(TokenModelClassifier):
     kind = "question_focus"
     config_class = FocusConfig
 
-    def _build_model(self, vectors: torch.Tensor) -> EmbeddingModel:
-        return FocusCNN(vectors, self.config)
+    def _build_model(self, vectors: torch.Tensor, syntax: SyntaxLabels | None = None) -> EmbeddingModel:
+        return FocusCNN(vectors, self.config, syntax)
 
     @staticmethod
     def _check_targets(token_lists: Sequence[Sequence[str]], focus: Sequence[int]) -> list[int]:

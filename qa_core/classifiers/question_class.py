@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from qa_core.classifiers import EmbeddingModel, TokenModelClassifier
+from qa_core.classifiers import EmbeddingModel, SyntaxLabels, TokenModelClassifier
 from qa_core.data.questions import COARSE_CLASSES
 from qa_core.nn.encoders import PAD_ID, ConvEncoder
 from qa_core.rankers.base import ProgressCallback
@@ -54,9 +54,11 @@ class QuestionCNN(EmbeddingModel):
     Pooling covers exactly each question's own columns, so logits do not depend on padding.
     """
 
-    def __init__(self, vectors: torch.Tensor, config: QuestionClassConfig, classes: int):
+    def __init__(
+        self, vectors: torch.Tensor, config: QuestionClassConfig, classes: int, syntax: SyntaxLabels | None = None
+    ):
         super().__init__()
-        self.embed_tokens(vectors, config)
+        self.embed_tokens(vectors, config, syntax)
         self.encoders = nn.ModuleList(
             ConvEncoder(self.token_dim, filters=config.filters, width=width) for width in config.widths
         )
@@ -84,8 +86,8 @@ class QuestionClassifier(TokenModelClassifier):
     config_class = QuestionClassConfig
     classes: tuple[str, ...] = COARSE_CLASSES
 
-    def _build_model(self, vectors: torch.Tensor) -> EmbeddingModel:
-        return QuestionCNN(vectors, self.config, len(self.classes))
+    def _build_model(self, vectors: torch.Tensor, syntax: SyntaxLabels | None = None) -> EmbeddingModel:
+        return QuestionCNN(vectors, self.config, len(self.classes), syntax)
 
     def _class_ids(self, labels: Sequence[str]) -> list[int]:
         unknown = sorted(set(labels) - set(self.classes))

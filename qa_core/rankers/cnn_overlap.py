@@ -83,7 +83,7 @@ class OverlapCNN(nn.Module):
 
     def __init__(self, vectors: torch.Tensor, config: CNNOverlapConfig):
         super().__init__()
-        self.embedding = WordEmbedding(vectors)
+        self.embedding = WordEmbedding(vectors, trainable=config.trainable_embeddings)
         self.overlap = nn.Embedding(2, config.overlap_dim)
         self.semantic = nn.Embedding(len(COARSE_CLASSES) + 1, config.semantic_dim) if config.semantic_overlap else None
         dim = self.embedding.dim + config.overlap_dim + (config.semantic_dim if config.semantic_overlap else 0)

@@ -172,7 +172,7 @@ class NeuralRanker(Ranker):
     def word_ids(self, parsed: Sequence[Parsed], cap: int) -> torch.Tensor:
         """(rows, longest) padded ids of the first ``cap`` words; see the module docstring on unseen words."""
         words = [model_words(p, cap) for p in parsed]
-        if not self.config.trainable_embeddings:
+        if not self.model().embedding.trainable:
             self._grow_vocabulary({w for row in words for w in row})
         return pad_ids([self.vocabulary.encode(row) for row in words])
 

@@ -45,18 +45,20 @@ class SMCNNConfig(NeuralConfig):
 
 
 class SMCNN(nn.Module):
-    """The network: separate question and answer encoders over one frozen embedding table."""
+    """The network: separate question and answer encoders over one embedding table (frozen, as
+    in the paper, unless ``config.trainable_embeddings``)."""
 
-    def __init__(self, vectors: torch.Tensor, filters: int, width: int, dropout: float):
+    def __init__(self, vectors: torch.Tensor, config: SMCNNConfig):
         super().__init__()
-        self.embedding = WordEmbedding(vectors)
+        filters, width = config.filters, config.width
+        self.embedding = WordEmbedding(vectors, trainable=config.trainable_embeddings)
         self.question_encoder = ConvEncoder(self.embedding.dim, filters, width)
         self.answer_encoder = ConvEncoder(self.embedding.dim, filters, width)
         self.similarity = nn.Parameter(torch.empty(filters, filters))  # M in x_q^T M x_a
         nn.init.xavier_uniform_(self.similarity)
         join = 2 * filters + 1 + N_OVERLAP_FEATURES
         self.hidden = nn.Linear(join, join)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(config.dropout)
         self.output = nn.Linear(join, 2)
 
     def forward(self, question: torch.Tensor, answer: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
@@ -95,8 +97,7 @@ class SMCNNRanker(NeuralRanker):
     config_class = SMCNNConfig
 
     def build_model(self, vectors: torch.Tensor) -> SMCNN:
-        cfg = self.config
-        return SMCNN(vectors, cfg.filters, cfg.width, cfg.dropout)
+        return SMCNN(vectors, self.config)
 
     def make_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         cfg = self.config
