@@ -12,24 +12,12 @@ from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.experiments import train_ranker
 from qa_core.types import Candidate, Dataset, Question
+from tests.pages import ASK, LANDING, markdown, open_page
 
-ROOT = Path(__file__).resolve().parent.parent
-LANDING, ASK = str(ROOT / "app.py"), str(ROOT / "pages" / "1_Ask.py")
 ERRORS = "pages/5_Errors.py"  # relative to app.py: its links to Ask resolve against the entrypoint
-TIMEOUT = 60  # the first run loads spaCy and builds the BM25 index
 DEMO_QUESTION, DEMO_ANSWER = "who discovered penicillin", "Alexander Fleming"
 SCRIPT = "<script>alert(1)</script>"
 SISTINE = "demo-33"  # "Who painted the ceiling of the Sistine Chapel?", a test question
-
-
-def ask_page() -> AppTest:
-    app = AppTest.from_file(ASK, default_timeout=TIMEOUT).run()
-    assert not app.exception, app.exception
-    return app
-
-
-def all_markdown(app: AppTest) -> str:
-    return "\n".join(element.value for element in app.markdown)
 
 
 def charts(app: AppTest) -> list[dict]:
@@ -41,18 +29,8 @@ def titled(app: AppTest, prefix: str) -> list[dict]:
     return [chart for chart in charts(app) if chart["layout"]["title"]["text"].startswith(prefix)]
 
 
-def ask_link(**params: str) -> AppTest:
-    """The Ask page opened from a link with query parameters, as the Errors page makes them."""
-    app = AppTest.from_file(ASK, default_timeout=TIMEOUT)
-    for name, value in params.items():
-        app.query_params[name] = value
-    app.run()
-    assert not app.exception, app.exception
-    return app
-
-
 def errors_page() -> AppTest:
-    app = AppTest.from_file(LANDING, default_timeout=TIMEOUT).run()
+    app = open_page(LANDING)
     app.switch_page(ERRORS).run()
     assert not app.exception, app.exception
     return app
@@ -73,8 +51,7 @@ def register(store_url: str, checkpoint: Path) -> None:
 
 
 def test_landing_page_imports_demo_and_lists_it(store_url):
-    app = AppTest.from_file(LANDING, default_timeout=TIMEOUT).run()
-    assert not app.exception, app.exception
+    app = open_page(LANDING)
     assert app.title[0].value == "Rerank Lab"
     assert any("Running on: " in caption.value for caption in app.caption)
     assert "demo" in Store(store_url).dataset_names()
@@ -83,7 +60,7 @@ def test_landing_page_imports_demo_and_lists_it(store_url):
 
 @pytest.mark.parametrize("model", ["overlap", "bm25"])
 def test_typed_question_ranks_the_answer_first(store_url, model):
-    app = ask_page()
+    app = open_page(ASK)
     app.selectbox(key="model").select(model)
     app.text_input(key="question").input(DEMO_QUESTION)
     app.button[0].click().run()
@@ -99,7 +76,7 @@ def test_typed_question_ranks_the_answer_first(store_url, model):
 
 
 def test_dataset_question_shows_gold_labels(store_url):
-    app = ask_page()
+    app = open_page(ASK)
     app.selectbox(key="model").select("overlap")
     app.radio(key="source").set_value("Pick a dataset question").run()
     app.button[0].click().run()
@@ -115,7 +92,7 @@ def test_dataset_question_shows_gold_labels(store_url):
     ids=["empty", "whitespace", "too-long", "one-megabyte"],
 )
 def test_bad_question_shows_a_clear_error(store_url, question, message):
-    app = ask_page()
+    app = open_page(ASK)
     app.selectbox(key="model").select("overlap")
     app.text_input(key="question").input(question)
     app.button[0].click().run()
@@ -125,7 +102,7 @@ def test_bad_question_shows_a_clear_error(store_url, question, message):
 
 
 def test_untrained_smcnn_says_how_to_train(store_url):
-    app = ask_page()
+    app = open_page(ASK)
     app.selectbox(key="model").select("smcnn").run()
     assert not app.exception, app.exception
     assert any("train" in info.value for info in app.info)
@@ -149,16 +126,16 @@ def test_candidate_text_is_escaped_not_rendered(store_url):
     store.import_dataset(injected)
     store.close()
 
-    app = ask_page()
+    app = open_page(ASK)
     app.selectbox(key="dataset").select("xss")
     app.selectbox(key="model").select("overlap")
     app.radio(key="source").set_value("Pick a dataset question").run()
     app.button[0].click().run()
     assert not app.exception, app.exception
     assert SCRIPT in app.dataframe[0].value["text"].iloc[0]  # grid cells are text, never HTML
-    markdown = all_markdown(app)
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markdown
-    assert "<script>" not in markdown
+    text = markdown(app)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "<script>" not in text
     # Plotly renders HTML in tick labels and hover text: the token labels must arrive escaped.
     labels = [label for chart in charts(app) for label in chart["layout"]["xaxis"].get("ticktext", [])]
     assert "&lt;" in labels and not any("<" in label for label in labels)
@@ -171,14 +148,14 @@ def test_candidate_text_is_escaped_not_rendered(store_url):
 
 
 def test_link_opens_the_question_ranked_with_class_focus_and_arcs(store_url):
-    app = ask_link(dataset="demo", qid=SISTINE, model="overlap")
+    app = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap")
     assert app.radio(key="source").value == "Pick a dataset question"
     assert app.selectbox(key="model").value == "overlap"
     table = app.dataframe[0].value
     assert len(table) == 6 and table["gold_label"].notna().all()
-    markdown = all_markdown(app)
-    assert "Who painted the ceiling of the Sistine Chapel?" in markdown
-    assert "Question class: **HUM** · focus: **Who**" in markdown
+    text = markdown(app)
+    assert "Who painted the ceiling of the Sistine Chapel?" in text
+    assert "Question class: **HUM** · focus: **Who**" in text
     arcs = titled(app, "REL links")
     assert len(arcs) == 5  # one per explained candidate
     kinds = {trace.get("name") for chart in arcs for trace in chart["data"]}
@@ -195,7 +172,7 @@ def test_link_opens_the_question_ranked_with_class_focus_and_arcs(store_url):
     ids=["unknown-everything", "unknown-qid"],
 )
 def test_bad_link_is_reported_and_ignored(store_url, params, problems):
-    app = ask_link(**params)
+    app = open_page(ASK, **params)
     warnings = " ".join(warning.value for warning in app.warning)
     assert all(problem in warnings for problem in problems), warnings
     assert not app.dataframe and not app.error
@@ -213,14 +190,14 @@ def test_latest_stored_label_is_shown_next_to_gold(store_url):
     store.add_label(candidate_id, "ann", 2)  # the latest counts
     store.close()
 
-    table = ask_link(dataset="demo", qid=SISTINE, model="overlap").dataframe[0].value
+    table = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap").dataframe[0].value
     row = table[table["text"] == wrong.text].iloc[0]
     assert row["stored_label"] == 2 and row["gold_label"] == 0
     assert table["stored_label"].isna().sum() == len(table) - 1
 
 
 def test_rel_tagged_trees_on_demand(store_url):
-    app = ask_link(dataset="demo", qid=SISTINE, model="overlap")
+    app = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap")
     assert not app.code
     app.toggle(key="r1-1-trees").set_value(True).run()
     trees = [code.value for code in app.code]
@@ -236,7 +213,7 @@ def submit_edit(app: AppTest, rank: int, text: str) -> AppTest:
 
 
 def test_counterfactual_edit_rescored_without_reranking(store_url):
-    app = ask_link(dataset="demo", qid=SISTINE, model="overlap")
+    app = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap")
     before = app.dataframe[0].value
     weights = len(titled(app, "idf per answer word"))
     top = before["text"].iloc[0]
@@ -252,14 +229,14 @@ def test_counterfactual_edit_rescored_without_reranking(store_url):
 
 @pytest.mark.parametrize("text, message", [("  ", "empty"), ("x" * 1_000_000, "5,000")], ids=["empty", "one-megabyte"])
 def test_counterfactual_bad_edit_shows_a_clear_error(store_url, text, message):
-    app = submit_edit(ask_link(dataset="demo", qid=SISTINE, model="overlap"), 1, text)
+    app = submit_edit(open_page(ASK, dataset="demo", qid=SISTINE, model="overlap"), 1, text)
     assert len(app.error) == 1 and message in app.error[0].value
     assert not app.metric
 
 
 def test_trained_smcnn_shows_matrix_and_saliency_heatmaps(store_url, tiny_smcnn):
     register(store_url, tiny_smcnn)
-    app = ask_link(dataset="demo", qid=SISTINE, model="smcnn")
+    app = open_page(ASK, dataset="demo", qid=SISTINE, model="smcnn")
     assert not app.error, [e.value for e in app.error]
     matrices = titled(app, "similarity: question words × answer words")
     assert len(matrices) == 5

@@ -26,13 +26,12 @@ from qa_core.data.demo import load_demo
 from qa_core.data.importers import load_dataset, read_qrels, read_trec_run
 from qa_core.rankers import registry
 from qa_core.types import Candidate, Dataset, InputError, Question
+from tests.pages import ASK, markdown, open_page
 
 ROOT = Path(__file__).resolve().parent.parent
-ASK = str(ROOT / "pages" / "1_Ask.py")
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED_SCRIPT = "&lt;script&gt;alert(1)&lt;/script&gt;"
 DATA_TABLES = ("datasets", "questions", "candidates", "labels", "model_versions", "runs")
-APP_TIMEOUT = 90  # the first run loads spaCy and builds the BM25 index
 
 
 # ------------------------------------------------------------------------------ store and helpers
@@ -345,16 +344,6 @@ def test_cli_output_keeps_html_as_data(env: Env):
 # ------------------------------------------------------------------------------ the Ask page
 
 
-def ask_page() -> AppTest:
-    app = AppTest.from_file(ASK, default_timeout=APP_TIMEOUT).run()
-    assert not app.exception, app.exception
-    return app
-
-
-def all_markdown(app: AppTest) -> str:
-    return "\n".join(element.value for element in app.markdown)
-
-
 def rank_typed(app: AppTest, question: str, model: str = "overlap") -> AppTest:
     app.selectbox(key="model").select(model)
     app.text_input(key="question").input(question)
@@ -370,17 +359,17 @@ def rank_typed(app: AppTest, question: str, model: str = "overlap") -> AppTest:
 )
 def test_ask_refuses_bad_question_and_changes_nothing(env: Env, question: str, message: str):
     before = snapshot(env.url)
-    app = rank_typed(ask_page(), question)
+    app = rank_typed(open_page(ASK), question)
     assert [e.value for e in app.error] and message in app.error[0].value
     assert not app.dataframe
     assert snapshot(env.url) == before
 
 
 def test_ask_escapes_html_in_a_typed_question(env: Env):
-    app = rank_typed(ask_page(), f"{SCRIPT} who discovered penicillin")
+    app = rank_typed(open_page(ASK), f"{SCRIPT} who discovered penicillin")
     assert not app.error, [e.value for e in app.error]
-    markdown = all_markdown(app)
-    assert ESCAPED_SCRIPT in markdown and "<script>" not in markdown
+    text = markdown(app)
+    assert ESCAPED_SCRIPT in text and "<script>" not in text
     assert "Alexander Fleming" in app.dataframe[0].value["text"].iloc[0]
 
 
@@ -397,7 +386,7 @@ def test_ask_shows_html_dataset_without_positives_escaped(env: Env):
     store.close()
     before = snapshot(env.url)
 
-    app = ask_page()
+    app = open_page(ASK)
     app.selectbox(key="dataset").select(name)
     app.selectbox(key="model").select("overlap")
     app.radio(key="source").set_value("Pick a dataset question").run()
@@ -407,9 +396,9 @@ def test_ask_shows_html_dataset_without_positives_escaped(env: Env):
     table = app.dataframe[0].value
     assert list(table["gold_label"]) == [0, 0]
     assert {f"{SCRIPT} was written by nobody", "<b>bold</b> claims about the script"} == set(table["text"])
-    markdown = all_markdown(app)
-    assert "&lt;img src=x onerror=\"alert(1)\"&gt;" in markdown and ESCAPED_SCRIPT in markdown
-    assert "<img" not in markdown and "<script>" not in markdown and "<b>" not in markdown
+    text = markdown(app)
+    assert "&lt;img src=x onerror=\"alert(1)\"&gt;" in text and ESCAPED_SCRIPT in text
+    assert "<img" not in text and "<script>" not in text and "<b>" not in text
     assert snapshot(env.url) == before
 
 
@@ -422,7 +411,7 @@ def test_ask_reports_a_corrupt_checkpoint_and_keeps_the_store(env: Env):
     store.close()
     before = snapshot(env.url)
 
-    app = ask_page()
+    app = open_page(ASK)
     app.selectbox(key="model").select("smcnn").run()
     assert not app.exception, app.exception
     errors = " ".join(e.value for e in app.error)

@@ -4,7 +4,6 @@ baseline models (overlap, BM25) and real spaCy."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -12,23 +11,11 @@ from streamlit.testing.v1 import AppTest
 from db.store import Store
 from qa_core import workbench
 from qa_core.types import Candidate, Dataset, Question
+from tests.pages import COMPARE, LABEL, markdown, open_page
 
-ROOT = Path(__file__).resolve().parent.parent
-COMPARE, LABEL = str(ROOT / "pages" / "2_Compare.py"), str(ROOT / "pages" / "3_Label.py")
-TIMEOUT = 60  # the first run loads spaCy and builds the BM25 index
 DEMO_QUESTION, DEMO_ANSWER = "who discovered penicillin", "Alexander Fleming"
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
-
-
-def open_page(path: str) -> AppTest:
-    app = AppTest.from_file(path, default_timeout=TIMEOUT).run()
-    assert not app.exception, app.exception
-    return app
-
-
-def markdown(app: AppTest) -> str:
-    return "\n".join(element.value for element in app.markdown)
 
 
 def import_xss(url: str) -> None:

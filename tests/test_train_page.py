@@ -11,17 +11,9 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from db.store import Store
+from tests.pages import TRAIN, markdown, open_page
 
-ROOT = Path(__file__).resolve().parent.parent
-TRAIN = str(ROOT / "pages" / "4_Train.py")
-TIMEOUT = 60
 JOB_WAIT_S = 240
-
-
-def train_page() -> AppTest:
-    app = AppTest.from_file(TRAIN, default_timeout=TIMEOUT).run()
-    assert not app.exception, app.exception
-    return app
 
 
 def start_job(app: AppTest, gold: str = "every split", store_labels: bool = True) -> None:
@@ -49,7 +41,7 @@ def wait_for_outcome(app: AppTest) -> None:
 
 
 def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
-    app = train_page()
+    app = open_page(TRAIN)
     assert "No version registered yet" in app.info[0].value
     start_job(app)
     assert app.get("progress"), "a running job shows a progress bar"
@@ -87,7 +79,7 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
 
 
 def test_failed_job_keeps_the_promoted_model_and_says_why(store_url: str, tmp_path: Path) -> None:
-    app = train_page()
+    app = open_page(TRAIN)
     store = Store(store_url)
     store.register_model("smcnn", "smcnn", tmp_path / "v1.pt", {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
     start_job(app, gold="none", store_labels=True)  # the demo has no stored labels: nothing to train on
@@ -99,7 +91,7 @@ def test_failed_job_keeps_the_promoted_model_and_says_why(store_url: str, tmp_pa
 
 
 def test_label_rule_and_conflicts_are_shown(store_url: str) -> None:
-    app = train_page()
+    app = open_page(TRAIN)
     store = Store(store_url)
     disputed = store.find_candidate_id("demo", "demo-01", "demo-01-1")
     store.add_label(disputed, "alice", 4)
@@ -109,7 +101,7 @@ def test_label_rule_and_conflicts_are_shown(store_url: str) -> None:
     store.add_label(settled, "bob", 0)
     store.adjudicate(settled, 1, "carol")
     app.run()
-    text = "\n".join(element.value for element in app.markdown)
+    text = markdown(app)
     assert "latest adjudication" in text and "majority of its" in text and "Conflicts" in text
     sources = app.dataframe[0].value
     train = sources[sources["split"] == "train"].set_index("source")["pairs"].to_dict()
