@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import ir_measures
@@ -23,6 +24,7 @@ from qa_core.data.importers import (
     read_qrels,
     read_trec_run,
 )
+from qa_core.text.nlp import parse
 from qa_core.types import InputError
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -66,10 +68,14 @@ def test_real_wikiqa_counts_and_first_question():
     assert _split_counts(dataset) == {"train": (873, 8672), "dev": (126, 1130), "test": (243, 2351)}
     first = dataset.questions[0]
     # Texts are pinned by hash: the licensed data's sentences are not copied into this repository.
-    assert (first.qid, first.split, _digest(first.text)) == ("train-1", "train", "d03fae7d0d5edda3")
+    # The release is lowercased, so the loader restores case (see the fixture test below).
+    assert (first.qid, first.split, _digest(first.text)) == ("train-1", "train", "33145e6d0bb90e79")
     assert first.candidates[0].doc_id == "train-1-0"
-    assert _digest(first.candidates[0].text) == "88b7f84d431411a0"
+    assert _digest(first.candidates[0].text) == "520fb55876bcf757"
     assert {c.label for q in dataset.questions for c in q.candidates} == {0, 1}
+    as_shipped = load_wikiqa(_shared("wikiqa"), restore_case=False).questions[0]
+    assert (_digest(as_shipped.text), _digest(as_shipped.candidates[0].text)) == ("d03fae7d0d5edda3", "88b7f84d431411a0")
+    assert first.text.lower() == as_shipped.text
 
 
 def test_real_trecqa_counts_and_first_question():
@@ -95,14 +101,32 @@ def test_wikiqa_fixture_groups_by_id_and_orders_splits():
     dataset = load_dataset(IMPORTERS / "wikiqa", name="mini")
     assert dataset.name == "mini"
     assert [(q.qid, q.split, q.text) for q in dataset.questions] == [
-        ("train-1", "train", "who wrote hamlet ?"),
-        ("train-2", "train", "where is paris ?"),
-        ("test-1", "test", "how tall is everest ?"),
+        ("train-1", "train", "Who wrote Hamlet ?"),
+        ("train-2", "train", "Where is Paris ?"),
+        ("test-1", "test", "How tall is Everest ?"),
     ]
     hamlet = dataset.questions[0]
     assert [(c.doc_id, c.label) for c in hamlet.candidates] == [("train-1-0", 0), ("train-1-1", 1), ("train-1-2", 0)]
     single = load_wikiqa(IMPORTERS / "wikiqa" / "test")
     assert [q.qid for q in single.questions] == ["test-1"]
+
+
+def test_lowercased_wikiqa_gets_its_case_back_token_by_token(tmp_path: Path):
+    shipped = load_wikiqa(IMPORTERS / "wikiqa", restore_case=False)
+    assert shipped.questions[0].text == "who wrote hamlet ?"
+    restored = load_wikiqa(IMPORTERS / "wikiqa")
+    for before, after in zip(shipped.questions, restored.questions, strict=True):
+        for old, new in [(before.text, after.text), *((b.text, a.text) for b, a in zip(before.candidates, after.candidates))]:
+            assert new.lower() == old and len(new.split()) == len(old.split())
+    assert restored.questions[0].candidates[1].text == "Shakespeare wrote Hamlet around 1600 ."
+    # The point of it: spaCy finds the mountain and the country only in the cased sentence.
+    lowered, cased = (q.candidates[1].text for q in (shipped.questions[2], restored.questions[2]))
+    assert [label for _, _, label in parse(cased).ents] == ["LOC", "GPE"] and parse(lowered).ents == ()
+    # A folder with any uppercase letter was not lowercased: its text is kept as it is.
+    folder = tmp_path / "cased"
+    shutil.copytree(IMPORTERS / "wikiqa" / "test", folder)
+    (folder / "b.toks").write_text("Everest is 8,849 m tall .\neverest is in nepal .\n")
+    assert [c.text for c in load_wikiqa(folder).questions[0].candidates] == ["Everest is 8,849 m tall .", "everest is in nepal ."]
 
 
 def test_trecqa_fixture_keeps_token_lines_only():

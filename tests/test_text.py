@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import os
 import pickle
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -273,3 +276,24 @@ def test_lexical_links_none_without_shared_content() -> None:
     q = parsed(("the", "cat"), (True, False))
     a = parsed(("the", "dog"), (True, False))
     assert lexical_links(q, a) == []
+
+
+def test_restored_case_is_the_same_in_every_process():
+    """The truecaser breaks score ties by set order, which Python's string hashing changes from
+    process to process; hash seeds 1 and 2 once gave "Hamlet" and "hamlet" for the same text."""
+    script = (
+        "from qa_core.text.truecasing import restore_case; "
+        "print(restore_case([['who', 'wrote', 'hamlet', '?'], ['shakespeare', 'wrote', 'hamlet', '.']]))"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            cwd=Path(__file__).resolve().parent.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert outputs == {"[['Who', 'wrote', 'Hamlet', '?'], ['Shakespeare', 'wrote', 'Hamlet', '.']]\n"}

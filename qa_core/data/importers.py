@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import dataclasses
 import hashlib
 import io
 import json
@@ -24,6 +25,7 @@ from typing import Any
 
 import ir_measures
 
+from qa_core.text import truecasing
 from qa_core.types import Candidate, Dataset, InputError, Question
 
 FORMATS: tuple[str, ...] = ("wikiqa", "trecqa", "semeval", "csv", "jsonl")
@@ -162,18 +164,38 @@ def _wikiqa_split(folder: Path, source: str) -> list[Question]:
     return list(questions.values())
 
 
-def load_wikiqa(path: str | Path, name: str = "wikiqa") -> Dataset:
+def load_wikiqa(path: str | Path, name: str = "wikiqa", restore_case: bool | None = None) -> Dataset:
     """WikiQA as prepared by castorini: line-aligned a.toks, b.toks, sim.txt, id.txt per split folder.
 
     ``path`` is the folder holding train/dev/test (any split folder name is used as the split) or
     one split folder. Question ids are ``f"{split}-{id}"``, candidate ids ``f"{qid}-{index}"``.
+    castorini's release is lowercased; ``restore_case`` (default: when no text has an uppercase
+    letter) puts the case back with a statistical truecaser, token by token, because spaCy's
+    tagger and entity recogniser need it (``qa_core.text.truecasing``).
     """
     root = Path(path)
     questions: dict[str, Question] = {}
     for folder in _wikiqa_split_dirs(root):
         for question in _wikiqa_split(folder, source="wikiqa"):
             _add_question(questions, question, folder / "id.txt", None)
-    return Dataset(name=name, questions=list(questions.values()), source=str(root))
+    found = list(questions.values())
+    texts = [text for q in found for text in (q.text, *(c.text for c in q.candidates))]
+    if restore_case if restore_case is not None else truecasing.is_lowercased(texts):
+        found = _with_case_restored(found, texts)
+    return Dataset(name=name, questions=found, source=str(root))
+
+
+def _with_case_restored(questions: list[Question], texts: list[str]) -> list[Question]:
+    """The questions with every text truecased (whitespace-tokenised texts, so split on spaces)."""
+    distinct = list(dict.fromkeys(texts))
+    restored = truecasing.restore_case([text.split() for text in distinct])
+    cased = {text: " ".join(tokens) for text, tokens in zip(distinct, restored)}
+    return [
+        dataclasses.replace(
+            q, text=cased[q.text], candidates=[dataclasses.replace(c, text=cased[c.text]) for c in q.candidates]
+        )
+        for q in questions
+    ]
 
 
 # ----------------------------------------------------------------------------------------- TrecQA
