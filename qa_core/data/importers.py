@@ -180,7 +180,9 @@ def load_wikiqa(path: str | Path, name: str = "wikiqa", restore_case: bool | Non
             _add_question(questions, question, folder / "id.txt", None)
     found = list(questions.values())
     texts = [text for q in found for text in (q.text, *(c.text for c in q.candidates))]
-    if restore_case if restore_case is not None else truecasing.is_lowercased(texts):
+    if restore_case is None:
+        restore_case = truecasing.is_lowercased(texts)
+    if restore_case:
         found = _with_case_restored(found, texts)
     return Dataset(name=name, questions=found, source=str(root))
 
