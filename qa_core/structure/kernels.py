@@ -224,12 +224,17 @@ def _pair_kernel(is_ptk, lam, mu, a, t1, b, t2, memo, touched, prev, cur):  # pr
 
 
 @njit(nogil=True, cache=True)
-def _fill_rows(is_ptk, lam, mu, a, b, rows, upper, out, max_a, max_b, max_children):  # pragma: no cover
-    """out[r, c] = K(a's tree r, b's tree c) for the given rows (c >= r only when ``upper``)."""
+def _scratch(max_a, max_b, max_children):  # pragma: no cover - numba
+    """``_pair_kernel``'s work buffers (memo, touched, prev, cur), made once per thread's batch."""
     memo = np.zeros((max_a, max_b))
     touched = np.empty((max_a * max_b, 2), dtype=np.int64)
-    prev = np.zeros(max_children + 1)
-    cur = np.zeros(max_children + 1)
+    return memo, touched, np.zeros(max_children + 1), np.zeros(max_children + 1)
+
+
+@njit(nogil=True, cache=True)
+def _fill_rows(is_ptk, lam, mu, a, b, rows, upper, out, max_a, max_b, max_children):  # pragma: no cover
+    """out[r, c] = K(a's tree r, b's tree c) for the given rows (c >= r only when ``upper``)."""
+    memo, touched, prev, cur = _scratch(max_a, max_b, max_children)
     n_columns = out.shape[1]
     for r in rows:
         for c in range(r if upper else 0, n_columns):
@@ -239,25 +244,9 @@ def _fill_rows(is_ptk, lam, mu, a, b, rows, upper, out, max_a, max_b, max_childr
 @njit(nogil=True, cache=True)
 def _fill_pairs(is_ptk, lam, mu, a, b, rows, columns, out, max_a, max_b, max_children):  # pragma: no cover
     """out[k] = K(a's tree rows[k], b's tree columns[k])."""
-    memo = np.zeros((max_a, max_b))
-    touched = np.empty((max_a * max_b, 2), dtype=np.int64)
-    prev = np.zeros(max_children + 1)
-    cur = np.zeros(max_children + 1)
+    memo, touched, prev, cur = _scratch(max_a, max_b, max_children)
     for k in range(len(rows)):
         out[k] = _pair_kernel(is_ptk, lam, mu, a, rows[k], b, columns[k], memo, touched, prev, cur)
-
-
-@njit(nogil=True, cache=True)
-def _self_kernels(is_ptk, lam, mu, a, max_a, max_children):  # pragma: no cover - numba
-    n_trees = len(a[4]) - 1
-    out = np.empty(n_trees)
-    memo = np.zeros((max_a, max_a))
-    touched = np.empty((max_a * max_a, 2), dtype=np.int64)
-    prev = np.zeros(max_children + 1)
-    cur = np.zeros(max_children + 1)
-    for t in range(n_trees):
-        out[t] = _pair_kernel(is_ptk, lam, mu, a, t, a, t, memo, touched, prev, cur)
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,10 +261,14 @@ def _forest(trees: TreesLike) -> Forest:
 
 def self_kernels(forest: Forest, params: KernelParams) -> np.ndarray:
     """Unnormalised K(t, t) of every packed tree (the normalisation denominators)."""
-    return _self_kernels(
-        params.kind == "ptk", params.lam, params.mu, forest.arrays(params.kind), forest.max_nodes,
-        forest.max_children,
+    trees = np.arange(forest.n_trees, dtype=np.int64)
+    out = np.empty(forest.n_trees)
+    arrays = forest.arrays(params.kind)
+    _fill_pairs(
+        params.kind == "ptk", params.lam, params.mu, arrays, arrays, trees, trees, out,
+        forest.max_nodes, forest.max_nodes, forest.max_children,
     )
+    return out
 
 
 def _packed_gram(a: Forest, b: Forest | None, params: KernelParams, n_jobs: int) -> np.ndarray:
