@@ -38,7 +38,10 @@ from qa_core.text.nlp import parse_many
 from qa_core.types import Dataset, Question
 
 METRICS = ("map", "mrr", "p@1", "ndcg@10")
-MODEL_ORDER = ("bm25", "overlap", "smcnn", "cnn_wo", "cnn_wo_so", "mphcnn", "attention_lstm", "global_local", "tree_kernel", "ensemble")
+MODEL_ORDER = (
+    "bm25", "overlap", "smcnn", "cnn_wo", "cnn_wo_so", "mphcnn", "attention_lstm", "global_local", "tree_kernel",
+    "ensemble",
+)
 
 # Published rows to measure against (MAP, MRR); see shared/papers/*.md for where each comes from.
 PUBLISHED = {
