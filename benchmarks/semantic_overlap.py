@@ -1,0 +1,123 @@
+"""How discriminative is CNN_WO+SO's semantic-overlap (SO) input on each dataset?
+
+SO marks the answer words inside a named entity whose type fits the question's class (thesis
+Table 6.5). It can only help where it fires more often on correct answers than on wrong ones, so
+this counts, per predicted class, the share of positive and of negative candidates with at least
+one SO word, on TRAIN (what the network learns from) and DEV. TEST is not read. The analysis is the
+one CNN_WO+SO uses (``cnn_overlap.answer_semantic_ids``): the classifiers registered in the store,
+and, for comparison, the wh-word rules.
+
+    .venv/bin/python benchmarks/semantic_overlap.py
+    .venv/bin/python benchmarks/semantic_overlap.py --render
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+
+from common import RESULTS, machine, machine_line, shared_datasets, write_result, write_section
+
+from qa_core.classifiers.analysis import QuestionAnalyzer, default_analyzer
+from qa_core.rankers.cnn_overlap import answer_semantic_ids
+from qa_core.text.nlp import parse_many
+from qa_core.types import Question
+
+SPLITS = ("train", "dev")
+
+
+def firing_rates(questions: list[Question], analyzer: QuestionAnalyzer) -> dict[str, dict[str, int]]:
+    """Per class: questions, positives and negatives, and how many of each have an SO word."""
+    analyses = analyzer.analyse_many(parse_many([q.text for q in questions]))
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(("questions", "pos", "pos_so", "neg", "neg_so"), 0))
+    for question, analysis in zip(questions, analyses):
+        row = counts[analysis.qclass or "none"]
+        row["questions"] += 1
+        for candidate, parsed in zip(question.candidates, parse_many([c.text for c in question.candidates])):
+            fires = any(answer_semantic_ids(parsed, analysis, range(len(parsed.tokens))))
+            kind = "pos" if candidate.label else "neg"
+            row[kind] += 1
+            row[f"{kind}_so"] += fires
+    return dict(counts)
+
+
+def measure() -> dict:
+    trained = default_analyzer()
+    if trained.source != "classifiers":
+        sys.exit("no question classifiers in the store: run benchmarks/classifiers.py (or the CLI's train-classifier)")
+    analyzers = {"classifiers": trained, "rules": QuestionAnalyzer()}
+    results: dict = {"machine": machine(), "datasets": {}}
+    for name, dataset in shared_datasets().items():
+        results["datasets"][name] = {
+            split: {
+                label: firing_rates([q for q in dataset.questions if q.split == split], analyzer)
+                for label, analyzer in analyzers.items()
+            }
+            for split in SPLITS
+        }
+        print(name, flush=True)
+    return results
+
+
+UNINFORMATIVE = 0.10  # a class whose positive and negative SO shares differ by less than this
+
+
+def _share(hits: int, total: int) -> str:
+    return f"{hits / total:.2f}" if total else "-"
+
+
+def uninformative_share(classes: dict[str, dict[str, int]]) -> float:
+    """Share of questions whose class gives SO (almost) no separation between right and wrong answers."""
+    def gap(row: dict[str, int]) -> float:
+        return row["pos_so"] / max(row["pos"], 1) - row["neg_so"] / max(row["neg"], 1)
+
+    total = sum(row["questions"] for row in classes.values())
+    return sum(row["questions"] for row in classes.values() if gap(row) < UNINFORMATIVE) / total
+
+
+def render_section(results: dict) -> list[str]:
+    lines = [
+        "## Semantic overlap: where it can help",
+        "",
+        "Script: `benchmarks/semantic_overlap.py`. Share of positive and of negative candidates with at least "
+        "one SO word (an answer word inside a named entity whose type fits the question's class), per class "
+        "predicted by the class CNN and focus tagger registered in the store (`benchmarks/classifiers.py`); TRAIN "
+        "and DEV only. SO can only separate answers where the two shares differ.",
+        "",
+        "| dataset | split | class | questions | positives with SO | negatives with SO |",
+        "|---|---|---|---|---|---|",
+    ]
+    for dataset, splits in results["datasets"].items():
+        for split in SPLITS:
+            for qclass, row in sorted(splits[split]["classifiers"].items(), key=lambda item: -item[1]["questions"]):
+                lines.append(
+                    f"| {dataset} | {split} | {qclass} | {row['questions']} | "
+                    f"{_share(row['pos_so'], row['pos'])} ({row['pos']}) | {_share(row['neg_so'], row['neg'])} "
+                    f"({row['neg']}) |"
+                )
+    lines += ["", f"Questions in a class where the two shares differ by less than {UNINFORMATIVE:.2f} (SO carries "
+              "almost no signal there):", ""]
+    for dataset, splits in results["datasets"].items():
+        for split in SPLITS:
+            shares = ", ".join(f"{uninformative_share(classes):.0%} with the {analyzer}"
+                               for analyzer, classes in splits[split].items())
+            lines.append(f"- {dataset} {split.upper()}: {shares}.")
+    lines += ["", f"Machine: {machine_line(results['machine'])}.", ""]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--render", action="store_true", help="only rewrite the markdown from the saved results")
+    args = parser.parse_args()
+    stored = RESULTS / "semantic_overlap.json"
+    results = json.loads(stored.read_text()) if args.render else measure()
+    if not args.render:
+        print(write_result("semantic_overlap", results))
+    print(write_section("semantic_overlap", render_section(results)))
+
+
+if __name__ == "__main__":
+    main()
