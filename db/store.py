@@ -451,20 +451,18 @@ class Store(LabelingStore, JobStore):
                 update(ModelVersionRow).where(ModelVersionRow.id == row.id).values(promoted=True, promoted_at=now())
             )
 
+    def rollback_target(self, name: str) -> dict[str, Any] | None:
+        """The version of ``name`` that ``rollback`` would promote again, or None when no other
+        version was ever promoted (the Train page labels and enables its button with this)."""
+        with self.session_scope() as session:
+            row = self._rollback_row(session, name)
+            return None if row is None else model_dict(row)
+
     def rollback(self, name: str) -> dict[str, Any]:
         """Promote again the version of ``name`` that was promoted most recently before the current
         one, and return it; ``InputError`` when no other version was ever promoted."""
         with self.session_scope() as session:
-            row = session.scalars(
-                select(ModelVersionRow)
-                .where(
-                    ModelVersionRow.name == name,
-                    ModelVersionRow.promoted.is_(False),
-                    ModelVersionRow.promoted_at.is_not(None),
-                )
-                .order_by(ModelVersionRow.promoted_at.desc(), ModelVersionRow.id.desc())
-                .limit(1)
-            ).first()
+            row = self._rollback_row(session, name)
             if row is None:
                 raise InputError(f"model {name!r} has no earlier promoted version to roll back to")
             clear_promoted(session, name)
@@ -473,6 +471,19 @@ class Store(LabelingStore, JobStore):
             )
             session.refresh(row)
             return model_dict(row)
+
+    @staticmethod
+    def _rollback_row(session: Session, name: str) -> ModelVersionRow | None:
+        return session.scalars(
+            select(ModelVersionRow)
+            .where(
+                ModelVersionRow.name == name,
+                ModelVersionRow.promoted.is_(False),
+                ModelVersionRow.promoted_at.is_not(None),
+            )
+            .order_by(ModelVersionRow.promoted_at.desc(), ModelVersionRow.id.desc())
+            .limit(1)
+        ).first()
 
     # ------------------------------------------------------------------ runs
 

@@ -120,12 +120,15 @@ else:
     if middle.button("Promote", key="train_promote", disabled=already):
         store.promote(model, int(chosen))
         st.rerun()
-    if right.button("Roll back", key="train_rollback"):
+    target = store.rollback_target(model)
+    rollback_label = "Roll back" if target is None else f"Roll back to version {target['version']}"
+    rollback_help = "No earlier version was ever promoted." if target is None else None
+    if right.button(rollback_label, key="train_rollback", disabled=target is None, help=rollback_help):
         try:
             back = store.rollback(model)
             st.toast(f"Version {back['version']} promoted again")
             st.rerun()
-        except InputError as error:
+        except InputError as error:  # another session rolled back or promoted in between
             st.error(workbench.as_markdown(str(error)))
     if promoted is not None and promoted["promoted"]:
         st.caption(f"Ask and Compare use the promoted version: {model} version {promoted['version']}.")

@@ -425,8 +425,11 @@ def test_rollback_promotes_the_previously_promoted_version(store: Store) -> None
         store.register_model("smcnn", "smcnn", f"/ckpt/{version}.pt", {}, {"dev_map": version / 10})
     with pytest.raises(InputError, match="no earlier promoted"):
         store.rollback("smcnn")
+    assert store.rollback_target("smcnn") is None
     store.promote("smcnn", 1)
+    assert store.rollback_target("smcnn") is None, "the only version ever promoted is the current one"
     store.promote("smcnn", 3)
+    assert store.rollback_target("smcnn")["version"] == 1
     assert store.rollback("smcnn")["version"] == 1  # not 2, which was never promoted
     assert store.promoted_model("smcnn")["version"] == 1
     assert store.rollback("smcnn")["version"] == 3

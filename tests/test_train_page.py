@@ -64,6 +64,7 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     store.register_model("smcnn", "smcnn", copy, {"dataset": "demo", "train_labels": 10}, {"dev_map": 0.1})
     app.run()
     assert app.selectbox(key="train_version_smcnn").value == 2, "a new version is shown first"
+    assert app.button(key="train_rollback").disabled, "no version was ever promoted: nothing to roll back to"
     app.selectbox(key="train_version_smcnn").select(1).run()
     app.button(key="train_promote").click().run()
     assert store.promoted_model("smcnn")["version"] == 1 and store.promoted_model("smcnn")["promoted"]
@@ -73,9 +74,12 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     assert any("version 2" in caption.value for caption in app.caption)
     comparison = app.dataframe[-1].value
     assert list(comparison.columns) == ["version 2"]  # the chosen one is the promoted one
-    app.button(key="train_rollback").click().run()
+    rollback = app.button(key="train_rollback")
+    assert not rollback.disabled and rollback.label == "Roll back to version 1"
+    rollback.click().run()
     assert not app.exception, app.exception
     assert store.promoted_model("smcnn")["version"] == 1
+    assert app.button(key="train_rollback").label == "Roll back to version 2"
 
 
 def test_failed_job_keeps_the_promoted_model_and_says_why(store_url: str, tmp_path: Path) -> None:
