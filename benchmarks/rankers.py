@@ -178,8 +178,9 @@ def render_section() -> list[str]:
         "(SM-CNN) points. Raw TrecQA keeps the 95 TEST questions that have "
         "candidates (5 have none), those without a correct answer scoring AP 0 (trec_eval semantics); "
         "clean keeps the 68 with both correct and incorrect candidates. Training times are wall-clock on a "
-        "shared machine (other jobs were running): read them as rough. Seeds 1-5 for every neural model; "
-        "the tree kernel's SVM is deterministic (one run). CNN_WO+SO and the tree kernel read question class and focus from the "
+        "shared machine (other jobs were running): read them as rough. Seeds 1-5 for every neural model, "
+        "1-10 for CNN_WO and CNN_WO+SO (the thesis reports 10 restarts; the ensemble uses seeds 1-5); the tree "
+        "kernel's SVM is deterministic (one run). CNN_WO+SO and the tree kernel read question class and focus from the "
         "class CNN and focus tagger trained by `benchmarks/classifiers.py` (seed 1) when those are "
         "registered in the store, else from the wh-word rules: the result files say which per run "
         "(`analyzer`). No GPU was available: GPU rows are not measured.",
