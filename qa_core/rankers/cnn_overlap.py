@@ -21,7 +21,8 @@ vectors concatenated, a 200-d ReLU layer, dropout 0.5 and a softmax over {irrele
 no bilinear similarity and no overlap feature vector. L2 1e-5 on the filters, 1e-4 on the rest;
 Adam (lr 5e-5, eps 1e-5), batch 50, 30 epochs, the state with the best dev MAP; texts capped at 60
 words. Deviations: GloVe 6B 50d instead of the thesis's word2vec vectors; the convolution is
-SM-CNN's wide one (the shared ``ConvEncoder``; the thesis figure shows a narrow one).
+SM-CNN's wide, masked one (the shared ``ConvEncoder``): the thesis's narrow one over texts
+zero-padded to 60 words scored lower on WikiQA DEV (docs/benchmarks.md).
 """
 
 from __future__ import annotations
