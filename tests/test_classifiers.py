@@ -313,6 +313,28 @@ def test_analysis_uses_the_trained_models(small_classifier: QuestionClassifier, 
     assert only_class.source == "class CNN + heuristic focus" and only_class.focus == QuestionAnalyzer().analyse(question).focus
 
 
+def test_analysis_runs_the_models_once_per_recent_question(small_classifier, small_tagger, monkeypatch):
+    """Explaining k candidates analyses one question k times: the models must run once, and the
+    remembered analyses must equal fresh ones and stay bounded."""
+    from qa_core.classifiers import analysis as analysis_module
+
+    monkeypatch.setattr(analysis_module, "REMEMBERED_QUESTIONS", 2)
+    analyzer = QuestionAnalyzer(small_classifier, small_tagger)
+    fresh_rome = QuestionAnalyzer(small_classifier, small_tagger).analyse("Where is Rome ?")
+    batches: list[int] = []
+    predict_proba = small_classifier.predict_proba
+    monkeypatch.setattr(small_classifier, "predict_proba", lambda texts: batches.append(len(texts)) or predict_proba(texts))
+    question = "Who is the author of the book ?"
+    first = analyzer.analyse(question)
+    assert analyzer.analyse(parse(question)) is first and batches == [1]  # a parse of the same text is the same question
+    mixed = analyzer.analyse_many(["Where is Rome ?", question, "Where is Rome ?"])
+    assert batches == [1, 1] and mixed[1] is first and mixed[0] is mixed[2]
+    assert mixed[0] == fresh_rome
+    analyzer.analyse("What metal conducts electricity best ?")  # a third text pushes out the least recent
+    analyzer.analyse(question)
+    assert batches == [1, 1, 1, 1], "the book question was the least recently used one"
+
+
 def _write_label_files(folder: Path) -> None:
     """Hand-written miniature UIUC and focus files (the real ones are not copied into the repository)."""
     folder.mkdir(parents=True, exist_ok=True)

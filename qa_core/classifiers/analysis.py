@@ -13,6 +13,8 @@ part of the app (trees, links, rankers) uses; the tagger reads the non-whitespac
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from db.store import Store
 
 log = logging.getLogger(__name__)
+
+REMEMBERED_QUESTIONS = 512  # analyses kept per analyzer: explaining k candidates re-reads one question k times
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,11 @@ class QuestionAnalyzer:
     def __init__(self, classifier: QuestionClassifier | None = None, tagger: FocusTagger | None = None):
         self.classifier = classifier
         self.tagger = tagger
+        # Text -> analysis, least recently used first. The models never change after construction, and
+        # a question's parse is a function of its text, so a text's analysis never goes stale. The app
+        # shares one analyzer between sessions (threads): hence the lock.
+        self._remembered: OrderedDict[str, QuestionAnalysis] = OrderedDict()
+        self._lock = threading.Lock()
 
     @property
     def source(self) -> str:
@@ -90,7 +99,22 @@ class QuestionAnalyzer:
         return self.analyse_many([question])[0]
 
     def analyse_many(self, questions: Sequence[str | Parsed]) -> list[QuestionAnalysis]:
-        """One analysis per question; the trained models run once over the whole batch."""
+        """One analysis per question; the trained models run once over the questions not seen lately."""
+        keys = [q if isinstance(q, str) else q.text for q in questions]
+        with self._lock:
+            known = {key: self._remembered[key] for key in keys if key in self._remembered}
+        unseen = {key: question for key, question in zip(keys, questions) if key not in known}
+        if unseen:
+            known.update(zip(unseen, self._analyse(list(unseen.values()))))
+        with self._lock:
+            for key in keys:
+                self._remembered[key] = known[key]
+                self._remembered.move_to_end(key)
+            while len(self._remembered) > REMEMBERED_QUESTIONS:
+                self._remembered.popitem(last=False)
+        return [known[key] for key in keys]
+
+    def _analyse(self, questions: Sequence[str | Parsed]) -> list[QuestionAnalysis]:
         texts = [q for q in questions if isinstance(q, str)]
         parsed_texts = dict(zip(texts, parse_many(texts))) if texts else {}
         parsed = [parsed_texts[q] if isinstance(q, str) else q for q in questions]
