@@ -135,7 +135,7 @@ if result is not None:
         column_config={
             "rank": st.column_config.NumberColumn("rank", width="small"),
             "score": st.column_config.NumberColumn("score", format="%.4f"),
-            "first_stage_rank": st.column_config.NumberColumn("first-stage rank", width="small"),
+            "first_stage_rank": st.column_config.NumberColumn("first-stage rank"),
             "rank_change": st.column_config.NumberColumn("rank change", help="first-stage rank − rank", format="%+d"),
             "gold_label": st.column_config.NumberColumn("gold label", width="small"),
             "stored_label": st.column_config.NumberColumn(
