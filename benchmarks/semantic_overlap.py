@@ -26,6 +26,7 @@ from qa_core.text.nlp import parse_many
 from qa_core.types import Question
 
 SPLITS = ("train", "dev")
+UNINFORMATIVE = 0.10  # a class whose positive and negative SO shares differ by less than this
 # The thesis's wording ("words covered by named entities ... are mapped to the id of the question category
 # which is compatible with their entity type") also reads as: EVERY answer entity word gets a class id, the
 # question's class where compatible, else its entity type's own class (HUM, LOC, NUM, ENTY in that order).
@@ -64,9 +65,6 @@ def measure() -> dict:
         }
         print(name, flush=True)
     return results
-
-
-UNINFORMATIVE = 0.10  # a class whose positive and negative SO shares differ by less than this
 
 
 def _share(hits: int, total: int) -> str:
