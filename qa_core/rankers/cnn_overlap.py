@@ -190,13 +190,12 @@ class CNNOverlapRanker(NeuralRanker):
         return torch.optim.Adam(groups, lr=cfg.lr, eps=1e-5)
 
     def analyses(self, pairs: Sequence[Pair]) -> list[QuestionAnalysis]:
-        """One analysis per pair (each distinct question analysed once); empty ones without SO."""
+        """One analysis per pair (the analyzer runs its models once per distinct question); empty ones
+        without SO."""
         if not self.config.semantic_overlap:
             return [QuestionAnalysis(None, None, None) for _ in pairs]
         analyzer = self.analyzer if self.analyzer is not None else QuestionAnalyzer()
-        distinct = list({p.question.text: p.question for p in pairs}.values())
-        by_text = {q.text: a for q, a in zip(distinct, analyzer.analyse_many(distinct))}
-        return [by_text[p.question.text] for p in pairs]
+        return analyzer.analyse_many([p.question for p in pairs])
 
     def extra_inputs(self, pairs: Sequence[Pair]) -> dict[str, torch.Tensor]:
         """WO and SO ids per model word, row- and position-aligned with the word ids."""
