@@ -1,7 +1,7 @@
 """Compare: two or three models on one question (aligned rankings, bump chart) or on a dataset split
 (per-question deltas, win/tie/loss, paired tests, the questions where the models disagree).
 
-Widgets and layout only; the work is in ``qa_core.compare`` and ``qa_core.workbench``. Data text is
+Widgets and layout only; the work is in ``qa_core.services.compare`` and ``qa_core.services.workbench``. Data text is
 shown through ``st.dataframe`` or escaped markdown, never as HTML.
 """
 
@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from pages import current_ranker, get_questions, open_store, question_input, require_datasets
-from qa_core import compare, workbench
 from qa_core.evaluation import METRICS
+from qa_core.services import compare, workbench
 from qa_core.types import InputError, NotTrainedError
 
 ONE, SPLIT = "One question", "Whole split"
