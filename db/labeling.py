@@ -39,6 +39,7 @@ from db.base import (
     candidates_of,
     check_annotator,
     check_grade,
+    check_text,
     current_label_ids,
     not_retracted,
     now,
@@ -132,6 +133,7 @@ class LabelingStore(StoreBase):
         """Record a reviewer's final value for a candidate and return its id; the latest
         adjudication wins over every annotator's label (``qa_core.labeling.training_labels``)."""
         adjudicator, value = check_annotator(adjudicator, "adjudicator"), check_grade(value)
+        note = check_text(note, "the note")
         with self.session_scope() as session:
             if session.get(CandidateRow, candidate_id) is None:
                 raise InputError(f"no candidate with id {candidate_id}")
@@ -280,7 +282,7 @@ class LabelingStore(StoreBase):
 
         The label is written even when the lease ran out meanwhile: a judgement is never lost.
         """
-        value = check_grade(value)
+        value, note = check_grade(value), check_text(note, "the note")
         with self.session_scope() as session:
             claim = session.get(QueueClaimRow, claim_id)
             if claim is None:

@@ -337,11 +337,11 @@ def test_upgrade_from_0001_keeps_labels_and_models(database_url: str) -> None:
     store = Store(database_url)  # upgrades to head
     try:
         with store.engine.connect() as connection:
-            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0003"
         assert store.current_labels("old") == {1: {"alice": 3, "bob": 0}}
         assert [h["value"] for h in store.label_history(1)] == [1, 3, 0]
         promoted = store.promoted_model("smcnn")
-        assert (promoted["version"], promoted["promoted"], promoted["promoted_at"]) == (1, True, None)
+        assert (promoted["version"], promoted["promoted"], promoted["promoted_at"]) == (1, True, T0)
         assert store.undo_last("alice") == {"label_id": 2, "candidate_id": 1, "value": 3}
         assert store.current_labels("old") == {1: {"alice": 1, "bob": 0}}
     finally:

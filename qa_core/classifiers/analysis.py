@@ -193,7 +193,7 @@ def default_analyzer() -> QuestionAnalyzer:
         return QuestionAnalyzer()
     try:
         return QuestionAnalyzer.from_store(store)
-    except SQLAlchemyError as error:
+    except (SQLAlchemyError, InputError) as error:
         log.warning("store unreadable, using the wh-word rules for question analysis: %s", error)
         return QuestionAnalyzer()
     finally:
