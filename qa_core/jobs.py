@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qa_core import config
+from qa_core.checkpoints import new_checkpoint_path
 from qa_core.rankers import registry
 from qa_core.types import InputError, NotTrainedError
 
@@ -212,7 +212,7 @@ def _train(store: Store, job: dict[str, Any]) -> int:
                 "label some of its pairs, or include its gold labels"
             )
     store.job_heartbeat(job_id, "training")
-    checkpoint = config.checkpoint_dir() / f"{model}-{_slug(name)}-job{job_id}.pt"
+    checkpoint = new_checkpoint_path(model, name, f"job{job_id}", owner=store.store_id)
     outcome = train_ranker(
         model,
         dataset,
@@ -262,10 +262,6 @@ def _beat(store: Store, job_id: int, stop: threading.Event) -> None:
             store.job_heartbeat(job_id)
         except Exception:  # a missed beat is harmless; the next one or the result will come
             logger.exception("heartbeat of job %s failed", job_id)
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "dataset"
 
 
 # ---------------------------------------------------------------------- loading the promoted model
