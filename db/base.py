@@ -127,22 +127,23 @@ def describe_database_error(error: DBAPIError) -> str:
 
 
 def check_name(name: object, what: str) -> str:
-    """The name stripped; ``InputError`` unless a non-empty string of at most ``MAX_NAME_CHARS``
-    characters without NUL (checked here, before the database, which would refuse it with a
-    driver error: PostgreSQL stores no NUL and indexes no row over 2,704 bytes)."""
+    """The name stripped; ``InputError`` (``what`` is e.g. "dataset name") unless a non-empty
+    string of at most ``MAX_NAME_CHARS`` characters without NUL. Checked here, before the
+    database, which would refuse it with a driver error: PostgreSQL stores no NUL and indexes no
+    row over 2,704 bytes."""
     if not isinstance(name, str) or not name.strip():
-        raise InputError(f"{what} name is empty")
+        raise InputError(f"{what} is empty")
     name = name.strip()
     if len(name) > MAX_NAME_CHARS:
-        raise InputError(f"{what} name is too long ({len(name):,} characters; the limit is {MAX_NAME_CHARS})")
+        raise InputError(f"{what} is too long ({len(name):,} characters; the limit is {MAX_NAME_CHARS})")
     if "\x00" in name:
-        raise InputError(f"{what} name holds a NUL character")
+        raise InputError(f"{what} holds a NUL character")
     return name
 
 
 def check_annotator(name: object, what: str = "annotator") -> str:
     """``check_name`` for people and sessions (annotator, adjudicator, holder)."""
-    return check_name(name, what)
+    return check_name(name, f"{what} name")
 
 
 def check_text(text: str | None, what: str) -> str | None:
@@ -209,7 +210,7 @@ def insert_model_version(
     Two concurrent callers can pick the same version number: the unique constraint rejects one,
     which retries (``Store.register_model``) or fails its job.
     """
-    name, kind = check_name(name, "model"), check_name(kind, "model kind")
+    name, kind = check_name(name, "model name"), check_name(kind, "model kind")
     version = 1 + (session.scalar(select(func.max(ModelVersionRow.version)).where(ModelVersionRow.name == name)) or 0)
     if promote:
         clear_promoted(session, name)

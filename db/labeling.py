@@ -25,6 +25,7 @@ lease expiry by as much.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -45,7 +46,9 @@ from db.base import (
     now,
 )
 from db.models import AdjudicationRow, CandidateRow, LabelRetractionRow, LabelRow, QueueClaimRow
-from qa_core.types import InputError
+from qa_core.types import InputError, StorageError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LEASE_SECONDS = 600.0
 END_OUTCOMES = ("skipped", "released")
@@ -263,18 +266,26 @@ class LabelingStore(StoreBase):
 
     def release_claims(self, dataset: str, holder: str) -> int:
         """End every open claim of ``holder`` on ``dataset``'s pairs as released (a session that
-        leaves, switches annotator, or undoes); returns how many it ended."""
-        with self.session_scope() as session:
-            result = session.execute(
-                update(QueueClaimRow)
-                .where(
-                    QueueClaimRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)),
-                    QueueClaimRow.holder == holder,
-                    QueueClaimRow.ended_at.is_(None),
+        leaves, switches annotator, or undoes); returns how many it ended.
+
+        Best effort: when the database refuses the write (full, read-only) the claims stay open
+        until their lease ends, which frees the pairs just the same, so a page that only tidies
+        up is not stopped by it (the next write it needs reports the problem)."""
+        try:
+            with self.session_scope() as session:
+                result = session.execute(
+                    update(QueueClaimRow)
+                    .where(
+                        QueueClaimRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)),
+                        QueueClaimRow.holder == holder,
+                        QueueClaimRow.ended_at.is_(None),
+                    )
+                    .values(ended_at=now(), outcome="released")
                 )
-                .values(ended_at=now(), outcome="released")
-            )
-            return result.rowcount
+                return result.rowcount
+        except StorageError as error:
+            log.warning("claims of %s on %s stay open until their lease ends: %s", holder, dataset, error)
+            return 0
 
     def label_claim(self, claim_id: int, value: int, note: str | None = None) -> int:
         """Append the claim's annotator's judgement of its pair and end the claim ("labelled"), in

@@ -627,23 +627,21 @@ def _validate_dataset(ds: Dataset) -> None:
     """Reject what the database would reject (unique ids, names and ids too long for its indexes,
     NUL characters, which PostgreSQL cannot store) and what no importer lets through (ranks below
     1, one text with two gold labels in a question), with a message naming the culprit."""
-    if not ds.name or not ds.name.strip():
-        raise InputError("dataset name is empty")
-    name = check_name(ds.name, "dataset")
+    name = check_name(ds.name, "dataset name")
     _check_texts(f"dataset {name!r}", source=ds.source)
     seen_qids: set[str] = set()
-    for question in ds.questions:
+    for number, question in enumerate(ds.questions, start=1):
+        check_name(question.qid, f"dataset {name!r}: the id of question {number}")
         where = f"dataset {name!r}, question {question.qid!r}"
-        check_name(question.qid, f"{where}: question id")
-        check_name(question.split, f"{where}: split")
+        check_name(question.split, f"{where}: the split")
         _check_texts(where, question=question.text)
         if question.qid in seen_qids:
             raise InputError(f"dataset {name!r}: question id {question.qid!r} appears twice")
         seen_qids.add(question.qid)
         seen_docs: set[str] = set()
         gold: dict[str, int | None] = {}
-        for candidate in question.candidates:
-            check_name(candidate.doc_id, f"{where}: candidate id")
+        for position, candidate in enumerate(question.candidates, start=1):
+            check_name(candidate.doc_id, f"{where}: the id of candidate {position}")
             _check_texts(f"{where}, candidate {candidate.doc_id!r}", text=candidate.text, source=candidate.source,
                          url=candidate.url)
             if candidate.doc_id in seen_docs:
