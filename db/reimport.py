@@ -141,16 +141,22 @@ def write_dataset(session: Session, ds: Dataset, dataset_id: int, at: datetime) 
 
     gone = sorted(was_active - used)
     if gone:
+        # Subqueries, not lists of ids: a whole dataset may leave, beyond SQLite's bound-parameter limit.
+        retired_now = select(CandidateRow.id).where(
+            CandidateRow.question_id.in_(_question_ids(dataset_id)), CandidateRow.retired_at == at
+        )
         labels = dict(
             session.execute(
-                select(LabelRow.candidate_id, func.count()).where(LabelRow.candidate_id.in_(gone)).group_by(LabelRow.candidate_id)
+                select(LabelRow.candidate_id, func.count())
+                .where(LabelRow.candidate_id.in_(retired_now))
+                .group_by(LabelRow.candidate_id)
             ).all()
         )
         report.retired = [(*old_ids[row_id], labels.get(row_id, 0)) for row_id in gone]
         # A session holding one of them moves on to the next pair (a label it still sends is kept).
         session.execute(
             update(QueueClaimRow)
-            .where(QueueClaimRow.candidate_id.in_(gone), QueueClaimRow.ended_at.is_(None))
+            .where(QueueClaimRow.candidate_id.in_(retired_now), QueueClaimRow.ended_at.is_(None))
             .values(ended_at=at, outcome="released")
         )
     return report
@@ -173,7 +179,6 @@ def _write_questions(session: Session, ds: Dataset, dataset_id: int, at: datetim
     session.execute(
         update(QuestionRow).where(QuestionRow.dataset_id == dataset_id, QuestionRow.retired_at.is_(None)).values(retired_at=at)
     )
-    ids: dict[str, int] = {}
     updates, inserts = [], []
     for position, question in enumerate(ds.questions):
         row_id = stored.get((question.qid, question.text))
@@ -183,22 +188,16 @@ def _write_questions(session: Session, ds: Dataset, dataset_id: int, at: datetim
                  "position": position}
             )
         else:
-            ids[question.qid] = row_id
             updates.append({"id": row_id, "split": question.split, "position": position, "retired_at": None})
     if updates:
         session.execute(update(QuestionRow), updates)
     if inserts:
         session.execute(insert(QuestionRow), inserts)
-        ids.update(
-            session.execute(
-                select(QuestionRow.qid, QuestionRow.id).where(
-                    QuestionRow.dataset_id == dataset_id,
-                    QuestionRow.retired_at.is_(None),
-                    QuestionRow.qid.in_([row["qid"] for row in inserts]),
-                )
-            ).all()
-        )
-    return ids
+    return dict(
+        session.execute(
+            select(QuestionRow.qid, QuestionRow.id).where(QuestionRow.dataset_id == dataset_id, QuestionRow.retired_at.is_(None))
+        ).all()
+    )
 
 
 def _keyed(old: list[Any]) -> dict[str, list[int]]:

@@ -307,7 +307,7 @@ class Store(LabelingStore, JobStore):
             current = dict(
                 session.execute(
                     select(LabelRow.candidate_id, LabelRow.value).where(
-                        LabelRow.id.in_(current_label_ids(select(CandidateRow.id).where(CandidateRow.id.in_(ids.values())))),
+                        LabelRow.id.in_(current_label_ids(candidates_of(session, dataset, CandidateRow.id))),
                         LabelRow.annotator == annotator,
                     )
                 ).all()

@@ -6,7 +6,8 @@ touch the app's process. The job process (``run_job``) trains on the store's lab
 (``qa_core.labeling.training_dataset``), reports progress events, and at the end registers the
 new version and marks the job succeeded in one transaction; the checkpoint file is written
 atomically before that. Whatever happens before that transaction commits, the registry, and so
-the promoted model, is untouched: a killed run leaves at most an unreferenced checkpoint file.
+the promoted model, is untouched: a killed run leaves at most an unreferenced checkpoint file
+(``python -m qa_core gc`` deletes it).
 
 ``load_promoted`` loads a model's promoted version and, when its checkpoint is missing or
 corrupt, falls back to the most recently promoted loadable version before it (then the newest
