@@ -129,10 +129,15 @@ def test_duplicate_name_and_replace(store: Store) -> None:
     store.add_label(store.find_candidate_id("demo", "q2", "d4"), "ann", 1)
     replacement = small_dataset()
     replacement.questions.pop()  # q2 and its candidates disappear
-    store.import_dataset(replacement, replace=True)
+    report = store.import_dataset(replacement, replace=True)
     assert store.load_dataset("demo") == replacement
     new_id = store.find_candidate_id("demo", "q1", "d2")
+    assert new_id == kept  # updated in place, not re-inserted
     assert store.current_labels("demo") == {new_id: {"ann": 2}}
+    assert (report.matched, [(qid, doc) for qid, doc, _ in report.retired], report.orphaned_labels) == (
+        3, [("q2", "d1"), ("q2", "d4")], 1
+    )
+    assert [(o["qid"], o["doc_id"], o["value"]) for o in store.orphaned_labels("demo")] == [("q2", "d4", 1)]
 
 
 def test_bulk_import_of_ten_thousand_candidates(store: Store) -> None:
