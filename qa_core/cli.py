@@ -1,6 +1,8 @@
-"""Command line: ``python -m qa_core data|train|train-classifier|evaluate|rank|models``.
+"""Command line: ``python -m qa_core data|train|train-classifier|evaluate|rank|models|gc``.
 
-Bad input ends with one clear ``error:`` line and exit status 2, never a traceback.
+Exit status: 0 done; 2 bad input, or the database or the disk refused (one clear ``error:`` line
+on stderr, never a traceback, nothing half written); 130 interrupted (Ctrl-C); 1 only for a bug
+(with its traceback). Results are JSON lines on stdout; notes for people go to stderr.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from qa_core import config
+from qa_core.checkpoints import GC_GRACE_MINUTES, collect_garbage, new_checkpoint_path
 from qa_core.services import analysis, workbench
-from qa_core.types import InputError, NotTrainedError
+from qa_core.types import InputError, NotTrainedError, StorageError
 
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+ORPHAN_EXAMPLES = 5
 
 
 def _emit(record: dict) -> None:
@@ -30,6 +35,8 @@ def _store(args: argparse.Namespace):
 
     try:
         return Store(args.db)
+    except InputError as error:  # an unreadable URL: the message repeats none of it
+        raise InputError(f"cannot open the store: {error}") from None
     except (ArgumentError, SQLAlchemyError) as error:
         url = workbench.masked_url(args.db)
         reason = str(getattr(error, "orig", None) or error).splitlines()[0]
@@ -41,8 +48,25 @@ def cmd_data_import(args: argparse.Namespace) -> None:
 
     dataset = load_dataset(Path(args.path), fmt=args.format, name=args.name)
     store = _store(args)
-    store.import_dataset(dataset, replace=args.replace)
-    _emit({"imported": dataset.name, **store.dataset_summary(dataset.name)})
+    report = store.import_dataset(dataset, replace=args.replace)
+    _emit({"imported": dataset.name, **store.dataset_summary(dataset.name), "import": report.summary()})
+    if report.moved:
+        print(f"note: {len(report.moved)} candidates kept their labels under another id (rows moved in the file)",
+              file=sys.stderr)
+    if report.retired:
+        examples = ", ".join(f"{qid}/{doc_id} ({labels} labels)" for qid, doc_id, labels in report.retired[:ORPHAN_EXAMPLES])
+        more = f" and {len(report.retired) - ORPHAN_EXAMPLES} more" if len(report.retired) > ORPHAN_EXAMPLES else ""
+        print(
+            f"note: {len(report.retired)} candidates are no longer in the file: {examples}{more}; their "
+            f"{report.orphaned_labels} labels are kept (list them: python -m qa_core data orphans --data {dataset.name})",
+            file=sys.stderr,
+        )
+
+
+def cmd_data_orphans(args: argparse.Namespace) -> None:
+    """Labels kept on candidates that a re-import retired, one JSON line each."""
+    for record in _store(args).orphaned_labels(args.data):
+        _emit(record)
 
 
 def cmd_data_demo(args: argparse.Namespace) -> None:
@@ -60,12 +84,12 @@ def cmd_data_import_run(args: argparse.Namespace) -> None:
 
 
 def cmd_data_import_qrels(args: argparse.Namespace) -> None:
-    from qa_core.data.importers import read_qrels
+    from qa_core.data.importers import read_qrels_located
 
-    qrels = read_qrels(Path(args.path))
+    qrels, lines = read_qrels_located(Path(args.path))
     annotator = args.annotator or f"qrels:{Path(args.path).name}"
-    labels = _store(args).import_qrels(args.data, qrels, annotator)
-    _emit({"labels": labels, "annotator": annotator})
+    result = _store(args).import_qrels(args.data, qrels, annotator, lines=lines, path=args.path)
+    _emit({"labels": result.added, "unchanged": result.unchanged, "annotator": annotator})
 
 
 def cmd_data_export(args: argparse.Namespace) -> None:
@@ -101,6 +125,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         seed=args.seed,
         train_split=args.train_split,
         dev_split=args.dev_split,
+        checkpoint=new_checkpoint_path(args.model, args.data, f"seed{args.seed}", owner=store.store_id),
         analyzer=analysis.analyzer_for(store, args.model),
     )
     version_id = store.register_model(
@@ -117,8 +142,6 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def cmd_train_classifier(args: argparse.Namespace) -> None:
-    import time
-
     from qa_core.classifiers import training
 
     folder = args.path
@@ -128,10 +151,12 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
             raise InputError("no --path given and no shared data folder (../shared/data or RERANK_LAB_SHARED_DATA)")
         folder = shared / args.classifier
     train = training.train_question_classifier if args.classifier == "question_class" else training.train_focus_tagger
+    store = _store(args)  # before the training: a store that cannot be opened says so at once
+    path = new_checkpoint_path(args.classifier, f"seed{args.seed}", owner=store.store_id)
+    config.ensure_free_space(path.parent, f"training {args.classifier}")
     outcome = train(Path(folder), seed=args.seed, progress=not args.quiet)
-    path = config.checkpoint_dir() / f"{args.classifier}-seed{args.seed}-{int(time.time())}.pt"
     outcome.model.save(path)
-    version = _store(args).register_model(
+    version = store.register_model(
         args.classifier,
         kind=args.classifier,
         checkpoint_path=str(path),
@@ -198,6 +223,32 @@ def cmd_models(args: argparse.Namespace) -> None:
         _emit({"model": name, "versions": store.model_versions(name)})
 
 
+def cmd_gc(args: argparse.Namespace) -> None:
+    """Delete the temporary and unregistered checkpoint files that killed or failed trainings
+    left in data/models (the rule: ``qa_core.checkpoints.collect_garbage``)."""
+    store = _store(args)
+    registered = {Path(version["checkpoint_path"]) for version in store.model_versions()}
+    report = collect_garbage(
+        config.checkpoint_dir(),
+        owner=store.store_id,
+        registered=registered,
+        grace_minutes=args.older_than,
+        include_unmarked=args.unmarked,
+        dry_run=args.dry_run,
+    )
+    verb = "would_delete" if args.dry_run else "deleted"
+    for path in report.deleted:
+        _emit({verb: str(path)})
+    _emit({
+        verb: len(report.deleted),
+        "freed_bytes": report.freed_bytes,
+        "kept_registered": report.registered,
+        "kept_recent": len(report.recent),
+        "kept_other_store": len(report.not_ours),
+        "kept_unmarked": len(report.unmarked),
+    })
+
+
 class _HelpFormatter(argparse.HelpFormatter):
     """Fills ``{models}`` and ``{trainable}`` in help texts from the ranker registry, and only when
     help is printed: importing every model takes seconds that other commands should not pay."""
@@ -249,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--out", required=True)
     exp.set_defaults(func=cmd_data_export)
     data.add_parser("list", help="datasets in the store").set_defaults(func=cmd_data_list)
+    orphans = data.add_parser("orphans", help="labels kept on candidates that a re-import no longer holds")
+    orphans.add_argument("--data", required=True)
+    orphans.set_defaults(func=cmd_data_orphans)
 
     train = commands.add_parser("train", help="train a model and register it in the store")
     train.add_argument("--model", help="one of: {trainable}")
@@ -291,6 +345,24 @@ def build_parser() -> argparse.ArgumentParser:
     models = commands.add_parser("models", help="registered models and their versions")
     models.add_argument("--table", action="store_true", help="print the markdown table of models (README) instead")
     models.set_defaults(func=cmd_models)
+
+    gc = commands.add_parser(
+        "gc",
+        help="delete stale temporary and unregistered checkpoint files of this store in data/models",
+        description=(
+            "Deletes, in data/models, temporary files (.NAME.RANDOM.tmp) older than --older-than minutes, "
+            "and checkpoint files marked with this store's id that none of its model versions uses, older "
+            "than --older-than minutes. Never touches a registered checkpoint of this store or a file "
+            "marked by another store sharing the folder; files without a store mark (older names) only "
+            "with --unmarked."
+        ),
+    )
+    gc.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
+    gc.add_argument("--older-than", type=float, default=GC_GRACE_MINUTES, metavar="MINUTES",
+                    help=f"grace period: newer files are kept (default {GC_GRACE_MINUTES:.0f})")
+    gc.add_argument("--unmarked", action="store_true",
+                    help="also unregistered files without a store mark: only when no other store shares the folder")
+    gc.set_defaults(func=cmd_gc)
     return parser
 
 
@@ -303,15 +375,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.db is None:
         args.db = config.database_url()
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from db.base import describe_database_error
+
     try:
         args.func(args)
     except (InputError, NotTrainedError) as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:  # a path the user gave cannot be read or written (no such folder, a file in the way)
-        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {_one_line(where + (exc.strerror or str(exc)))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except SQLAlchemyError as exc:  # outside the store's own sessions (the store turns its own into StorageError)
+        reason = describe_database_error(exc) if hasattr(exc, "orig") else str(exc)
+        print(f"error: {_one_line(str(StorageError(reason)))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     return 0

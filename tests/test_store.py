@@ -11,20 +11,15 @@ import numpy as np
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import func, inspect, select, text
 
 from db.models import Base, CandidateRow, LabelRow, RunScoreRow
-from db.session import alembic_config, downgrade, make_engine, upgrade
+from db.session import downgrade, make_engine, upgrade
 from db.store import Store
 from qa_core.types import Candidate, Dataset, InputError, Question
+from tests.conftest import head_revision
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
-
-
-def head_revision() -> str:
-    """The newest migration, as Alembic's script directory names it."""
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def small_dataset(name: str = "demo") -> Dataset:
@@ -135,10 +130,15 @@ def test_duplicate_name_and_replace(store: Store) -> None:
     store.add_label(store.find_candidate_id("demo", "q2", "d4"), "ann", 1)
     replacement = small_dataset()
     replacement.questions.pop()  # q2 and its candidates disappear
-    store.import_dataset(replacement, replace=True)
+    report = store.import_dataset(replacement, replace=True)
     assert store.load_dataset("demo") == replacement
     new_id = store.find_candidate_id("demo", "q1", "d2")
+    assert new_id == kept  # updated in place, not re-inserted
     assert store.current_labels("demo") == {new_id: {"ann": 2}}
+    assert (report.matched, [(qid, doc) for qid, doc, _ in report.retired], report.orphaned_labels) == (
+        3, [("q2", "d1"), ("q2", "d4")], 1
+    )
+    assert [(o["qid"], o["doc_id"], o["value"]) for o in store.orphaned_labels("demo")] == [("q2", "d4", 1)]
 
 
 def test_bulk_import_of_ten_thousand_candidates(store: Store) -> None:
@@ -347,7 +347,7 @@ def test_upgrade_from_0001_keeps_labels_and_models(database_url: str) -> None:
         assert store.current_labels("old") == {1: {"alice": 3, "bob": 0}}
         assert [h["value"] for h in store.label_history(1)] == [1, 3, 0]
         promoted = store.promoted_model("smcnn")
-        assert (promoted["version"], promoted["promoted"], promoted["promoted_at"]) == (1, True, None)
+        assert (promoted["version"], promoted["promoted"], promoted["promoted_at"]) == (1, True, T0)
         assert store.undo_last("alice") == {"label_id": 2, "candidate_id": 1, "value": 3}
         assert store.current_labels("old") == {1: {"alice": 1, "bob": 0}}
     finally:

@@ -17,7 +17,7 @@ from typing import Any
 
 import catalogue
 
-from qa_core.checkpoints import load_checkpoint, save_checkpoint
+from qa_core.checkpoints import load_checkpoint, rebuild, save_checkpoint
 from qa_core.rankers.base import Ranker
 from qa_core.types import InputError
 
@@ -72,11 +72,11 @@ def save(ranker: Ranker, path: Path) -> Path:
 
 
 def load(path: Path) -> Ranker:
-    """Rebuild a ranker from a checkpoint; a missing, corrupt or foreign file raises ``InputError``."""
+    """Rebuild a ranker from a checkpoint; a missing, corrupt, foreign or unfitting file raises ``InputError``."""
     kind, state = load_checkpoint(path)
     if kind not in _classes():
         raise InputError(f"checkpoint {path} holds a {kind!r} model, which is not a ranker")
-    return ranker_class(kind).from_state(state)
+    return rebuild(path, kind, ranker_class(kind).from_state, state)
 
 
 def models_table() -> str:

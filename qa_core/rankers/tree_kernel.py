@@ -358,8 +358,9 @@ class TreeKernelRanker(Ranker):
             "idf": self.idf.to_dict() if self.idf is not None else None,
             "support_questions": [tree.to_bracket() for tree in support.questions],
             "support_answers": [tree.to_bracket() for tree in support.answers],
-            "support_features": support.features,
-            "dual_coef": dual_coef,
+            # Lists, not arrays: checkpoints hold plain data only (``qa_core.checkpoints``).
+            "support_features": support.features.tolist(),
+            "dual_coef": dual_coef.tolist(),
             "intercept": self.intercept,
             "analyzer": self.analyzer.state(),
         }

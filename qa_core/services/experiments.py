@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from qa_core import config
+from qa_core.checkpoints import new_checkpoint_path
 from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.evaluation import EvalResult, evaluate, qrels_from_questions, run_from_scores
 from qa_core.rankers import registry
@@ -95,11 +96,13 @@ def train_ranker(
                 f"split {split!r} of dataset {dataset.name!r} has no relevant (label > 0) candidate: "
                 "a model cannot learn or be selected without one; label some candidates relevant first"
             )
+    path = checkpoint or new_checkpoint_path(model, dataset.name, f"seed{seed}")
+    config.ensure_free_space(path.parent, f"training {model}")
+    callback = config.watch_free_space(path.parent, f"training {model}", callback)
     started = time.perf_counter()
     report = ranker.fit(train, dev, seed=seed, analyzer=analyzer, progress=progress, callback=callback)
     report["seconds"] = round(time.perf_counter() - started, 2)
     dev_result = evaluate_ranker(ranker, dev)
     metrics = {f"dev_{name}": value for name, value in dev_result.aggregate.items()}
-    path = checkpoint or config.checkpoint_dir() / f"{model}-{dataset.name}-seed{seed}-{int(time.time())}.pt"
     registry.save(ranker, path)
     return TrainingOutcome(ranker, path, report, metrics)

@@ -6,7 +6,8 @@ touch the app's process. The job process (``run_job``) trains on the store's lab
 (``qa_core.services.labeling.training_dataset``), reports progress events, and at the end registers the
 new version and marks the job succeeded in one transaction; the checkpoint file is written
 atomically before that. Whatever happens before that transaction commits, the registry, and so
-the promoted model, is untouched: a killed run leaves at most an unreferenced checkpoint file.
+the promoted model, is untouched: a killed run leaves at most an unreferenced checkpoint file
+(``python -m qa_core gc`` deletes it).
 
 ``load_promoted`` loads a model's promoted version and, when its checkpoint is missing or
 corrupt, falls back to the most recently promoted loadable version before it (then the newest
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qa_core import config
+from qa_core.checkpoints import new_checkpoint_path
 from qa_core.rankers import registry
 from qa_core.types import InputError, NotTrainedError
 
@@ -208,7 +209,7 @@ def _train(store: Store, job: dict[str, Any]) -> int:
                 "label some of its pairs, or include its gold labels"
             )
     store.job_heartbeat(job_id, "training")
-    checkpoint = config.checkpoint_dir() / f"{model}-{_slug(name)}-job{job_id}.pt"
+    checkpoint = new_checkpoint_path(model, name, f"job{job_id}", owner=store.store_id)
     outcome = train_ranker(
         model,
         dataset,
@@ -259,10 +260,6 @@ def _beat(store: Store, job_id: int, stop: threading.Event) -> None:
             store.job_heartbeat(job_id)
         except Exception:  # a missed beat is harmless; the next one or the result will come
             logger.exception("heartbeat of job %s failed", job_id)
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "dataset"
 
 
 # ---------------------------------------------------------------------- loading the promoted model

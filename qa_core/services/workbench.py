@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
-from sqlalchemy.engine import make_url
 
 from qa_core import config
 from qa_core.rankers import registry
@@ -64,7 +63,7 @@ def ensure_demo(store: Store) -> bool:
 def masked_url(url: str) -> str:
     """The database URL with any password hidden, safe to show on a page."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        return config.parse_database_url(url).render_as_string(hide_password=True)
     except Exception:  # not parseable: show nothing that could be a secret
         return "(unparseable database URL)"
 
