@@ -91,7 +91,7 @@ class PairComparison:
         p = self.test(RANDOMISATION).holm_p
         words = "undefined" if p is None else ("significant" if p < alpha else "not significant")
         if self.mdd is not None and abs(self.mean_delta) < self.mdd:
-            words += "; |Δ| below the MDD"
+            words += "; the difference is below the MDD"
         return words
 
 
@@ -152,7 +152,7 @@ class Comparison:
             raise InputError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
         systems, pairs = self._display_tables()
         if fmt == "markdown":
-            parts = [systems.to_markdown(index=False), pairs.to_markdown(index=False)]
+            parts = [table.to_markdown(index=False, disable_numparse=True) for table in (systems, pairs)]
         elif fmt == "latex":
             parts = [_latex(systems), _latex(pairs)]
         else:
