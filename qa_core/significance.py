@@ -218,6 +218,13 @@ def _latex(table: pd.DataFrame) -> str:
 # ---------------------------------------------------------------------- the tests
 
 
+def win_tie_loss(deltas: Sequence[float], tolerance: float = TIE_TOLERANCE) -> tuple[int, int, int]:
+    """Counts of deltas above ``tolerance``, within it, and below ``-tolerance``."""
+    values = np.asarray(deltas, dtype=float)
+    wins, losses = int((values > tolerance).sum()), int((values < -tolerance).sum())
+    return wins, len(values) - wins - losses, losses
+
+
 def _paired(model: Sequence[float], reference: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     a, b = np.asarray(model, dtype=float), np.asarray(reference, dtype=float)
     if a.shape != b.shape or a.ndim != 1:
@@ -407,17 +414,16 @@ def _pairs_on(metric: str, values: Mapping[str, np.ndarray], settings: Settings)
     for reference, model in combinations(values, 2):
         a, b = values[model], values[reference]
         deltas = a - b
-        wins, losses = int((deltas > TIE_TOLERANCE).sum()), int((deltas < -TIE_TOLERANCE).sum())
         tests = (t_test(a, b), randomisation_test(a, b, settings.permutations, settings.seed))
         mdd = minimum_detectable_difference(deltas, settings.alpha, settings.power)
-        raw.append((reference, model, deltas, wins, losses, tests, mdd))
+        raw.append((reference, model, deltas, win_tie_loss(deltas), tests, mdd))
     adjusted = {
         name: holm([tests[index].p_value for *_, tests, _ in raw]) for index, name in enumerate((T_TEST, RANDOMISATION))
     }
     pairs = []
-    for row, (reference, model, deltas, wins, losses, tests, mdd) in enumerate(raw):
+    for row, (reference, model, deltas, (wins, ties, losses), tests, mdd) in enumerate(raw):
         pairs.append(PairComparison(
-            metric, reference, model, len(deltas), float(deltas.mean()), wins, len(deltas) - wins - losses, losses,
+            metric, reference, model, len(deltas), float(deltas.mean()), wins, ties, losses,
             tuple(PairedTest(test.name, test.p_value, adjusted[test.name][row], test.note) for test in tests), mdd,
         ))
     return pairs
