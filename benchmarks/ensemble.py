@@ -15,39 +15,24 @@ Writes ``benchmarks/results/ranker_ensemble.json`` (rendered in the rankers tabl
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import ir_measures
 from common import machine, shared_datasets, write_result, write_section
 from rankers import RUNS, evaluate_both, render_section, run_path, summarise
 
 from qa_core.data.exporters import write_trec_run
 from qa_core.evaluation import qrels_from_questions
 from qa_core.fusion import fuse, select_members
-
-RUN_NAME = re.compile(r"(?P<model>[a-z0-9_]+?)(?:\.seed(?P<seed>\d+))?\.(?P<split>dev|test)\.run\.gz")
-
-
-def read_run(path: Path) -> dict[str, dict[str, float]]:
-    run: dict[str, dict[str, float]] = defaultdict(dict)
-    for doc in ir_measures.read_trec_run(str(path)):
-        run[doc.query_id][doc.doc_id] = doc.score
-    return dict(run)
+from qa_core.stored_runs import read_run, run_files
 
 
 def stored_runs(dataset: str) -> dict[str, dict[int | None, Path]]:
     """``{model: {seed or None: test-run path}}`` for models that kept both a DEV and a TEST run."""
-    found: dict[str, dict[int | None, Path]] = defaultdict(dict)
-    for path in sorted((RUNS / dataset).glob("*.test.run.gz")):
-        match = RUN_NAME.fullmatch(path.name)
-        if match is None or match["model"] == "ensemble":
-            continue
-        if path.with_name(path.name.replace(".test.", ".dev.")).exists():
-            found[match["model"]][None if match["seed"] is None else int(match["seed"])] = path
-    return dict(found)
+    dev = run_files(RUNS / dataset, "dev")
+    found = {model: {seed: path for seed, path in by_seed.items() if seed in dev.get(model, {})}
+             for model, by_seed in run_files(RUNS / dataset, "test").items() if model != "ensemble"}
+    return {model: by_seed for model, by_seed in found.items() if by_seed}
 
 
 def common_seeds(runs: dict[str, dict[int | None, Path]]) -> list[int]:
