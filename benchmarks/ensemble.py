@@ -24,7 +24,7 @@ from rankers import RUNS, evaluate_both, render_section, run_path, summarise
 from qa_core.data.exporters import write_trec_run
 from qa_core.evaluation import qrels_from_questions
 from qa_core.fusion import fuse, select_members
-from qa_core.stored_runs import read_run, run_files
+from qa_core.services.stored_runs import read_run, run_files
 
 
 def stored_runs(dataset: str) -> dict[str, dict[int | None, Path]]:

@@ -30,19 +30,20 @@ from common import (
 )
 
 from qa_core.data.exporters import write_trec_run
-from qa_core.evaluation import evaluate, qrels_from_questions
-from qa_core.experiments import score_questions, train_ranker
+from qa_core.evaluation import METRICS, evaluate, qrels_from_questions
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
+from qa_core.services import analysis, workbench
+from qa_core.services.experiments import score_questions, train_ranker
 from qa_core.significance import ALPHA, format_p
 from qa_core.text.nlp import parse_many
 from qa_core.types import Dataset, Question
 
-METRICS = ("map", "mrr", "p@1", "ndcg@10")
-MODEL_ORDER = (
-    "bm25", "overlap", "smcnn", "cnn_wo", "cnn_wo_so", "mphcnn", "attention_lstm", "global_local", "tree_kernel",
-    "ensemble",
-)
+
+def model_order() -> list[str]:
+    """Table rows: the registry's models, baselines first, then the ensemble of them."""
+    names = registry.available()
+    return sorted(names, key=lambda name: (registry.ranker_class(name).capabilities.trainable, name)) + ["ensemble"]
 
 # Published rows to measure against (MAP, MRR); see shared/papers/*.md for where each comes from.
 PUBLISHED = {
@@ -108,24 +109,30 @@ def throughput(ranker: Ranker, questions: list[Question]) -> float:
 
 def run_model(name: str, dataset: Dataset, seeds: list[int]) -> dict[str, Any]:
     test = dataset.split("test")
-    if not registry.ranker_class(name).trainable:
+    capabilities = registry.ranker_class(name).capabilities
+    if not capabilities.trainable:
         ranker = registry.create(name)
-        if type(ranker).fit is not Ranker.fit:  # label-free statistics (IDF) from train + dev
+        if capabilities.learns_statistics:  # label-free statistics (IDF) from train + dev
             ranker.fit(dataset.split("train"), dataset.split("dev"), progress=False)
         run = save_runs(ranker, dataset, seed=None)
         return {"seeds": [], "runs": [{**evaluate_both(run, test), "pairs_per_second": throughput(ranker, test)}]}
+    # Question analysis (CNN_WO+SO, tree kernel): the class CNN and focus tagger that
+    # benchmarks/classifiers.py registered in the configured store, else the wh-word rules.
+    analyzer = analysis.analyzer_for(workbench.open_store(), name)
     runs = []
     for seed in seeds:
         with tempfile.TemporaryDirectory() as tmp:
-            outcome = train_ranker(name, dataset, seed=seed, progress=False, checkpoint=Path(tmp) / "model.pt")
+            outcome = train_ranker(
+                name, dataset, seed=seed, progress=False, checkpoint=Path(tmp) / "model.pt", analyzer=analyzer
+            )
         test_run = save_runs(outcome.ranker, dataset, seed)
         run = {
             "seed": seed,
             "train_seconds": outcome.report["seconds"],
             "best_epoch": outcome.report.get("best_epoch"),
             "dev_map": outcome.metrics["dev_map"],
-            # question analysis (CNN_WO+SO, tree kernel): "classifiers" when trained ones were registered
-            "analyzer": getattr(getattr(outcome.ranker, "analyzer", None), "source", None),
+            # "classifiers" when trained ones were registered
+            "analyzer": None if analyzer is None else analyzer.source,
             **evaluate_both(test_run, test),
             "pairs_per_second": throughput(outcome.ranker, test),
         }
@@ -160,7 +167,8 @@ def _cell(values: list[float] | tuple[float, float], runs: int) -> str:
 def render_section() -> list[str]:
     """The rankers section of docs/benchmarks.md from every ``ranker_*.json``."""
     results = {r["model"]: r for r in read_results("ranker_*")}
-    models = [m for m in MODEL_ORDER if m in results] + sorted(set(results) - set(MODEL_ORDER))
+    order = model_order()
+    models = [m for m in order if m in results] + sorted(set(results) - set(order))
     lines = [
         "## Rankers on TrecQA and WikiQA",
         "",

@@ -30,7 +30,7 @@ from rankers import RUNS, render_section
 
 from qa_core import significance
 from qa_core.evaluation import evaluate, qrels_from_questions
-from qa_core.stored_runs import read_run, run_files
+from qa_core.services.stored_runs import read_run, run_files
 
 SETTINGS = ("raw", "clean")
 # The system each headline row is tested against: the thesis's ablations against what they add to

@@ -130,7 +130,7 @@ class LabelingStore(StoreBase):
 
     def adjudicate(self, candidate_id: int, value: int, adjudicator: str, note: str | None = None) -> int:
         """Record a reviewer's final value for a candidate and return its id; the latest
-        adjudication wins over every annotator's label (``qa_core.labeling.training_labels``)."""
+        adjudication wins over every annotator's label (``qa_core.services.labeling.training_labels``)."""
         adjudicator, value = check_annotator(adjudicator, "adjudicator"), check_grade(value)
         with self.session_scope() as session:
             if session.get(CandidateRow, candidate_id) is None:
@@ -178,7 +178,7 @@ class LabelingStore(StoreBase):
 
         Idempotent for a page that reruns: while the holder's claim is open and its pair still
         wants this annotator's label, the same claim comes back with its lease renewed.
-        ``order`` lists the dataset's candidate ids best first (``qa_core.labeling.order_candidates``).
+        ``order`` lists the dataset's candidate ids best first (``qa_core.services.labeling.order_candidates``).
         """
         annotator = check_annotator(annotator)
         holder = check_annotator(holder or annotator, "holder")

@@ -1,6 +1,6 @@
 """SQLAlchemy 2 ORM models of the store.
 
-Migrations ``0001_initial`` and ``0002_labeling_and_jobs`` create exactly these tables;
+Migrations ``0001_initial`` to ``0003_typed_training_events`` create exactly these tables;
 ``tests/test_store.py`` checks that the two agree, so any change here needs a new Alembic revision.
 
 History is append-only wherever people's work is recorded: a judgement is never updated or
@@ -225,7 +225,7 @@ class RunScoreRow(Base):
 
 
 class TrainingJobRow(Base):
-    """A training run in its own OS process (``qa_core.jobs``): queued, running, succeeded or failed.
+    """A training run in its own OS process (``qa_core.services.jobs``): queued, running, succeeded or failed.
 
     ``params`` holds everything the process needs (model, labels, seed, config); ``pid``/``host``
     and ``heartbeat_at`` let a reader notice a process that died without saying so.
@@ -252,7 +252,7 @@ class TrainingJobRow(Base):
 
 
 class TrainingEventRow(Base):
-    """One progress point of a job (the training loop's callback: epoch, batch, loss, dev MAP)."""
+    """One progress point of a job: a ``qa_core.training.events.TrainingEvent`` as it came."""
 
     __tablename__ = "training_events"
     __table_args__ = (Index(None, "job_id", "id"),)
@@ -260,7 +260,10 @@ class TrainingEventRow(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("training_jobs.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    epoch: Mapped[int | None]
+    step: Mapped[int | None]
+    total: Mapped[int | None]
+    unit: Mapped[str] = mapped_column(Text, default="epoch", server_default="epoch")
     batch: Mapped[int | None]
     loss: Mapped[float | None]
     dev_map: Mapped[float | None]
+    detail: Mapped[dict[str, Any] | None]

@@ -337,7 +337,7 @@ class Store(LabelingStore, JobStore):
     def qrels(self, dataset: str, source: str = "labels") -> dict[str, dict[str, int]]:
         """``{qid: {doc_id: grade}}`` from the latest unretracted label of any annotator, or from gold
         labels. (The rule that also weighs adjudications and several annotators is
-        ``qa_core.labeling.training_labels``.)"""
+        ``qa_core.services.labeling.training_labels``.)"""
         if source not in QRELS_SOURCES:
             raise InputError(f"qrels source must be one of {', '.join(QRELS_SOURCES)}, got {source!r}")
         with self.session_scope() as session:

@@ -4,7 +4,7 @@ detectable difference, a sorted per-question delta chart and a metric scatter wh
 questions open in Ask, the questions where the models disagree most, seeds of one model against
 another's, and "fuse these" (a ranx fusion tuned on DEV, kept in the store, then listed as a model).
 
-Widgets and layout only; the work is in ``qa_core.compare`` and ``qa_core.workbench``. Data text is
+Widgets and layout only; the work is in ``qa_core.services.compare`` and ``qa_core.services.workbench``. Data text is
 shown through ``st.dataframe`` or escaped markdown, never as HTML.
 """
 
@@ -14,8 +14,9 @@ import pandas as pd
 import streamlit as st
 
 from pages import current_ranker, get_questions, open_store, question_input, require_datasets
-from qa_core import compare, config, experiments, fusion, stored_runs, workbench
+from qa_core import config, fusion
 from qa_core.evaluation import METRICS
+from qa_core.services import compare, experiments, stored_runs, workbench
 from qa_core.types import InputError, NotTrainedError
 
 ONE, SPLIT = "One question", "Whole split"

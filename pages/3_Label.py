@@ -2,7 +2,7 @@
 agreement between annotators; a review view where a reviewer settles conflicts.
 
 Widgets and layout only; the queue, its leases and the agreement coefficients are
-``qa_core.labeling`` and the store's (``db/labeling.py``): every judgement is written at once with
+``qa_core.services.labeling`` and the store's (``db/labeling.py``): every judgement is written at once with
 history, and two browser sessions are never handed the same pair at once (each session holds its
 pair through a lease in the store). Data text is shown as escaped markdown, never as HTML.
 """
@@ -16,7 +16,7 @@ import streamlit as st
 
 from db.base import MAX_LABEL, MIN_LABEL
 from pages import get_ranker, open_store, require_datasets, show_not_trained
-from qa_core import labeling, workbench
+from qa_core.services import labeling, workbench
 from qa_core.types import InputError, NotTrainedError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}

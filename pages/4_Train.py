@@ -1,7 +1,7 @@
 """Train: retrain a model from the stored labels (plus gold if chosen), watch it, promote or roll back.
 
-Widgets and layout only; the work is in ``qa_core.jobs`` (the training runs in its own process,
-so the page never freezes), ``qa_core.retraining`` and ``qa_core.labeling``. Data text is shown
+Widgets and layout only; the work is in ``qa_core.services.jobs`` (the training runs in its own process,
+so the page never freezes), ``qa_core.services.retraining`` and ``qa_core.services.labeling``. Data text is shown
 through ``st.dataframe`` or escaped markdown, never as HTML.
 """
 
@@ -10,8 +10,9 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import open_store, require_datasets
-from qa_core import jobs, retraining, workbench
-from qa_core.labeling.curves import curve_figure, version_curve
+from qa_core.rankers import registry
+from qa_core.services import jobs, retraining, workbench
+from qa_core.services.labeling.curves import curve_figure, version_curve
 from qa_core.types import InputError
 
 JOB_KEY = "train_job"
@@ -25,7 +26,10 @@ url, store = open_store()
 datasets = require_datasets(store)
 
 left, middle, right = st.columns(3)
-model = left.selectbox("Model", retraining.trainable_models(), key="train_model")
+trainable = registry.trainable()
+if "train_model" not in st.session_state:
+    st.session_state["train_model"] = workbench.default_model(store, trainable)
+model = left.selectbox("Model", trainable, key="train_model")
 dataset = middle.selectbox("Dataset", datasets, key="train_dataset")
 seed = int(right.number_input("Seed", min_value=0, value=1, step=1, key="train_seed"))
 left, right = st.columns(2)
@@ -37,15 +41,14 @@ gold_choice = right.radio(
     horizontal=True,
 )
 gold = retraining.GOLD_CHOICES[gold_choice]
-epochs = int(
-    st.number_input(
-        "Epochs (at most; early stopping on dev MAP may end sooner)",
-        min_value=1,
-        max_value=200,
-        value=retraining.default_epochs(model),
-        key=f"train_epochs_{model}",
+settings = {
+    name: int(
+        st.number_input(
+            retraining.SETTING_LABELS.get(name, name), min_value=1, max_value=1000, value=int(default), key=f"train_{name}_{model}"
+        )
     )
-)
+    for name, default in retraining.training_settings(model).items()
+}
 
 preview = retraining.label_preview(store, dataset, store_labels, gold)
 conflicts = retraining.conflicts_table(preview)
@@ -67,7 +70,7 @@ if st.button("Retrain", type="primary", key="train_start"):
             store_labels=store_labels,
             gold=gold,
             seed=seed,
-            model_config={"max_epochs": epochs},
+            model_config=settings,
         )
     except InputError as error:
         st.error(workbench.as_markdown(str(error)))

@@ -1,6 +1,6 @@
 """Errors: a model's per-question metrics on a dataset split, worst first, and slices of them.
 
-Widgets and layout only; the work is in ``qa_core.errors``. Scores are cached per model version,
+Widgets and layout only; the work is in ``qa_core.services.errors``. Scores are cached per model version,
 dataset import and split (labels are read on every run, so new labels show at once); each worst
 question links to the Ask page with ``?dataset=...&qid=...&model=...``.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import current_ranker, get_questions, open_store, require_datasets
-from qa_core import errors, experiments, viz, workbench
+from qa_core.services import analysis, errors, experiments, viz, workbench
 
 ALL_SPLITS = "all splits"
 LINKED = 10  # worst questions listed as links to Ask under the table
@@ -28,7 +28,7 @@ def get_run(_ranker, _questions, url: str, model: str, model_version: str | None
 @st.cache_data(show_spinner="Analysing the questions…", max_entries=32)
 def get_profiles(_store, _questions, url: str, dataset: str, dataset_version: str, split: str,
                  classifiers: tuple[str | None, ...]):
-    return errors.question_profiles(_questions, workbench.question_analyzer(_store))
+    return errors.question_profiles(_questions, analysis.question_analyzer(_store))
 
 
 @st.cache_data(show_spinner="Measuring lexical overlap…", max_entries=32)
@@ -68,7 +68,7 @@ if not questions:
     st.info(workbench.as_markdown(f"Dataset {dataset} has no questions in {split}."))
     st.stop()
 run = get_run(ranker, questions, url, model, model_version, dataset, dataset_version, split)
-profiles = get_profiles(store, questions, url, dataset, dataset_version, split, workbench.classifier_version_key(store))
+profiles = get_profiles(store, questions, url, dataset, dataset_version, split, analysis.classifier_version_key(store))
 overlaps = get_overlaps(questions, url, dataset, dataset_version, split)
 qrels, sources = errors.store_labels(store, dataset)
 table = errors.error_table(run, qrels, profiles, overlaps, sources, clean=clean)

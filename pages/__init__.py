@@ -3,18 +3,33 @@ the page header with its clear messages. Streamlit does not list ``__init__.py``
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
 from db.store import Store
-from qa_core import config, workbench
+from qa_core import config
 from qa_core.rankers.base import Ranker
+from qa_core.services import workbench
 from qa_core.types import Candidate, InputError, NotTrainedError
 
+PAGES_DIR = Path(__file__).resolve().parent
 TYPED, PICKED = "Type a question", "Pick a dataset question"
 NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
+
+
+def page_summaries() -> list[tuple[str, str]]:
+    """(path, first sentence of its docstring) of every page, in sidebar order: the landing page's
+    links, so that adding a page means adding its file."""
+    pages = []
+    for path in sorted(PAGES_DIR.glob("[0-9]*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or path.stem
+        first = " ".join(doc.split("\n\n")[0].split())
+        pages.append((f"pages/{path.name}", first.split(". ")[0].rstrip(".")))
+    return pages
 
 
 @st.cache_resource(show_spinner="Opening the store…")

@@ -11,7 +11,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from qa_core import config, workbench
+from qa_core import config
+from qa_core.services import analysis, workbench
 from qa_core.types import InputError, NotTrainedError
 
 EXIT_BAD_INPUT = 2
@@ -83,11 +84,11 @@ def cmd_data_list(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from qa_core.experiments import train_ranker
+    from qa_core.services.experiments import train_ranker
 
     store = _store(args)
     if args.job is not None:
-        from qa_core.jobs import run_job
+        from qa_core.services.jobs import run_job
 
         _emit({"job": args.job, "model_version_id": run_job(store, args.job)})
         return
@@ -95,7 +96,12 @@ def cmd_train(args: argparse.Namespace) -> None:
         raise InputError("train needs --model and --data (or --job ID for a job queued in the store)")
     dataset = store.load_dataset(args.data)
     outcome = train_ranker(
-        args.model, dataset, seed=args.seed, train_split=args.train_split, dev_split=args.dev_split
+        args.model,
+        dataset,
+        seed=args.seed,
+        train_split=args.train_split,
+        dev_split=args.dev_split,
+        analyzer=analysis.analyzer_for(store, args.model),
     )
     version_id = store.register_model(
         args.model,
@@ -139,13 +145,13 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> None:
     """Metrics as one JSON line; the run is kept in the store (with the model version that made it)
     and, with ``--run-out``, written as a TREC run."""
-    from qa_core.experiments import require_split, score_and_evaluate
     from qa_core.rankers import registry
+    from qa_core.services.experiments import require_split, score_and_evaluate
 
     store = _store(args)
     version_id = None
-    if not workbench.looks_like_path(args.model) and registry.ranker_class(args.model).trainable:
-        from qa_core.jobs import load_promoted
+    if not workbench.looks_like_path(args.model) and registry.ranker_class(args.model).capabilities.trainable:
+        from qa_core.services.jobs import load_promoted
 
         if store.promoted_model(args.model) is None:
             raise NotTrainedError(
@@ -170,21 +176,25 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def cmd_rank(args: argparse.Namespace) -> None:
+    from qa_core.services.ranking import rank_pool
+
     store = _store(args)
     question = workbench.check_question(args.question)
     ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
     candidates = workbench.candidates_for_question(store, args.data, question, k=args.candidates)
-    table = workbench.rank(ranker, question, candidates).head(args.top)
-    for row in table.to_dict("records"):
+    for scored in rank_pool(ranker, question, candidates, model=args.model).scored[: args.top]:
         # One line per candidate whatever the text holds (newlines, tabs): the output is read line-wise.
-        print(f"{row['rank']:>3}  {row['score']:.4f}  {' '.join(row['text'].split())}")
+        print(f"{scored.rank:>3}  {scored.score:.4f}  {' '.join(scored.candidate.text.split())}")
 
 
 def cmd_models(args: argparse.Namespace) -> None:
-    from qa_core.rankers import available
+    from qa_core.rankers import registry
 
+    if args.table:
+        print(registry.models_table())
+        return
     store = _store(args)
-    for name in available():
+    for name in registry.available():
         _emit({"model": name, "versions": store.model_versions(name)})
 
 
@@ -193,8 +203,8 @@ def cmd_compare(args: argparse.Namespace) -> None:
     models (scored on the split's own pools) against the split's gold labels."""
     from qa_core.data.importers import read_trec_run
     from qa_core.evaluation import qrels_from_questions
-    from qa_core.experiments import require_split, score_questions
     from qa_core.rankers import registry
+    from qa_core.services.experiments import require_split, score_questions
     from qa_core.significance import compare_runs
 
     store = _store(args)
@@ -228,7 +238,7 @@ def _add_compare_parser(commands) -> None:
         "compare", help="compare runs and models on a split: means with 95%% CIs, randomisation and t-tests "
         "(Holm-adjusted), W/T/L, minimum detectable difference"
     )
-    compare.add_argument("runs", nargs="+", metavar="RUN_OR_MODEL", help="TREC run files (.gz too) or model names")
+    compare.add_argument("runs", nargs="+", metavar="RUN_OR_MODEL", help="TREC run files (.gz too) or registered models: {models}")
     compare.add_argument("--data", required=True)
     compare.add_argument("--split", default="test")
     compare.add_argument("--metric", nargs="+", choices=METRICS, default=list(METRICS))
@@ -237,8 +247,30 @@ def _add_compare_parser(commands) -> None:
     compare.set_defaults(func=cmd_compare)
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Fills ``{models}`` and ``{trainable}`` in help texts from the ranker registry, and only when
+    help is printed: importing every model takes seconds that other commands should not pay."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        if text and ("{models}" in text or "{trainable}" in text):
+            from qa_core.rankers import registry
+
+            text = text.replace("{models}", ", ".join(registry.available()))
+            text = text.replace("{trainable}", ", ".join(registry.trainable()))
+        return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every (sub)command's parser, with the registry-aware help."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m qa_core", description=__doc__)
+    parser = _Parser(prog="python -m qa_core", description=__doc__)
     parser.add_argument("--db", default=None, help="SQLAlchemy URL of the store (default: RERANK_LAB_DB or SQLite in the data folder)")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -268,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_parser("list", help="datasets in the store").set_defaults(func=cmd_data_list)
 
     train = commands.add_parser("train", help="train a model and register it in the store")
-    train.add_argument("--model")
+    train.add_argument("--model", help="one of: {trainable}")
     train.add_argument("--data")
     train.add_argument("--seed", type=int, default=1)
     train.add_argument("--train-split", default="train")
@@ -290,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     classify.set_defaults(func=cmd_train_classifier)
 
     ev = commands.add_parser("evaluate", help="evaluate a model on a split; prints one JSON line")
-    ev.add_argument("--model", required=True, help="a registered name or a checkpoint path")
+    ev.add_argument("--model", required=True, help="a checkpoint path or one of: {models}")
     ev.add_argument("--data", required=True)
     ev.add_argument("--split", default="test")
     ev.add_argument("--clean", action="store_true", help="drop questions with no or only correct candidates")
@@ -300,12 +332,14 @@ def build_parser() -> argparse.ArgumentParser:
     rank = commands.add_parser("rank", help="rank BM25 candidates of a dataset's collection for a question")
     rank.add_argument("question")
     rank.add_argument("--data", default="demo")
-    rank.add_argument("--model", default="overlap")
+    rank.add_argument("--model", default="overlap", help="a checkpoint path or one of: {models}")
     rank.add_argument("--candidates", type=int, default=50, help="BM25 candidates to rerank")
     rank.add_argument("--top", type=int, default=10)
     rank.set_defaults(func=cmd_rank)
 
-    commands.add_parser("models", help="registered models and their versions").set_defaults(func=cmd_models)
+    models = commands.add_parser("models", help="registered models and their versions")
+    models.add_argument("--table", action="store_true", help="print the markdown table of models (README) instead")
+    models.set_defaults(func=cmd_models)
     _add_compare_parser(commands)
     return parser
 

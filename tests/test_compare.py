@@ -1,4 +1,4 @@
-"""qa_core.compare on hand-computed examples: fixed-score rankers, so every AP is known by hand."""
+"""qa_core.services.compare on hand-computed examples: fixed-score rankers, so every AP is known by hand."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from qa_core import compare, significance
+from qa_core import significance
 from qa_core.rankers.base import Ranker
+from qa_core.services import compare
 from qa_core.types import Candidate, InputError, Question
 
 SCRIPT = "<script>alert(1)</script>"
@@ -19,12 +20,13 @@ class Fixed(Ranker):
     name = "fixed"
 
     def __init__(self, scores: dict[str, float]):
+        super().__init__()
         self.scores = scores
 
-    def score(self, question, candidates):
-        return np.array([self.scores[c.doc_id] for c in candidates], dtype=float)
+    def score_pools(self, pools):
+        return [np.array([self.scores[c.doc_id] for c in candidates], dtype=float) for _, candidates in pools]
 
-    def explain(self, question, candidate):
+    def explain(self, question, candidates, index):
         raise NotImplementedError
 
 

@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from db.models import LabelRetractionRow, LabelRow, QueueClaimRow
 from db.store import Store
-from qa_core.labeling import LabelingSession, QueuePolicy
+from qa_core.services.labeling import LabelingSession, QueuePolicy
 from qa_core.types import Candidate, Dataset, Question
 
 WRITERS, LABELS_PER_WRITER, UNDO_EVERY = 8, 500, 100

@@ -18,10 +18,11 @@ from sqlalchemy import func, select, update
 from db.base import now
 from db.models import LabelRow, TrainingJobRow
 from db.store import Store
-from qa_core import jobs, workbench
 from qa_core.cli import main
 from qa_core.data.demo import load_demo
-from qa_core.experiments import train_ranker
+from qa_core.services import jobs, workbench
+from qa_core.services.experiments import train_ranker
+from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError, NotTrainedError
 
 FAST = {"max_epochs": 1}
@@ -86,8 +87,9 @@ def test_job_succeeds_and_registers_an_unpromoted_version(
     assert demo_store.promoted_model("smcnn")["id"] == current["id"]  # registered, not promoted
 
     events = demo_store.job_events(job_id)
-    assert events and events[-1]["epoch"] == 1 and 0.0 <= events[-1]["dev_map"] <= 1.0
-    assert demo_store.job_events(job_id, after_id=events[-1]["id"]) == []
+    last = events[-1].event
+    assert (last.step, last.total, last.unit) == (1, 1, "epoch") and 0.0 <= last.dev_map <= 1.0
+    assert demo_store.job_events(job_id, after_id=events[-1].id) == []
     assert [j["id"] for j in demo_store.jobs("smcnn")] == [job_id]
 
     demo_store.promote("smcnn", 2)
@@ -117,9 +119,10 @@ def test_job_with_bad_input_fails_with_a_clear_error(demo_store: Store, trained_
 def test_progress_fraction_for_the_progress_bar() -> None:
     job = {"status": "running", "model": "smcnn", "params": {"config": {"max_epochs": 4}}}
     assert jobs.progress_fraction(job, []) == 0.0
-    assert jobs.progress_fraction(job, [{"epoch": 1}, {"epoch": 3}]) == 0.75
-    default = {**job, "params": {"config": {}}}  # SM-CNN's own max_epochs (25)
-    assert jobs.progress_fraction(default, [{"epoch": 5}]) == pytest.approx(5 / 25)
+    assert jobs.progress_fraction(job, [TrainingEvent(1, 4), TrainingEvent(3, 4)]) == 0.75
+    grid = [TrainingEvent(6, 24, "grid point", dev_map=0.5, detail={"C": 1.0})]  # the tree kernel's steps
+    assert jobs.progress_fraction(job, grid) == pytest.approx(6 / 24)
+    assert jobs.progress_fraction(job, [TrainingEvent(2)]) == 0.0  # nothing planned: no false progress
     assert jobs.progress_fraction({**job, "status": "failed"}, []) == 1.0
 
 
@@ -181,8 +184,8 @@ def test_finish_is_one_transaction_that_a_dead_verdict_blocks(store: Store) -> N
     store.register_model("smcnn", "smcnn", "/ckpt/1.pt", {}, {}, promote=True)
     job_id = store.create_job("smcnn", "demo", {"promote": True})
     store.start_job(job_id)
-    store.add_job_event(job_id, epoch=1, batch=3, loss=float("nan"), dev_map=0.5)
-    assert store.job_events(job_id)[0]["loss"] is None
+    store.add_job_event(job_id, TrainingEvent(1, 2, batch=3, loss=float("nan"), dev_map=0.5))
+    assert store.job_events(job_id)[0].event.loss is None
     assert store.fail_job(job_id, "declared dead") is True
     with pytest.raises(InputError, match="no longer running"):
         store.finish_job(job_id, kind="smcnn", checkpoint_path="/ckpt/2.pt", training_data={}, metrics={}, promote=True)
@@ -237,7 +240,7 @@ def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(
     assert jobs.load_promoted(store, "smcnn").notice is None
     paths[2].write_bytes(b"not a checkpoint")
     loaded = jobs.load_promoted(store, "smcnn")
-    assert (loaded.version["version"], loaded.wanted["version"], loaded.fell_back) == (1, 2, True)
+    assert (loaded.version["version"], loaded.wanted["version"]) == (1, 2)
     assert "version 2" in loaded.notice and "corrupt" in loaded.notice and "version 1 is used" in loaded.notice
     with pytest.warns(jobs.CheckpointFallbackWarning, match="version 1 is used"):
         ranker = workbench.load_ranker(store, "smcnn")

@@ -1,4 +1,4 @@
-"""The learning loop (qa_core.labeling.curves): the simulated annotator on the demo corpus improves
+"""The learning loop (qa_core.services.labeling.curves): the simulated annotator on the demo corpus improves
 on its seed model, writes its labels through the store, and the queue strategies it uses are
 deterministic under a seed; curve summaries and the registry curve."""
 
@@ -10,8 +10,9 @@ import pytest
 
 from db.store import Store
 from qa_core.data.demo import load_demo
-from qa_core.labeling import training_labels
-from qa_core.labeling.curves import (
+from qa_core.rankers import registry
+from qa_core.services.labeling import training_labels
+from qa_core.services.labeling.curves import (
     ANNOTATOR,
     CurvePoint,
     curve_figure,
@@ -22,8 +23,7 @@ from qa_core.labeling.curves import (
     simulate_loop,
     version_curve,
 )
-from qa_core.labeling.strategies import STRATEGIES, model_scores
-from qa_core.rankers import registry
+from qa_core.services.labeling.strategies import STRATEGIES, model_scores
 from qa_core.types import InputError
 
 FAST = {"max_epochs": 8, "patience": 3}

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from db.store import Store
-from qa_core import workbench
+from qa_core.services import workbench
 from qa_core.types import Candidate, Dataset, Question
 from tests.pages import COMPARE, LABEL, markdown, open_page
 

@@ -11,14 +11,20 @@ import numpy as np
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import func, inspect, select, text
 
 from db.models import Base, CandidateRow, LabelRow, RunScoreRow
-from db.session import downgrade, make_engine, upgrade
+from db.session import alembic_config, downgrade, make_engine, upgrade
 from db.store import Store
 from qa_core.types import Candidate, Dataset, InputError, Question
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def head_revision() -> str:
+    """The newest migration, as Alembic's script directory names it."""
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
 def small_dataset(name: str = "demo") -> Dataset:
@@ -337,7 +343,7 @@ def test_upgrade_from_0001_keeps_labels_and_models(database_url: str) -> None:
     store = Store(database_url)  # upgrades to head
     try:
         with store.engine.connect() as connection:
-            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == head_revision()
         assert store.current_labels("old") == {1: {"alice": 3, "bob": 0}}
         assert [h["value"] for h in store.label_history(1)] == [1, 3, 0]
         promoted = store.promoted_model("smcnn")

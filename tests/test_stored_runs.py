@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from qa_core import stored_runs, workbench
 from qa_core.data.demo import load_demo
 from qa_core.data.exporters import write_trec_run
 from qa_core.evaluation import qrels_from_questions
-from qa_core.experiments import score_questions
 from qa_core.rankers import registry
+from qa_core.services import stored_runs, workbench
+from qa_core.services.experiments import score_questions
 from qa_core.types import InputError
 
 

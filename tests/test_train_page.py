@@ -17,13 +17,13 @@ JOB_WAIT_S = 240
 
 
 def start_job(app: AppTest, gold: str = "every split", store_labels: bool = True) -> None:
-    app.selectbox(key="train_model").select("smcnn")
+    app.selectbox(key="train_model").select("smcnn").run()
     app.selectbox(key="train_dataset").select("demo")
     app.checkbox(key="train_store_labels").set_value(store_labels)
     app.radio(key="train_gold").set_value(
         next(choice for choice in app.radio(key="train_gold").options if choice.startswith(gold))
     )
-    app.number_input(key="train_epochs_smcnn").set_value(1)
+    app.number_input(key="train_max_epochs_smcnn").set_value(1)
     app.button(key="train_start").click().run()
     assert not app.exception, app.exception
 

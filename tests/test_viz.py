@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from qa_core import viz
-from qa_core.rankers.base import Link
+from qa_core.services import viz
+from qa_core.text.links import Link
 
 QUESTION = ["who", "wrote", "<b>Hamlet</b>", "?"]
 ANSWER = ["Shakespeare", "wrote", "<b>Hamlet</b>", "in", "1600", "."]

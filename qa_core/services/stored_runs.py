@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qa_core.evaluation import Run, evaluate, qrels_from_questions
-from qa_core.experiments import score_questions
 from qa_core.fusion import Fusion, apply_fusion, tune_fusion
 from qa_core.rankers.base import Ranker
+from qa_core.services.experiments import score_questions
 from qa_core.types import InputError, Question
 
 if TYPE_CHECKING:

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from qa_core import config
+from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.evaluation import EvalResult, evaluate, qrels_from_questions, run_from_scores
 from qa_core.rankers import registry
-from qa_core.rankers.base import ProgressCallback, Ranker
+from qa_core.rankers.base import Ranker
+from qa_core.training.events import ProgressCallback
 from qa_core.types import Dataset, InputError, Question
 
 
@@ -74,17 +76,16 @@ def train_ranker(
     callback: ProgressCallback | None = None,
     checkpoint: Path | None = None,
     model_config: dict[str, Any] | None = None,
+    analyzer: QuestionAnalyzer | None = None,
 ) -> TrainingOutcome:
     """Fit ``model`` on a dataset's train split, select on dev, save the checkpoint atomically.
 
     ``model_config`` overrides the model's settings (e.g. ``{"max_epochs": 1}``); an unknown setting is
-    an ``InputError``.
+    an ``InputError``. ``analyzer``: the question analysis for a model that reads one (the caller's
+    store's classifiers, ``analysis.question_analyzer``); the rules when ``None``.
     """
-    try:
-        ranker = registry.create(model, **(model_config or {}))
-    except TypeError as error:
-        raise InputError(f"model {model!r} does not take these settings {sorted(model_config or {})}: {error}") from None
-    if not ranker.trainable:
+    ranker = registry.create(model, **(model_config or {}))
+    if not ranker.capabilities.trainable:
         raise InputError(f"model {model!r} has nothing to train; evaluate it directly")
     train, dev = require_split(dataset, train_split), require_split(dataset, dev_split)
     for split, questions in ((train_split, train), (dev_split, dev)):
@@ -95,7 +96,7 @@ def train_ranker(
                 "a model cannot learn or be selected without one; label some candidates relevant first"
             )
     started = time.perf_counter()
-    report = ranker.fit(train, dev, seed=seed, progress=progress, callback=callback)
+    report = ranker.fit(train, dev, seed=seed, analyzer=analyzer, progress=progress, callback=callback)
     report["seconds"] = round(time.perf_counter() - started, 2)
     dev_result = evaluate_ranker(ranker, dev)
     metrics = {f"dev_{name}": value for name, value in dev_result.aggregate.items()}

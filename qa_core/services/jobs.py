@@ -3,7 +3,7 @@
 ``start_training_job`` records a job in the store and runs ``python -m qa_core train --job ID``
 detached from the caller, so a page never freezes and a crash or a kill of the training cannot
 touch the app's process. The job process (``run_job``) trains on the store's labels
-(``qa_core.labeling.training_dataset``), reports progress events, and at the end registers the
+(``qa_core.services.labeling.training_dataset``), reports progress events, and at the end registers the
 new version and marks the job succeeded in one transaction; the checkpoint file is written
 atomically before that. Whatever happens before that transaction commits, the registry, and so
 the promoted model, is untouched: a killed run leaves at most an unreferenced checkpoint file.
@@ -37,6 +37,7 @@ from qa_core.types import InputError, NotTrainedError
 if TYPE_CHECKING:
     from db.store import Store
     from qa_core.rankers.base import Ranker
+    from qa_core.training.events import TrainingEvent
 
 logger = logging.getLogger(__name__)
 
@@ -70,12 +71,12 @@ def start_training_job(
     """Queue a training of ``model`` on ``dataset`` and start its process; returns the job id.
 
     Labels: with ``store_labels`` the stored labels by the rule of
-    ``qa_core.labeling.training_labels`` (adjudication, then majority), with ``gold`` filling the
+    ``qa_core.services.labeling.training_labels`` (adjudication, then majority), with ``gold`` filling the
     gaps (``True``: every split; split names: only those); without ``store_labels`` the
     dataset's gold labels only. The new version is registered unpromoted unless ``promote``.
     Poll ``store.job(id)`` and ``store.job_events(id)`` for status and progress.
     """
-    if not registry.ranker_class(model).trainable:
+    if not registry.ranker_class(model).capabilities.trainable:
         raise InputError(f"model {model!r} has nothing to train")
     store.dataset_summary(dataset)  # InputError naming the known datasets
     if store.engine.dialect.name == "sqlite" and store.engine.url.database in (None, "", ":memory:"):
@@ -156,18 +157,12 @@ def wait_for_job(store: Store, job_id: int, timeout: float = 600.0, poll_seconds
     return job
 
 
-def progress_fraction(job: dict[str, Any], events: list[dict[str, Any]]) -> float:
-    """0..1 for a progress bar: 1 once the job has ended, else the last event's epoch over the
-    planned epochs (the model's ``max_epochs``; early stopping can end the job sooner)."""
+def progress_fraction(job: dict[str, Any], events: list[TrainingEvent]) -> float:
+    """0..1 for a progress bar: 1 once the job has ended, else how far the last event is along the
+    planned steps (epochs, grid points; early stopping can end the job sooner)."""
     if job["status"] not in ("queued", "running"):
         return 1.0
-    if not events or events[-1]["epoch"] is None:
-        return 0.0
-    planned = (job["params"].get("config") or {}).get("max_epochs")
-    if planned is None:
-        config_class = getattr(registry.ranker_class(job["model"]), "config_class", None)
-        planned = getattr(config_class, "max_epochs", None)
-    return min(1.0, events[-1]["epoch"] / planned) if planned else 0.0
+    return (events[-1].fraction or 0.0) if events else 0.0
 
 
 # ---------------------------------------------------------------------- the job process
@@ -193,8 +188,9 @@ def run_job(store: Store, job_id: int) -> int:
 
 
 def _train(store: Store, job: dict[str, Any]) -> int:
-    from qa_core.experiments import evaluate_ranker, has_positives, train_ranker
-    from qa_core.labeling import training_dataset
+    from qa_core.services.analysis import analyzer_for
+    from qa_core.services.experiments import evaluate_ranker, has_positives, train_ranker
+    from qa_core.services.labeling import training_dataset
 
     job_id, model, name, params = job["id"], job["model"], job["dataset"], job["params"]
     store.job_heartbeat(job_id, "loading labels")
@@ -220,9 +216,10 @@ def _train(store: Store, job: dict[str, Any]) -> int:
         train_split=params["train_split"],
         dev_split=params["dev_split"],
         progress=False,
-        callback=lambda point: store.add_job_event(job_id, **point),
+        callback=lambda event: store.add_job_event(job_id, event),
         checkpoint=checkpoint,
         model_config=params["config"],
+        analyzer=analyzer_for(store, model),
     )
     metrics: dict[str, Any] = {**outcome.metrics, "train_seconds": outcome.report.get("seconds")}
     gold_eval = store.load_dataset(name, split=EVAL_SPLIT).questions
@@ -279,10 +276,6 @@ class LoadedModel:
     version: dict[str, Any]  # the ``model_versions`` record actually loaded
     wanted: dict[str, Any]  # the promoted (else newest) record
     notice: str | None = None  # set when ``version`` is a fallback: say it on the page
-
-    @property
-    def fell_back(self) -> bool:
-        return self.version["id"] != self.wanted["id"]
 
 
 def load_promoted(store: Store, name: str) -> LoadedModel:

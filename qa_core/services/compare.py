@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 import pandas as pd
 import plotly.graph_objects as go
 
-from qa_core import significance, workbench
+from qa_core import significance
 from qa_core.evaluation import METRICS, Run, qrels_from_questions
-from qa_core.experiments import score_questions
 from qa_core.rankers.base import Ranker
+from qa_core.services import workbench
+from qa_core.services.experiments import score_questions
+from qa_core.services.ranking import Ranking, rank_pool
 from qa_core.significance import TIE_TOLERANCE, win_tie_loss  # noqa: F401 (win_tie_loss: part of this API)
 from qa_core.types import Candidate, InputError, Question
 
@@ -50,10 +52,11 @@ def check_models(models: Sequence[str]) -> list[str]:
 
 @dataclass
 class QuestionComparison:
-    """Each model's ranking of one pool (``workbench.rank`` tables) and the ranks side by side."""
+    """Each model's ranking of one pool (``ranking.Ranking``, its table) and the ranks side by side."""
 
     question: str
     models: list[str]
+    rankings: dict[str, Ranking]
     tables: dict[str, pd.DataFrame]
     # One row per candidate (index doc_id): text, gold_label, then each model's rank.
     ranks: pd.DataFrame
@@ -65,7 +68,8 @@ def compare_question(rankers: Mapping[str, Ranker], question: str, candidates: S
     question = workbench.check_question(question)
     if not candidates:
         raise InputError("the question has no candidates to compare the models on")
-    tables = {name: workbench.rank(rankers[name], question, candidates) for name in models}
+    rankings = {name: rank_pool(rankers[name], question, candidates, model=name) for name in models}
+    tables = {name: result.table() for name, result in rankings.items()}
     first = tables[models[0]]
     ranks = pd.DataFrame(
         {"text": [c.text for c in candidates], "gold_label": pd.array([c.label for c in candidates], dtype="Int64")},
@@ -74,7 +78,7 @@ def compare_question(rankers: Mapping[str, Ranker], question: str, candidates: S
     for name in models:
         ranks[name] = tables[name].set_index("doc_id")["rank"].reindex(ranks.index).astype(int)
     ranks = ranks.loc[first["doc_id"]]  # the reference model's order
-    return QuestionComparison(question, models, tables, ranks)
+    return QuestionComparison(question, models, rankings, tables, ranks)
 
 
 def aligned_lists(comparison: QuestionComparison, top: int = 10) -> pd.DataFrame:

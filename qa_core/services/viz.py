@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from qa_core.rankers.base import Explanation, Link
+from qa_core.rankers.base import Explanation
+from qa_core.text.links import Link
 
 CELL_PX = 28
 MIN_HEIGHT_PX = 160
@@ -53,11 +54,16 @@ def heatmap_figure(explanation: Explanation, matrix_name: str) -> go.Figure:
     return figure
 
 
-def token_weights_figure(explanation: Explanation) -> go.Figure:
-    """One row over the answer words; colour is the weight divided by this candidate's largest
-    absolute weight (so every candidate uses the full scale), hover shows the raw value."""
-    weights = [float(w) for w in explanation.answer_weights]
-    answers = _labels(explanation.answer_tokens)
+def token_weights_figure(explanation: Explanation, side: str = "answer") -> go.Figure:
+    """One row over the answer (or question) words; colour is the weight divided by this text's
+    largest absolute weight (so every candidate uses the full scale), hover shows the raw value.
+    Where the model stopped reading a long answer, a line marks the cut."""
+    if side == "question":
+        if explanation.question_weights is None:
+            raise KeyError("this explanation has no question weights")
+        weights, answers = [float(w) for w in explanation.question_weights], _labels(explanation.question_tokens)
+    else:
+        weights, answers = [float(w) for w in explanation.answer_weights], _labels(explanation.answer_tokens)
     largest = max((abs(w) for w in weights), default=0.0)
     scaled = [w / largest if largest > 0 else 0.0 for w in weights]
     signed = any(w < 0 for w in weights)
@@ -77,8 +83,14 @@ def token_weights_figure(explanation: Explanation) -> go.Figure:
     )
     figure.update_xaxes(tickvals=list(range(len(answers))), ticktext=answers, tickangle=-45)
     figure.update_yaxes(showticklabels=False)
+    if side == "answer" and explanation.answer_tokens_read is not None:
+        figure.add_vline(
+            x=explanation.answer_tokens_read - 0.5,
+            line={"color": "#d62728", "dash": "dash"},
+            annotation_text=f"the model reads no further ({explanation.answer_tokens_read} tokens)",
+        )
     figure.update_layout(
-        title={"text": f"{kind} per answer word (scaled to this candidate's maximum)"},
+        title={"text": f"{kind} per {side} word (scaled to this text's maximum)"},
         height=MIN_HEIGHT_PX + 60,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
     )
