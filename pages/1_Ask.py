@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import PICKED, current_ranker, get_questions, open_store, question_input, require_datasets
-from qa_core.services import analysis, ranking, viz, workbench
+from qa_core.services import analysis, ranking, trust, viz, workbench
 from qa_core.types import InputError, NotTrainedError
 
 RESULT_KEY, APPLIED_KEY, RUNS_KEY = "ask_result", "ask_applied_params", "ask_runs"
@@ -113,6 +113,22 @@ def show_counterfactual(result: ranking.Ranking, rank: int, key: str) -> None:
         show_explanation(outcome.explanation, f"{key}-edited")
 
 
+def show_trust(result: ranking.Ranking, rank: int, dataset: str) -> None:
+    """How far to trust this heatmap: the model's measured faithfulness, and the same test live on
+    this candidate (its score without its top-weighted words, and with only them, against random)."""
+    measured = trust.measured_line(result.model, dataset)
+    if measured is not None:
+        st.caption(workbench.as_markdown(measured))
+    test = result.deletion_test(rank)
+    k = ranking.LIVE_FRACTION
+    st.caption(
+        f"This candidate: score {test.score:.4f}; without its top {k:.0%} words "
+        f"{test.score - test.comprehensiveness[k]:.4f} (without {k:.0%} random words: "
+        f"{test.score - test.random_comprehensiveness[k]:.4f}); with only them "
+        f"{test.score - test.sufficiency[k]:.4f} (only random words: {test.score - test.random_sufficiency[k]:.4f})."
+    )
+
+
 def analysis_line(summary: ranking.AnalysisSummary, read_by_model: bool) -> str:
     focus = workbench.as_markdown(summary.focus_words) if summary.focus_words else "none found"
     source = workbench.as_markdown(summary.source)
@@ -185,6 +201,7 @@ if state is not None:
         with st.spinner("Explaining…"):
             explanation = result.explain(rank)
         show_explanation(explanation, f"{key}-{rank}")
+        show_trust(result, rank, state["dataset"])
         st.plotly_chart(
             viz.arcs_figure(explanation.question_tokens, explanation.answer_tokens, explanation.links),
             key=f"{key}-{rank}-arcs",

@@ -155,9 +155,10 @@ def test_candidate_text_is_escaped_not_rendered(store_url):
     text = markdown(app)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "<script>" not in text
-    # Plotly renders HTML in tick labels and hover text: the token labels must arrive escaped.
-    labels = [label for chart in charts(app) for label in chart["layout"]["xaxis"].get("ticktext", [])]
-    assert "&lt;" in labels and not any("<" in label for label in labels)
+    # Plotly renders HTML in cell text, tick labels and hover text: the words must arrive escaped.
+    weights = titled(app, "idf per answer word")[0]["data"][0]
+    words = [word for row in weights["text"] for word in row if word]
+    assert "&lt;" in words and not any("<" in word for word in words)
     arcs = titled(app, "REL links")[0]
     words = [text for trace in arcs["data"] for text in trace.get("text") or [] if text]
     assert "&lt;" in words and not any("<" in text for text in words)
@@ -287,8 +288,10 @@ def test_trained_smcnn_shows_matrix_and_saliency_heatmaps(store_url, tiny_smcnn)
     cosine = [value for row in matrices[0]["data"][0]["z"] for value in row]
     assert all(-1.0001 <= value <= 1.0001 for value in cosine) and max(cosine) > 0.99  # raw cosines, shared words = 1
     saliency = titled(app, "saliency per answer word")[0]["data"][0]
-    assert max(abs(v) for v in saliency["z"][0]) == pytest.approx(1.0)  # colour: scaled to this candidate
-    assert any("saliency: " in text for text in saliency["text"][0])  # hover: the raw value
+    assert max(abs(v) for row in saliency["z"] for v in row if v is not None) == pytest.approx(1.0)  # colour: scaled
+    assert "saliency: %{customdata" in saliency["hovertemplate"]  # hover: the raw value
+    raw = [v for row in saliency["customdata"] for v in row if v is not None]
+    assert max(raw) > 0 and max(raw) != pytest.approx(1.0)  # raw gradient norms, not the scaled colours
     assert titled(app, "saliency per question word")  # SM-CNN's question side too
     submit_edit(app, 1, "Michelangelo painted the ceiling of the Sistine Chapel.")
     assert app.metric and len(titled(app, "similarity: question words × answer words")) == 2

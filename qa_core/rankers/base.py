@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 import numpy as np
@@ -177,6 +177,19 @@ class Ranker(ABC):
         scores = self.score(question, records)
         order = np.argsort(-scores, kind="stable")[:top_k]
         return [ScoredCandidate(records[i], float(scores[i]), rank, int(i)) for rank, i in enumerate(order, start=1)]
+
+    def score_edits(
+        self, question: str, candidates: Sequence[CandidateInput], index: int, texts: Sequence[str]
+    ) -> np.ndarray:
+        """The score of candidate ``index`` with its text replaced by each of ``texts``: the one path
+        of counterfactual edits and of the faithfulness deletions. The edited candidate keeps its
+        record (doc_id, first-stage rank, URL); a pool-dependent model scores it inside its pool."""
+        records = as_candidates(candidates)
+        edited = [replace(candidate_at(records, index), text=text) for text in texts]
+        if not self.capabilities.pool_dependent:
+            return self.score(question, edited) if edited else np.zeros(0)
+        pools = [(question, [*records[:index], record, *records[index + 1 :]]) for record in edited]
+        return np.array([scores[index] for scores in self.score_pools(pools)], dtype=np.float64)
 
     @abstractmethod
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:

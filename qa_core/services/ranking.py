@@ -17,11 +17,13 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from qa_core.classifiers.analysis import QuestionAnalysis
+from qa_core.faithfulness import PairDeletions, pair_deletions
 from qa_core.rankers.base import Explanation, Ranker, ScoredCandidate
 from qa_core.services.workbench import check_candidate, check_question
 from qa_core.text.nlp import parse
 from qa_core.types import Candidate, InputError
 
+LIVE_FRACTION = 0.2  # the share of words the page's live faithfulness test deletes
 RESULT_COLUMNS = ["rank", "score", "first_stage_rank", "rank_change", "gold_label", "text", "doc_id", "stored_label"]
 
 
@@ -73,6 +75,7 @@ class Ranking:
     scored: tuple[ScoredCandidate, ...]
     analysis: QuestionAnalysis | None
     _explanations: dict[int, Explanation] = field(default_factory=dict, repr=False)
+    _deletions: dict[int, PairDeletions] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __len__(self) -> int:
@@ -120,33 +123,37 @@ class Ranking:
                 self._explanations[index] = cached
         return cached
 
-    def counterfactual(self, rank: int, edited: str) -> Counterfactual:
-        """Candidate ``rank`` with its text replaced by ``edited``: its score and rank among the
-        others, and its explanation.
+    def deletion_test(self, rank: int) -> PairDeletions:
+        """The faithfulness test of the candidate's heatmap, live (``qa_core.faithfulness``): its
+        score without its top ``LIVE_FRACTION`` of words and with only them, against random words."""
+        index = self.at(rank).index
+        with self._lock:
+            cached = self._deletions.get(index)
+        if cached is None:
+            cached = pair_deletions(
+                self.ranker, self.question, self.pool, index, self.explain(rank),
+                score=self.at(rank).score, fractions=(LIVE_FRACTION,),
+            )
+            with self._lock:
+                self._deletions[index] = cached
+        return cached
 
-        The original score is the table's. A model whose scores depend on the pool (BM25's IDF is
-        the pool's) scores the edited pool as a whole, and the edit is ranked against the others'
-        scores in it; any other model scores the edited candidate alone, against the table.
-        """
+    def counterfactual(self, rank: int, edited: str) -> Counterfactual:
+        """Candidate ``rank`` with its text replaced by ``edited``: its score (``Ranker.score_edits``,
+        the path the faithfulness deletions take too), its rank among the others' scores in this
+        ranking, and its explanation; the original score is the table's."""
         edited = check_candidate(edited)
         target = self.at(rank)
+        new_score = float(self.ranker.score_edits(self.question, self.pool, target.index, [edited])[0])
         pool = list(self.pool)
         pool[target.index] = replace(target.candidate, text=edited)
-        if self.ranker.capabilities.pool_dependent:
-            scores = self.ranker.score(self.question, pool)
-            new_score = float(scores[target.index])
-            others = [float(s) for i, s in enumerate(scores) if i != target.index]
-            explanation = self.ranker.explain(self.question, pool, target.index)
-        else:
-            new_score = float(self.ranker.score(self.question, [pool[target.index]])[0])
-            others = [s.score for s in self.scored if s.index != target.index]
-            explanation = self.ranker.explain(self.question, [pool[target.index]], 0)
+        others = [s.score for s in self.scored if s.index != target.index]
         return Counterfactual(
             text=edited,
             score=new_score,
             original_score=target.score,
             rank=1 + sum(score > new_score for score in others),
-            explanation=explanation,
+            explanation=self.ranker.explain(self.question, pool, target.index),
         )
 
 
