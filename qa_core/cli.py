@@ -1,4 +1,4 @@
-"""Command line: ``python -m qa_core data|train|train-classifier|evaluate|rank|models|gc``.
+"""Command line: ``python -m qa_core data|train|train-classifier|evaluate|rank|compare|models|gc``.
 
 Exit status: 0 done; 2 bad input, or the database or the disk refused (one clear ``error:`` line
 on stderr, never a traceback, nothing half written); 130 interrupted (Ctrl-C); 1 only for a bug
@@ -249,6 +249,55 @@ def cmd_gc(args: argparse.Namespace) -> None:
     })
 
 
+def cmd_compare(args: argparse.Namespace) -> None:
+    """Print the significance table (``qa_core.significance``) of TREC run files and registered
+    models (scored on the split's own pools) against the split's gold labels."""
+    from qa_core.data.importers import read_trec_run
+    from qa_core.evaluation import qrels_from_questions
+    from qa_core.rankers import registry
+    from qa_core.services.experiments import require_split, score_questions
+    from qa_core.significance import compare_runs
+
+    store = _store(args)
+    questions = [q for q in require_split(store.load_dataset(args.data), args.split) if q.candidates]
+    qrels = qrels_from_questions(questions)
+    if not qrels:
+        raise InputError(f"split {args.split!r} of dataset {args.data!r} has no gold labels to compare against")
+    runs = {}
+    for source in args.runs:
+        if source in runs:
+            raise InputError(f"{source!r} is named twice")
+        if source in registry.available() or source.endswith(".pt"):
+            runs[source] = score_questions(workbench.load_ranker(store, source, fit_on=args.data), questions)
+        elif Path(source).is_file():
+            run = {qid: {doc: score for doc, _, score in docs} for qid, docs in read_trec_run(Path(source)).items()}
+            if not run.keys() & qrels.keys():
+                raise InputError(f"no question of split {args.split!r} of dataset {args.data!r} is in the run",
+                                 path=source)
+            runs[source] = run
+        else:
+            raise InputError(f"{source!r} is neither a run file nor a registered model "
+                             f"({', '.join(registry.available())})")
+    print(compare_runs(runs, qrels, metrics=args.metric, clean=args.clean).render(args.format), end="")
+
+
+def _add_compare_parser(commands) -> None:
+    from qa_core.evaluation import METRICS
+    from qa_core.significance import FORMATS
+
+    compare = commands.add_parser(
+        "compare", help="compare runs and models on a split: means with 95%% CIs, randomisation and t-tests "
+        "(Holm-adjusted), W/T/L, minimum detectable difference"
+    )
+    compare.add_argument("runs", nargs="+", metavar="RUN_OR_MODEL", help="TREC run files (.gz too) or registered models: {models}")
+    compare.add_argument("--data", required=True)
+    compare.add_argument("--split", default="test")
+    compare.add_argument("--metric", nargs="+", choices=METRICS, default=list(METRICS))
+    compare.add_argument("--clean", action="store_true", help="drop questions with no or only correct candidates")
+    compare.add_argument("--format", choices=FORMATS, default="table")
+    compare.set_defaults(func=cmd_compare)
+
+
 class _HelpFormatter(argparse.HelpFormatter):
     """Fills ``{models}`` and ``{trainable}`` in help texts from the ranker registry, and only when
     help is printed: importing every model takes seconds that other commands should not pay."""
@@ -363,6 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     gc.add_argument("--unmarked", action="store_true",
                     help="also unregistered files without a store mark: only when no other store shares the folder")
     gc.set_defaults(func=cmd_gc)
+
+
+    _add_compare_parser(commands)
     return parser
 
 

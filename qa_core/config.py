@@ -109,3 +109,9 @@ def checkpoint_dir() -> Path:
     path = data_dir() / "models"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def seed_runs_dir() -> Path:
+    """Per-seed TREC runs, one folder per dataset (``RERANK_LAB_SEED_RUNS``, default the benchmarks' kept
+    runs, ``benchmarks/results/runs``): the Compare page compares seeds of one model with another's."""
+    return Path(os.environ.get("RERANK_LAB_SEED_RUNS", PROJECT_ROOT / "benchmarks" / "results" / "runs"))

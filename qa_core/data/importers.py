@@ -16,6 +16,7 @@ from __future__ import annotations
 import codecs
 import csv
 import dataclasses
+import gzip
 import hashlib
 import io
 import json
@@ -33,6 +34,7 @@ from qa_core.types import MAX_NAME_CHARS, Candidate, Dataset, InputError, Questi
 
 FORMATS: tuple[str, ...] = ("wikiqa", "trecqa", "semeval", "csv", "jsonl")
 WIKIQA_FILES: tuple[str, ...] = ("a.toks", "b.toks", "sim.txt", "id.txt")
+GZIP_MAGIC = b"\x1f\x8b"
 PAIRS_DEFAULT_SPLIT = "train"  # same default as ``Question.split``: an imported file is training data unless it says otherwise
 MAX_LABEL = 4
 
@@ -44,7 +46,7 @@ _SNIFF_BYTES = 65536
 
 
 def read_text(path: Path) -> str:
-    """The UTF-8 text of a user file (a leading BOM dropped).
+    """The UTF-8 text of a user file (gunzipped when it is gzip, a leading BOM dropped).
 
     Missing, empty, binary (NUL bytes: also what a UTF-16 file looks like) and non-UTF-8 files
     raise ``InputError`` with the line of the first offending byte.
@@ -54,6 +56,11 @@ def read_text(path: Path) -> str:
     if not path.is_file():
         raise InputError("file not found", path=str(path))
     data = path.read_bytes()
+    if data.startswith(GZIP_MAGIC):  # the exporters write .gz when the path asks for it
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as error:
+            raise InputError(f"corrupt gzip file: {error}", path=str(path)) from None
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
     if not data.strip():
