@@ -1,4 +1,4 @@
-"""Command line: ``python -m qa_core data|train|train-classifier|evaluate|rank|compare|models|gc``.
+"""Command line: ``python -m qa_core data|train|train-classifier|evaluate|rank|compare|batch-score|models|gc``.
 
 Exit status: 0 done; 2 bad input, or the database or the disk refused (one clear ``error:`` line
 on stderr, never a traceback, nothing half written); 130 interrupted (Ctrl-C); 1 only for a bug
@@ -281,6 +281,50 @@ def cmd_compare(args: argparse.Namespace) -> None:
     print(compare_runs(runs, qrels, metrics=args.metric, clean=args.clean).render(args.format), end="")
 
 
+def cmd_batch_score(args: argparse.Namespace) -> None:
+    """Score a file of pairs (or a first-stage run) with a model into one TREC run (``qa_core.services.batch``)."""
+    from qa_core.services import batch
+
+    store = _store(args)
+    ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
+    request = batch.BatchRequest(
+        Path(args.input), Path(args.out), texts=batch.store_texts(store, args.data) if args.data else None,
+        engine=args.engine, workers=args.workers, scorers=args.scorers, chunk_pairs=args.chunk_pairs, amp=args.amp,
+        tag=args.tag, address=args.address, device=args.device, quiet=args.quiet,
+    )
+    _emit({"written": args.out, "model": ranker.name, **batch.batch_score(request, ranker).summary()})
+
+
+def _add_batch_score_parser(commands) -> None:
+    from qa_core.services.batch import CHUNK_PAIRS, ENGINES
+
+    run = commands.add_parser(
+        "batch-score", help="score every pair of a JSONL file or a first-stage TREC run with a model; writes a TREC run",
+        description=(
+            "INPUT is JSONL ({\"qid\", \"question\", \"docid\", \"text\"}, optional \"rank\" and \"url\") or, with "
+            "--data, a TREC run whose texts are in the store. The pairs of a query must be contiguous. "
+            "--engine local parses in DataLoader worker processes and scores here; --engine ray runs Ray Data "
+            "(parsing actors, scoring actors) on the cluster at --address, or on a local cluster started and "
+            "stopped for this command. The run file appears only when complete."
+        ),
+    )
+    run.add_argument("input", help="JSONL of qid/question/docid/text, or a TREC run (with --data)")
+    run.add_argument("--model", required=True, help="a checkpoint path or one of: {models}")
+    run.add_argument("--out", required=True, help="TREC run file to write (.gz: compressed)")
+    run.add_argument("--data", default=None, help="dataset in the store holding the texts of a TREC run input "
+                     "(also what a baseline's statistics are fitted on)")
+    run.add_argument("--engine", choices=ENGINES, default="local")
+    run.add_argument("--address", default=None, help="Ray: join this cluster (e.g. 10.0.0.5:6379) instead of starting one")
+    run.add_argument("--workers", type=int, default=2, help="parsing processes (local; 0: none) or Ray parsing actors")
+    run.add_argument("--scorers", type=int, default=None, help="Ray scoring actors (default: one per GPU, else one)")
+    run.add_argument("--chunk-pairs", type=int, default=CHUNK_PAIRS, help="pairs per chunk (whole queries)")
+    run.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: the GPU when there is one)")
+    run.add_argument("--amp", action="store_true", help="score under torch.autocast (float16 on CUDA)")
+    run.add_argument("--tag", default=None, help="run tag (default: the model's name)")
+    run.add_argument("--quiet", action="store_true", help="no progress notes or Ray logs on stderr")
+    run.set_defaults(func=cmd_batch_score)
+
+
 def _add_compare_parser(commands) -> None:
     from qa_core.evaluation import METRICS
     from qa_core.significance import FORMATS
@@ -415,6 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
     _add_compare_parser(commands)
+    _add_batch_score_parser(commands)
     return parser
 
 
