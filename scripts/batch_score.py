@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         store = workbench.open_store(args.db or config.database_url())
-        ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
+        ranker = workbench.load_ranker(store, args.model, args.data)
         if args.device:
             ranker.to(args.device)
         texts = store_texts(store, args.data) if args.data else None

@@ -304,7 +304,7 @@ def test_errors_page_lists_worst_questions_first_with_links_to_ask(store_url):
     app = errors_page()
     app.selectbox(key="model").select("overlap").run()
     assert not app.exception, app.exception
-    assert app.selectbox(key="split").value == "test"
+    assert app.selectbox(key="split-demo").value == "test"
     worst = app.dataframe[0].value
     assert len(worst) == 8 and set(worst["split"]) == {"test"}
     assert list(worst["AP"]) == sorted(worst["AP"]) and worst["AP"].iloc[0] < worst["AP"].iloc[-1]
@@ -345,7 +345,7 @@ def test_errors_page_without_model_or_labels_says_why(store_url):
     store.close()
     app = errors_page()
     app.selectbox(key="model").select("smcnn").run()
-    assert any("not trained" in info.value for info in app.info) and not app.dataframe
+    assert any("no version trained on or promoted for" in info.value for info in app.info) and not app.dataframe
     assert any("python -m qa_core train --model smcnn" in code.value for code in app.code)
     app.selectbox(key="model").select("overlap")
     app.selectbox(key="dataset").select("unlabelled").run()

@@ -90,7 +90,7 @@ def test_trec_run_input_takes_texts_from_the_store(env: Path, capsys):
                              "--workers", "0", "--chunk-pairs", "7"])
     assert code == 0, capsys.readouterr().err
     # The script loads a baseline as the app does: fitted (IDF) on the dataset named by --data.
-    assert_same_run(out, expected_run(workbench.load_ranker(store, "overlap", fit_on="demo")))
+    assert_same_run(out, expected_run(workbench.load_ranker(store, "overlap", "demo")))
 
 
 @pytest.mark.parametrize(

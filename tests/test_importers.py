@@ -252,6 +252,12 @@ def test_unknown_format_lists_the_formats(tmp_path):
 # ----------------------------------------------------------------------------------- exporters
 
 
+def test_trec_runs_numbered_from_zero_or_with_gaps_read_as_positions(tmp_path):
+    path = tmp_path / "zero.run"
+    path.write_text("q1 Q0 b 4 1.0 t\nq1 Q0 a 0 3.0 t\nq1 Q0 c 9 0.5 t\n")
+    assert read_trec_run(path) == {"q1": [("a", 1, 3.0), ("b", 2, 1.0), ("c", 3, 0.5)]}
+
+
 def test_trec_run_round_trip_with_deterministic_ties(tmp_path):
     run = {"q1": {"b": 0.5, "a": 0.5, "c": 2.0}, "q2": {"x": 1 / 3}}
     path = tmp_path / "out" / "run.txt"

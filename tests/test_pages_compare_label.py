@@ -79,7 +79,7 @@ def test_compare_untrained_model_names_the_train_command(store_url):
     app = open_page(COMPARE)
     app.multiselect(key="models").set_value(["overlap", "smcnn"]).run()
     assert not app.exception, app.exception
-    assert any("not trained" in info.value for info in app.info)
+    assert any("no version trained on or promoted for" in info.value for info in app.info)
     assert any("python -m qa_core train --model smcnn --data demo" in code.value for code in app.code)
     assert app.button(key="compare_question").disabled
 
