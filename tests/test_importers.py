@@ -304,11 +304,11 @@ def test_failed_export_keeps_the_old_file(tmp_path):
 def test_demo_corpus_shape():
     demo = load_demo()
     assert demo.name == "demo" and demo.source == str(DEMO_PATH)
-    assert {s: len(demo.split(s)) for s in demo.splits} == {"dev": 8, "test": 8, "train": 24}
+    assert {s: len(demo.split(s)) for s in demo.splits} == {"dev": 28, "test": 28, "train": 139}
     assert demo.questions[0].text == "Who painted the Mona Lisa?"
     for question in demo.questions:
         labels = [c.label for c in question.candidates]
-        assert 6 <= len(labels) <= 10, question.qid
+        assert 5 <= len(labels) <= 10, question.qid
         assert 1 <= labels.count(1) <= 2 and set(labels) == {0, 1}, question.qid
     rows = [json.loads(line) for line in DEMO_PATH.read_text(encoding="utf-8").splitlines()]
     assert {tuple(sorted(row)) for row in rows} == {("candidate", "doc_id", "label", "qid", "question", "split")}

@@ -80,7 +80,7 @@ def test_strategies_pick_deterministically_under_a_seed(demo_store: Store, commi
     assert first == pick_round(strategy, records, 20, seed=7, scores=wanted)
     if strategy in ("random", "diversity"):
         assert first != pick_round(strategy, records, 20, seed=8, scores=wanted)
-    if strategy == "diversity":  # 20 pairs from 20 different questions (the demo has 24)
+    if strategy == "diversity":  # 20 pairs from 20 different questions (the demo has 139)
         qid_of = {r.candidate_id: r.qid for r in records}
         assert len({qid_of[c] for c in first}) == 20
 

@@ -52,9 +52,9 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     job = store.jobs("smcnn")[0]
     assert job["status"] == "succeeded" and store.job_events(job["id"]), "the live curve reads these events"
     version = store.model_versions("smcnn")[0]
-    assert version["training_data"]["train_labels"] == 148  # every demo TRAIN pair, from gold
+    assert version["training_data"]["train_labels"] == 998  # every demo TRAIN pair, from gold
     versions = app.dataframe[1].value  # after the label sources
-    assert versions["version"].tolist() == [1] and versions["train labels"].tolist() == [148]
+    assert versions["version"].tolist() == [1] and versions["train labels"].tolist() == [998]
     assert not versions["in use for"].any()
     assert len(app.get("plotly_chart")) == 2, "the job's loss / dev-MAP curve and the versions' MAP-vs-labels curve"
 
@@ -109,7 +109,7 @@ def test_label_rule_and_conflicts_are_shown(store_url: str) -> None:
     assert "latest adjudication" in text and "majority of its" in text and "Conflicts" in text
     sources = app.dataframe[0].value
     train = sources[sources["split"] == "train"].set_index("source")["pairs"].to_dict()
-    assert train == {"adjudicated": 1, "gold": 146, "labels": 1}
+    assert train == {"adjudicated": 1, "gold": 996, "labels": 1}
     conflicts = app.dataframe[1].value
     assert len(conflicts) == 1 and conflicts.iloc[0]["labels"] == "alice: 4, bob: 0"
     assert conflicts.iloc[0]["used"] == 0  # a tie goes to the grade judged most recently (bob's)
