@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sqlalchemy import Engine, Select, exists, func, insert, select, update
+from sqlalchemy import Engine, Select, exists, func, insert, select
 from sqlalchemy.exc import DataError, DBAPIError, InternalError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -23,6 +23,7 @@ from db.models import (
     DatasetRow,
     LabelRetractionRow,
     LabelRow,
+    ModelPromotionRow,
     ModelVersionRow,
     QuestionRow,
     StoreInfoRow,
@@ -196,6 +197,20 @@ def current_label_ids(candidate_ids: Select[Any] | None = None, per_annotator: b
     return query.group_by(LabelRow.candidate_id)
 
 
+ANY_DATASET = "*"
+"""The promotion scope of models that serve every dataset (the question classifiers)."""
+
+
+def promotion_scope(training_data: dict[str, Any]) -> str:
+    """Where a version is promoted by default: the dataset it was trained on, else every dataset."""
+    return str(training_data.get("dataset") or ANY_DATASET)
+
+
+def serves(training_data: dict[str, Any] | None, scope: str) -> bool:
+    """Whether a version fits ``scope`` unpromoted: trained on that dataset, or on none in particular."""
+    return promotion_scope(training_data or {}) in (scope, ANY_DATASET) or scope == ANY_DATASET
+
+
 def insert_model_version(
     session: Session,
     name: str,
@@ -203,18 +218,17 @@ def insert_model_version(
     checkpoint_path: str | Path,
     training_data: dict[str, Any],
     metrics: dict[str, Any],
-    promote: bool,
+    promote_for: str | None,
 ) -> int:
-    """Insert the next version of ``name`` (promoting it if asked) in the caller's transaction.
+    """Insert the next version of ``name`` (promoting it for ``promote_for`` if given) in the
+    caller's transaction.
 
     Two concurrent callers can pick the same version number: the unique constraint rejects one,
     which retries (``Store.register_model``) or fails its job.
     """
     name, kind = check_name(name, "model name"), check_name(kind, "model kind")
     version = 1 + (session.scalar(select(func.max(ModelVersionRow.version)).where(ModelVersionRow.name == name)) or 0)
-    if promote:
-        clear_promoted(session, name)
-    return session.scalar(
+    version_id = session.scalar(
         insert(ModelVersionRow)
         .values(
             name=name,
@@ -223,22 +237,48 @@ def insert_model_version(
             training_data=jsonable(training_data),
             metrics=jsonable(metrics),
             checkpoint_path=str(checkpoint_path),
-            promoted=promote,
-            promoted_at=now() if promote else None,
         )
         .returning(ModelVersionRow.id)
     )
+    if promote_for is not None:
+        insert_promotion(session, name, promote_for, version_id, "promote")
+    return version_id
 
 
-def clear_promoted(session: Session, name: str) -> None:
+def insert_promotion(session: Session, name: str, scope: str, version_id: int, action: str) -> None:
+    """From now on ``name`` means version ``version_id`` for ``scope`` (a new history row)."""
+    scope = check_name(scope, "dataset")
     session.execute(
-        update(ModelVersionRow)
-        .where(ModelVersionRow.name == name, ModelVersionRow.promoted.is_(True))
-        .values(promoted=False)
+        insert(ModelPromotionRow).values(name=name, scope=scope, version_id=version_id, action=action, promoted_at=now())
     )
 
 
-def model_dict(row: ModelVersionRow) -> dict[str, Any]:
+def promotions(session: Session, name: str, scope: str) -> list[ModelPromotionRow]:
+    """The promotion history of ``name`` for ``scope``, newest first (the first is in use)."""
+    return list(
+        session.scalars(
+            select(ModelPromotionRow)
+            .where(ModelPromotionRow.name == name, ModelPromotionRow.scope == scope)
+            .order_by(ModelPromotionRow.id.desc())
+        )
+    )
+
+
+def promoted_scopes(session: Session, name: str | None = None) -> dict[int, list[str]]:
+    """``{version id: [scopes it is in use for]}`` over the current promotions (latest per scope)."""
+    latest = select(func.max(ModelPromotionRow.id)).group_by(ModelPromotionRow.name, ModelPromotionRow.scope)
+    if name is not None:
+        latest = latest.where(ModelPromotionRow.name == name)
+    scopes: dict[int, list[str]] = {}
+    query = select(ModelPromotionRow.version_id, ModelPromotionRow.scope).where(ModelPromotionRow.id.in_(latest))
+    for version_id, scope in session.execute(query.order_by(ModelPromotionRow.scope)):
+        scopes.setdefault(version_id, []).append(scope)
+    return scopes
+
+
+def model_dict(row: ModelVersionRow, promoted_for: list[str] | None = None) -> dict[str, Any]:
+    """A version as the store hands it out; ``promoted_for``: the scopes (datasets, or ``*``) whose
+    pages use it now."""
     return {
         "id": row.id,
         "name": row.name,
@@ -248,9 +288,8 @@ def model_dict(row: ModelVersionRow) -> dict[str, Any]:
         "metrics": row.metrics,
         "checkpoint_path": row.checkpoint_path,
         "created_at": row.created_at,
-        "promoted": row.promoted,
-        "promoted_at": row.promoted_at,
         "status": row.status,
+        "promoted_for": list(promoted_for or []),
     }
 
 

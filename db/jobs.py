@@ -135,8 +135,8 @@ class JobStore(StoreBase):
         metrics: dict[str, Any],
         promote: bool = False,
     ) -> int:
-        """Register the job's model as the next version of its name (promoted only if asked) and
-        mark the job succeeded, in ONE transaction; returns the ``model_versions`` id.
+        """Register the job's model as the next version of its name (promoted for the job's dataset
+        only if asked) and mark the job succeeded, in ONE transaction; returns the ``model_versions`` id.
 
         ``InputError`` (and nothing registered) when the job is no longer running, e.g. a reader
         declared it dead.
@@ -148,7 +148,8 @@ class JobStore(StoreBase):
                     if job is None:
                         raise InputError(f"training job {job_id} does not exist")
                     version_id = insert_model_version(
-                        session, job.model, kind, checkpoint_path, training_data, metrics, promote
+                        session, job.model, kind, checkpoint_path, training_data, metrics,
+                        job.dataset if promote else None,
                     )
                     result = session.execute(
                         update(TrainingJobRow)

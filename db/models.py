@@ -1,6 +1,6 @@
 """SQLAlchemy 2 ORM models of the store.
 
-Migrations ``0001_initial`` to ``0004_typed_training_events`` create exactly these tables;
+Migrations ``0001_initial`` to ``0005_promotions_per_dataset`` create exactly these tables;
 ``tests/test_store.py`` checks that the two agree, so any change here needs a new Alembic revision.
 
 History is append-only wherever people's work is recorded: a judgement is never updated or
@@ -215,6 +215,9 @@ Index(
 
 
 class ModelVersionRow(Base):
+    """A trained model, versioned per name. Which version a dataset's pages use is a promotion
+    (``ModelPromotionRow``), not a property of the version."""
+
     __tablename__ = "model_versions"
     __table_args__ = (UniqueConstraint("name", "version"),)
 
@@ -226,20 +229,25 @@ class ModelVersionRow(Base):
     metrics: Mapped[dict[str, Any]]
     checkpoint_path: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    promoted: Mapped[bool] = mapped_column(default=False)
     status: Mapped[str] = mapped_column(default="ready")
-    # When it was last promoted: roll back promotes the most recently promoted other version.
-    promoted_at: Mapped[datetime | None]
 
 
-# At most one promoted version per name, enforced by the database itself (partial unique index).
-Index(
-    "uq_model_versions_promoted_name",
-    ModelVersionRow.name,
-    unique=True,
-    sqlite_where=ModelVersionRow.promoted,
-    postgresql_where=ModelVersionRow.promoted,
-)
+class ModelPromotionRow(Base):
+    """Append-only: from ``promoted_at`` on, model ``name`` means version ``version_id`` for
+    ``scope``, a dataset name (rankers: a model trained on one dataset is promoted for it, or
+    explicitly for another) or ``*`` (models that serve every dataset: the question classifiers).
+    The latest row per (name, scope) is in use; the rows before it are the roll-back history.
+    ``action`` says how the row came: "promote", "rollback" or "migrated" (revision 0005)."""
+
+    __tablename__ = "model_promotions"
+    __table_args__ = (Index(None, "name", "scope", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str]
+    scope: Mapped[str]
+    version_id: Mapped[int] = mapped_column(ForeignKey("model_versions.id", ondelete="CASCADE"), index=True)
+    action: Mapped[str] = mapped_column(default="promote")
+    promoted_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class RunRow(Base):

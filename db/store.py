@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from db.base import (
+    ANY_DATASET,
     MAX_LABEL,
     MIN_LABEL,
     CandidateRecord,
@@ -27,13 +28,17 @@ from db.base import (
     check_grade,
     check_name,
     check_text,
-    clear_promoted,
     current_label_ids,
     dataset_row,
     insert_model_version,
+    insert_promotion,
     jsonable,
     model_dict,
     now,
+    promoted_scopes,
+    promotion_scope,
+    promotions,
+    serves,
 )
 from db.jobs import JobStore
 from db.labeling import LabelingStore
@@ -449,36 +454,70 @@ class Store(LabelingStore, JobStore):
         training_data: dict[str, Any],
         metrics: dict[str, Any],
         promote: bool = False,
+        scope: str | None = None,
     ) -> int:
-        """Record the next version of model ``name`` and return its ``model_versions`` id."""
+        """Record the next version of model ``name`` and return its ``model_versions`` id; with
+        ``promote``, make it the version used for ``scope`` (default: the dataset it was trained on,
+        ``training_data["dataset"]``, else every dataset, ``*``)."""
+        promote_for = (scope or promotion_scope(training_data)) if promote else None
         attempt = 0
         while True:
             attempt += 1
             try:
                 with self.session_scope() as session:
-                    return insert_model_version(session, name, kind, checkpoint_path, training_data, metrics, promote)
+                    return insert_model_version(
+                        session, name, kind, checkpoint_path, training_data, metrics, promote_for
+                    )
             except IntegrityError:
                 if attempt >= REGISTER_ATTEMPTS:
                     raise
 
     def model_versions(self, name: str | None = None) -> list[dict[str, Any]]:
-        """Registered versions, by name then version."""
+        """Registered versions, by name then version, each with the scopes it is promoted for."""
         with self.session_scope() as session:
             query = select(ModelVersionRow).order_by(ModelVersionRow.name, ModelVersionRow.version)
             if name is not None:
                 query = query.where(ModelVersionRow.name == name)
-            return [model_dict(row) for row in session.scalars(query)]
+            scopes = promoted_scopes(session, name)
+            return [model_dict(row, scopes.get(row.id)) for row in session.scalars(query)]
 
-    def promoted_model(self, name: str) -> dict[str, Any] | None:
-        """The promoted version of ``name``, else its newest, else ``None``."""
+    def promoted_model(self, name: str, scope: str = ANY_DATASET) -> dict[str, Any] | None:
+        """The version of ``name`` that ``scope`` (a dataset, or ``*``) uses: its latest promotion
+        there, else its latest promotion for every dataset (``*``), else the newest version trained
+        on that dataset or on none in particular, else ``None``. ``"promoted"`` in the result says
+        whether a promotion chose it."""
         with self.session_scope() as session:
-            row = session.scalars(
-                select(ModelVersionRow)
-                .where(ModelVersionRow.name == name)
-                .order_by(ModelVersionRow.promoted.desc(), ModelVersionRow.version.desc())
-                .limit(1)
-            ).first()
-            return None if row is None else model_dict(row)
+            history = promotions(session, name, scope) or promotions(session, name, ANY_DATASET)
+            if history:
+                row = session.get(ModelVersionRow, history[0].version_id)
+                promoted = True
+            else:
+                newest = session.scalars(
+                    select(ModelVersionRow).where(ModelVersionRow.name == name).order_by(ModelVersionRow.version.desc())
+                )
+                row = next((r for r in newest if serves(r.training_data, scope)), None)
+                promoted = False
+            if row is None:
+                return None
+            return {**model_dict(row, promoted_scopes(session, name).get(row.id)), "promoted": promoted}
+
+    def promotion_history(self, name: str, scope: str) -> list[dict[str, Any]]:
+        """The versions promoted for ``scope`` (then for every dataset, ``*``), newest promotion
+        first, each version once: where a fallback goes after the version in use."""
+        with self.session_scope() as session:
+            scopes = promoted_scopes(session, name)
+            seen: dict[int, dict[str, Any]] = {}
+            history = promotions(session, name, scope)
+            if scope != ANY_DATASET:
+                history += promotions(session, name, ANY_DATASET)
+            for promotion in history:
+                if promotion.version_id not in seen:
+                    row = session.get(ModelVersionRow, promotion.version_id)
+                    seen[promotion.version_id] = {
+                        **model_dict(row, scopes.get(row.id)), "action": promotion.action,
+                        "promoted_at": promotion.promoted_at,
+                    }
+            return list(seen.values())
 
     def model_version(self, version_id: int) -> dict[str, Any]:
         """One registered version by its ``model_versions`` id."""
@@ -486,54 +525,42 @@ class Store(LabelingStore, JobStore):
             row = session.get(ModelVersionRow, version_id)
             if row is None:
                 raise InputError(f"no model version with id {version_id}")
-            return model_dict(row)
+            return model_dict(row, promoted_scopes(session, row.name).get(row.id))
 
-    def promote(self, name: str, version: int) -> None:
-        """Make ``version`` the one promoted version of ``name`` (any version: also how to roll back)."""
+    def promote(self, name: str, version: int, scope: str) -> None:
+        """Make ``version`` of ``name`` the one ``scope`` uses (a dataset, possibly another than the
+        one it was trained on, or ``*``)."""
         with self.session_scope() as session:
             row = session.scalars(
                 select(ModelVersionRow).where(ModelVersionRow.name == name, ModelVersionRow.version == version)
             ).first()
             if row is None:
                 raise InputError(f"model {name!r} has no version {version}")
-            clear_promoted(session, name)
-            session.execute(
-                update(ModelVersionRow).where(ModelVersionRow.id == row.id).values(promoted=True, promoted_at=now())
-            )
+            insert_promotion(session, name, scope, row.id, "promote")
 
-    def rollback_target(self, name: str) -> dict[str, Any] | None:
-        """The version of ``name`` that ``rollback`` would promote again, or None when no other
-        version was ever promoted (the Train page labels and enables its button with this)."""
+    def rollback_target(self, name: str, scope: str) -> dict[str, Any] | None:
+        """The version of ``name`` that ``rollback`` would put back for ``scope``, or None when no
+        other version was promoted there before (the Train page labels and enables its button so)."""
         with self.session_scope() as session:
-            row = self._rollback_row(session, name)
-            return None if row is None else model_dict(row)
+            row = self._rollback_row(session, name, scope)
+            return None if row is None else model_dict(row, promoted_scopes(session, name).get(row.id))
 
-    def rollback(self, name: str) -> dict[str, Any]:
-        """Promote again the version of ``name`` that was promoted most recently before the current
-        one, and return it; ``InputError`` when no other version was ever promoted."""
+    def rollback(self, name: str, scope: str) -> dict[str, Any]:
+        """Promote again, for ``scope`` only, the version of ``name`` promoted there before the
+        current one, and return it; ``InputError`` when there is none."""
         with self.session_scope() as session:
-            row = self._rollback_row(session, name)
+            row = self._rollback_row(session, name, scope)
             if row is None:
-                raise InputError(f"model {name!r} has no earlier promoted version to roll back to")
-            clear_promoted(session, name)
-            session.execute(
-                update(ModelVersionRow).where(ModelVersionRow.id == row.id).values(promoted=True, promoted_at=now())
-            )
-            session.refresh(row)
-            return model_dict(row)
+                raise InputError(f"model {name!r} has no earlier version promoted for {scope!r} to roll back to")
+            insert_promotion(session, name, scope, row.id, "rollback")
+            return model_dict(row, promoted_scopes(session, name).get(row.id))
 
     @staticmethod
-    def _rollback_row(session: Session, name: str) -> ModelVersionRow | None:
-        return session.scalars(
-            select(ModelVersionRow)
-            .where(
-                ModelVersionRow.name == name,
-                ModelVersionRow.promoted.is_(False),
-                ModelVersionRow.promoted_at.is_not(None),
-            )
-            .order_by(ModelVersionRow.promoted_at.desc(), ModelVersionRow.id.desc())
-            .limit(1)
-        ).first()
+    def _rollback_row(session: Session, name: str, scope: str) -> ModelVersionRow | None:
+        history = promotions(session, name, scope)
+        current = history[0].version_id if history else None
+        earlier = next((p.version_id for p in history if p.version_id != current), None)
+        return None if earlier is None else session.get(ModelVersionRow, earlier)
 
     # ------------------------------------------------------------------ runs
 

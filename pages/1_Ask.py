@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import PICKED, current_ranker, get_questions, open_store, question_input, require_datasets
+from pages import (
+    PICKED,
+    current_ranker,
+    get_questions,
+    open_store,
+    pick_dataset,
+    pick_model,
+    question_input,
+    require_datasets,
+)
 from qa_core.services import analysis, ranking, trust, viz, workbench
 from qa_core.types import InputError, NotTrainedError
 
@@ -27,7 +36,7 @@ def get_analyzer(_store, url: str, versions: tuple[str | None, ...]):
 st.title("Ask")
 url, store = open_store()
 datasets = require_datasets(store)
-models = workbench.model_names(store)
+models = workbench.model_names()
 
 # Query parameters (a link from the Errors page) preset the widgets once per distinct link.
 params = {name: st.query_params[name] for name in workbench.ASK_PARAMS if name in st.query_params}
@@ -48,11 +57,9 @@ if params and st.session_state.get(APPLIED_KEY) != params:
         st.session_state["picked"] = request.question_index
         rank_now = True
 
-if "model" not in st.session_state:  # the model the user last promoted, else the first ready one
-    st.session_state["model"] = workbench.default_model(store, models)
 left, right = st.columns(2)
-dataset = left.selectbox("Dataset", datasets, key="dataset")
-model = right.selectbox("Model", models, key="model")
+dataset = pick_dataset(left, datasets, key="dataset")
+model = pick_model(right, store, dataset, key="model")
 dataset_version = workbench.dataset_version(store, dataset)
 
 ranker = current_ranker(store, url, model, dataset)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import current_ranker, get_questions, open_store, question_input, require_datasets
+from pages import current_ranker, get_questions, open_store, pick_dataset, question_input, require_datasets
 from qa_core import config, fusion
 from qa_core.evaluation import METRICS
 from qa_core.services import compare, experiments, stored_runs, workbench
@@ -42,8 +42,8 @@ url, store = open_store()
 datasets = require_datasets(store)
 
 left, right = st.columns([1, 2])
-dataset = left.selectbox("Dataset", datasets, key="dataset")
-names = workbench.model_names(store)
+dataset = pick_dataset(left, datasets, key="dataset")
+names = workbench.model_names(store, dataset)
 fused = stored_runs.fusion_tags(store, dataset)
 models = right.multiselect(
     "Models (the first is the reference)",
@@ -62,6 +62,7 @@ for model in models:
     ranker = None if model in fused else current_ranker(store, url, model, dataset)
     if ranker is not None:
         rankers[model] = ranker
+        right.caption(workbench.as_markdown(workbench.version_in_use(store, model, dataset)))
 ready = len(rankers) == len(models) and compare.MIN_MODELS <= len(models) <= compare.MAX_MODELS
 split_ready = len(rankers) == len(set(models) - set(fused)) and compare.MIN_MODELS <= len(models) <= compare.MAX_MODELS
 if len(models) < compare.MIN_MODELS:

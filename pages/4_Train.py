@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import open_store, require_datasets
+from pages import open_store, pick_dataset, pick_model, require_datasets
 from qa_core.rankers import registry
 from qa_core.services import jobs, retraining, workbench
 from qa_core.services.labeling.curves import curve_figure, version_curve
@@ -26,11 +26,8 @@ url, store = open_store()
 datasets = require_datasets(store)
 
 left, middle, right = st.columns(3)
-trainable = registry.trainable()
-if "train_model" not in st.session_state:
-    st.session_state["train_model"] = workbench.default_model(store, trainable)
-model = left.selectbox("Model", trainable, key="train_model")
-dataset = middle.selectbox("Dataset", datasets, key="train_dataset")
+dataset = pick_dataset(middle, datasets, key="train_dataset")
+model = pick_model(left, store, dataset, key="train_model", options=registry.trainable())
 seed = int(right.number_input("Seed", min_value=0, value=1, step=1, key="train_seed"))
 left, right = st.columns(2)
 store_labels = left.checkbox("Use the labels collected in the store", value=True, key="train_store_labels")
@@ -86,8 +83,8 @@ def show_job(job_id: int, was_active: bool) -> None:
         st.plotly_chart(retraining.training_figure(status.events), key=f"job_curve_{job_id}")
     job = status.job
     if job["status"] == "failed":
-        promoted = store.promoted_model(job["model"])
-        kept = f"version {promoted['version']} stays as it was" if promoted else "no version is registered"
+        promoted = store.promoted_model(job["model"], job["dataset"])
+        kept = f"version {promoted['version']} stays in use" if promoted else "no version is in use for its dataset"
         st.error(
             workbench.as_markdown(f"Training job {job_id} failed: {job['error']}. Nothing was registered; {kept}.")
         )
@@ -112,31 +109,31 @@ if versions.empty:
 else:
     st.dataframe(versions, hide_index=True)
     numbers = versions["version"].tolist()
-    promoted = store.promoted_model(model)
+    in_use = store.promoted_model(model, dataset)
     left, middle, right = st.columns([2, 1, 1])
     if st.session_state.get(f"train_versions_seen_{model}") != len(numbers):  # a new version: show it first
         st.session_state[f"train_versions_seen_{model}"] = len(numbers)
         st.session_state[f"train_version_{model}"] = numbers[0]
     chosen = left.selectbox("Version", numbers, key=f"train_version_{model}")
-    st.dataframe(retraining.comparison(store, model, int(chosen)))
-    already = promoted is not None and promoted["promoted"] and promoted["version"] == chosen
-    if middle.button("Promote", key="train_promote", disabled=already):
-        store.promote(model, int(chosen))
+    st.dataframe(retraining.comparison(store, model, int(chosen), dataset))
+    already = in_use is not None and in_use["promoted"] and in_use["version"] == chosen
+    if middle.button(f"Promote for {dataset}", key="train_promote", disabled=already):
+        store.promote(model, int(chosen), dataset)
         st.rerun()
-    target = store.rollback_target(model)
-    rollback_label = "Roll back" if target is None else f"Roll back to version {target['version']}"
-    rollback_help = "No earlier version was ever promoted." if target is None else None
+    target = store.rollback_target(model, dataset)
+    rollback_label = "Roll back" if target is None else f"Roll back {dataset} to version {target['version']}"
+    rollback_help = f"No earlier version was promoted for {dataset}." if target is None else None
     if right.button(rollback_label, key="train_rollback", disabled=target is None, help=rollback_help):
         try:
-            back = store.rollback(model)
-            st.toast(f"Version {back['version']} promoted again")
+            back = store.rollback(model, dataset)
+            st.toast(f"Version {back['version']} promoted again for {dataset}")
             st.rerun()
         except InputError as error:  # another session rolled back or promoted in between
             st.error(workbench.as_markdown(str(error)))
-    if promoted is not None and promoted["promoted"]:
-        st.caption(f"Ask and Compare use the promoted version: {model} version {promoted['version']}.")
-    else:
-        st.caption(f"No version is promoted: Ask and Compare use the newest, version {numbers[0]}.")
+    st.caption(
+        workbench.as_markdown(f"The pages use for {dataset}: {workbench.version_in_use(store, model, dataset)}. "
+                              "A version trained on another dataset is used for this one only once promoted here.")
+    )
 
     points = version_curve(store, model)
     if points:

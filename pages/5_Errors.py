@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import current_ranker, get_questions, open_store, require_datasets
+from pages import current_ranker, get_questions, open_store, pick_dataset, pick_model, require_datasets
 from qa_core.services import analysis, errors, experiments, viz, workbench
 
 ALL_SPLITS = "all splits"
@@ -41,14 +41,14 @@ url, store = open_store()
 datasets = require_datasets(store)
 
 left, middle, right = st.columns(3)
-dataset = left.selectbox("Dataset", datasets, key="dataset")
+dataset = pick_dataset(left, datasets, key="dataset")
 dataset_version = workbench.dataset_version(store, dataset)
 splits = list(store.dataset_summary(dataset)["questions"])
 split_options = [*splits, ALL_SPLITS]
-split = middle.selectbox(
-    "Split", split_options, index=split_options.index("test") if "test" in splits else 0, key="split"
+split = middle.selectbox(  # keyed per dataset: another dataset's split never carries over
+    "Split", split_options, index=split_options.index("test") if "test" in splits else 0, key=f"split-{dataset}"
 )
-model = right.selectbox("Model", workbench.model_names(store), key="model")
+model = pick_model(right, store, dataset, key="model")
 clean = st.toggle(
     "Only questions with a correct and a wrong candidate",
     value=True,
@@ -59,7 +59,7 @@ clean = st.toggle(
 ranker = current_ranker(store, url, model, dataset)
 if ranker is None:
     st.stop()
-model_version = workbench.model_version_key(store, model)
+model_version = workbench.model_version_key(store, model, dataset)
 
 questions = get_questions(store, url, dataset, dataset_version)
 if split != ALL_SPLITS:

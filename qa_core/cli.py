@@ -108,7 +108,7 @@ def cmd_data_list(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from qa_core.services.experiments import train_ranker
+    from qa_core.services.experiments import EVAL_SPLIT, train_ranker, version_record
 
     store = _store(args)
     if args.job is not None:
@@ -128,13 +128,22 @@ def cmd_train(args: argparse.Namespace) -> None:
         checkpoint=new_checkpoint_path(args.model, args.data, f"seed{args.seed}", owner=store.store_id),
         analyzer=analysis.analyzer_for(store, args.model),
     )
+    training_data, metrics = version_record(
+        outcome,
+        dataset,
+        dataset.split(EVAL_SPLIT),
+        seed=args.seed,
+        train_split=args.train_split,
+        dev_split=args.dev_split,
+        extra={"labels": "gold", "trained_by": "cli"},
+    )
     version_id = store.register_model(
         args.model,
         kind=args.model,
         checkpoint_path=str(outcome.checkpoint),
-        training_data={"dataset": args.data, "train": args.train_split, "dev": args.dev_split, "seed": args.seed},
-        metrics={**outcome.metrics, "train_seconds": outcome.report.get("seconds")},
-        promote=not args.no_promote,
+        training_data=training_data,
+        metrics=metrics,
+        promote=not args.no_promote,  # for the dataset it was trained on
     )
     version = next(v["version"] for v in store.model_versions(args.model) if v["id"] == version_id)
     _emit({"model": args.model, "version": version, "model_version_id": version_id,
@@ -178,16 +187,17 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     if not workbench.looks_like_path(args.model) and registry.ranker_class(args.model).capabilities.trainable:
         from qa_core.services.jobs import load_promoted
 
-        if store.promoted_model(args.model) is None:
+        if store.promoted_model(args.model, args.data) is None:
             raise NotTrainedError(
-                f"model {args.model!r} is not trained yet; train it with: {workbench.train_command(args.model, args.data)}"
+                f"model {args.model!r} has no version trained on or promoted for {args.data!r}; train it with: "
+                f"{workbench.train_command(args.model, args.data)}"
             )
-        loaded = load_promoted(store, args.model)
+        loaded = load_promoted(store, args.model, args.data)
         if loaded.notice is not None:
             print(loaded.notice, file=sys.stderr)
         ranker, version_id = loaded.ranker, loaded.version["id"]
     else:
-        ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
+        ranker = workbench.load_ranker(store, args.model, args.data)
     questions = require_split(store.load_dataset(args.data), args.split)
     run, result = score_and_evaluate(ranker, questions, clean=args.clean)
     if args.run_out:
@@ -205,7 +215,7 @@ def cmd_rank(args: argparse.Namespace) -> None:
 
     store = _store(args)
     question = workbench.check_question(args.question)
-    ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
+    ranker = workbench.load_ranker(store, args.model, args.data)
     candidates = workbench.candidates_for_question(store, args.data, question, k=args.candidates)
     for scored in rank_pool(ranker, question, candidates, model=args.model).scored[: args.top]:
         # One line per candidate whatever the text holds (newlines, tabs): the output is read line-wise.
@@ -268,7 +278,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
         if source in runs:
             raise InputError(f"{source!r} is named twice")
         if source in registry.available() or source.endswith(".pt"):
-            runs[source] = score_questions(workbench.load_ranker(store, source, fit_on=args.data), questions)
+            runs[source] = score_questions(workbench.load_ranker(store, source, args.data), questions)
         elif Path(source).is_file():
             run = {qid: {doc: score for doc, _, score in docs} for qid, docs in read_trec_run(Path(source)).items()}
             if not run.keys() & qrels.keys():
@@ -286,7 +296,7 @@ def cmd_batch_score(args: argparse.Namespace) -> None:
     from qa_core.services import batch
 
     store = _store(args)
-    ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
+    ranker = workbench.load_ranker(store, args.model, args.data)
     request = batch.BatchRequest(
         Path(args.input), Path(args.out), texts=batch.store_texts(store, args.data) if args.data else None,
         engine=args.engine, workers=args.workers, scorers=args.scorers, chunk_pairs=args.chunk_pairs, amp=args.amp,

@@ -213,8 +213,7 @@ FILE_CASES = {
     "qrels-a-folder": FileCase({"d/q.qrels": b"demo-01 0 demo-01-2 1\n"}, "d", None, "is a folder", "import-qrels"),
     "run-a-folder": FileCase({"d/r.run": b"demo-01 Q0 demo-01-0 1 3.5 t\n"}, "d", None, "is a folder", "import-run"),
     "run-negative-rank": FileCase({"r.run": b"demo-01 Q0 demo-01-0 1 3.5 t\ndemo-01 Q0 demo-01-1 -3 3.0 t\n"}, "r.run",
-                                  2, "positive", "import-run"),
-    "run-rank-zero": FileCase({"r.run": b"demo-01 Q0 demo-01-0 0 3.5 t\n"}, "r.run", 1, "positive", "import-run"),
+                                  2, "non-negative", "import-run"),
     "csv-field-over-the-csv-limit": FileCase({"p.csv": CSV_HEAD + b"q,ok,1\nq," + b"x" * 131_073 + b",0\n"}, "p.csv", 3,
                                              "131,072 characters"),
     "csv-quoted-field-over-the-limit": FileCase(
@@ -331,7 +330,7 @@ CLI_CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
     "rank-corrupt-checkpoint": (lambda f: ["rank", "who painted the mona lisa", "--model",
                                            str(_corrupt_checkpoint(f)), "--data", "demo"], ("corrupt",)),
     "rank-untrained-model": (lambda f: ["rank", "who painted the mona lisa", "--model", "smcnn", "--data", "demo"],
-                             ("not trained", "python -m qa_core train --model smcnn")),
+                             ("no version trained on or promoted for", "python -m qa_core train --model smcnn")),
     "evaluate-no-positives": (lambda f: ["evaluate", "--model", "overlap", "--data", "nopos"], ("no relevant",)),
     "train-no-positives": (lambda f: ["train", "--model", "smcnn", "--data", "nopos"], ("no relevant", "'train'")),
     "import-existing-name": (lambda f: ["data", "import", str(ROOT / "qa_core/data/demo_corpus.jsonl"), "--name",

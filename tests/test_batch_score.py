@@ -118,7 +118,7 @@ def test_trec_run_input_takes_texts_from_the_store(env: Path, capsys):
                  "--workers", "0", "--chunk-pairs", "7", "--quiet"])
     assert code == 0, capsys.readouterr().err
     # A baseline is loaded as the app loads it: fitted (IDF) on the dataset named by --data.
-    ranker = workbench.load_ranker(store, "overlap", fit_on="demo")
+    ranker = workbench.load_ranker(store, "overlap", "demo")
     expected = {q.qid: dict(zip([c.doc_id for c in q.candidates], ranker.score(q.text, q.candidates)))
                 for q in demo_questions()}
     assert_same_run(out, expected)

@@ -86,7 +86,7 @@ def test_two_stores_sharing_a_data_folder_keep_their_own_models(store: Store, da
         assert first["training_data"]["job"] == second["training_data"]["job"] == 1
         assert first["checkpoint_path"] != second["checkpoint_path"]
         assert store.store_id in Path(first["checkpoint_path"]).name
-        after = jobs.load_promoted(store, "smcnn")
+        after = jobs.load_promoted(store, "smcnn", "demo")
         assert after.version["id"] == after.wanted["id"]  # no fallback
         np.testing.assert_allclose(after.ranker.score(question.text, question.candidates), before)
 
@@ -143,7 +143,7 @@ def test_gc_cleans_what_killed_trainings_leave_and_nothing_else(database_url: st
     try:
         models = data_dir / "models"
         registered = registry.save(registry.create("overlap"), new_checkpoint_path("overlap", "demo", owner=store.store_id))
-        store.register_model("overlap", "overlap", registered, {}, {}, promote=True)
+        store.register_model("overlap", "overlap", registered, {"dataset": "demo"}, {}, promote=True)
         legacy_registered = registry.save(registry.create("overlap"), models / "overlap-demo-job1.pt")
         store.register_model("overlap", "overlap", legacy_registered, {}, {})
         orphan = new_checkpoint_path("smcnn", "demo", "job2", owner=store.store_id)
@@ -173,6 +173,6 @@ def test_gc_cleans_what_killed_trainings_leave_and_nothing_else(database_url: st
         lines, _ = gc(env, "--unmarked", "--older-than", "0")
         assert {record["deleted"] for record in lines[:-1]} == {str(unmarked), str(young)}
         assert all(p.exists() for p in (registered, legacy_registered, theirs))
-        assert jobs.load_promoted(store, "overlap").version["checkpoint_path"] == str(registered)
+        assert jobs.load_promoted(store, "overlap", "demo").version["checkpoint_path"] == str(registered)
     finally:
         store.close()

@@ -150,10 +150,10 @@ def test_the_previous_version_is_used_when_the_promoted_one_is_refused(
     state = smcnn_state(smcnn_file)
     bad_state = {"config": RunsCode(marker)} if fault == "runs-code" else UNFITTING[fault][0](state)
     bad = write_payload(tmp_path / "v2.pt", {"format": CHECKPOINT_FORMAT, "kind": "smcnn", "state": bad_state})
-    store.register_model("smcnn", "smcnn", smcnn_file, {}, {}, promote=True)
-    store.register_model("smcnn", "smcnn", bad, {}, {}, promote=True)
+    store.register_model("smcnn", "smcnn", smcnn_file, {"dataset": "demo"}, {}, promote=True)
+    store.register_model("smcnn", "smcnn", bad, {"dataset": "demo"}, {}, promote=True)
 
-    loaded = load_promoted(store, "smcnn")
+    loaded = load_promoted(store, "smcnn", "demo")
     assert loaded.version["version"] == 1 and loaded.wanted["version"] == 2
     assert "version 2" in loaded.notice and "v2.pt" in loaded.notice
     assert not marker.exists()

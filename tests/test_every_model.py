@@ -60,7 +60,7 @@ def test_trains_as_a_job_with_typed_progress_and_is_promoted(trained_store: str,
     events = [recorded.event for recorded in store.job_events(job["id"])]
     assert events and all(event.total for event in events), "every event says how far along it is"
     assert events[-1].dev_map is not None and 0.0 <= events[-1].dev_map <= 1.0
-    promoted = store.promoted_model(model)
+    promoted = store.promoted_model(model, "demo")
     assert promoted is not None and promoted["id"] == job["model_version_id"]
     store.close()
 
@@ -68,7 +68,7 @@ def test_trains_as_a_job_with_typed_progress_and_is_promoted(trained_store: str,
 @pytest.mark.parametrize("model", registry.available())
 def test_explanations_and_edits_are_of_the_input_that_was_scored(trained_store: str, model: str) -> None:
     store = Store(trained_store)
-    ranker = workbench.load_ranker(store, model, fit_on="demo")
+    ranker = workbench.load_ranker(store, model, "demo")
     pool = workbench.candidates_for_question(store, "demo", QUESTION, k=12)
     assert all(c.first_stage_rank is not None for c in pool)  # what the attention LSTM reads
     result = rank_pool(ranker, QUESTION, pool, model=model)

@@ -80,7 +80,7 @@ def test_strategies_pick_deterministically_under_a_seed(demo_store: Store, commi
     assert first == pick_round(strategy, records, 20, seed=7, scores=wanted)
     if strategy in ("random", "diversity"):
         assert first != pick_round(strategy, records, 20, seed=8, scores=wanted)
-    if strategy == "diversity":  # 20 pairs from 20 different questions (the demo has 24)
+    if strategy == "diversity":  # 20 pairs from 20 different questions (the demo has 139)
         qid_of = {r.candidate_id: r.qid for r in records}
         assert len({qid_of[c] for c in first}) == 20
 
@@ -118,7 +118,7 @@ def test_version_curve_reads_the_registry(demo_store: Store, tmp_path: Path) -> 
         "smcnn", "smcnn", tmp_path / "c.pt", {"train_labels": 20}, {"dev_map": 0.5, "test_gold_map": 0.4}, promote=True
     )
     rows = version_curve(demo_store, "smcnn")
-    assert [(r["version"], r["labels"], r["dev_map"], r["test_map"], r["promoted"]) for r in rows] == [
-        (3, 20, 0.5, 0.4, True),
-        (1, 50, 0.6, None, False),
+    assert [(r["version"], r["labels"], r["dev_map"], r["test_map"], r["in_use_for"]) for r in rows] == [
+        (3, 20, 0.5, 0.4, ["*"]),  # trained on no dataset: in use for every one
+        (1, 50, 0.6, None, []),
     ]

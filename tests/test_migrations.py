@@ -5,10 +5,11 @@ downgrade that would have to drop kept labels is refused."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -85,11 +86,52 @@ def test_a_store_upgraded_from_0001_rolls_back_to_the_version_promoted_before(da
     finally:
         engine.dispose()
     store = Store(database_url)  # upgrades to head
-    try:
-        store.promote("smcnn", 3)
-        assert store.rollback_target("smcnn")["version"] == 2
-        assert store.rollback("smcnn")["version"] == 2
+    try:  # versions without a training dataset serve every dataset: scope "*"
+        store.promote("smcnn", 3, "*")
+        assert store.rollback_target("smcnn", "*")["version"] == 2
+        assert store.rollback("smcnn", "*")["version"] == 2
         assert store.promoted_model("smcnn")["checkpoint_path"] == "/v2.pt"
+    finally:
+        store.close()
+
+
+def test_promotions_become_per_dataset_without_changing_what_any_page_uses(database_url: str) -> None:
+    """Revision 0005: the one promoted version of a name stays in use for every dataset (now said
+    so per dataset), and roll back within a dataset returns to the version promoted before it."""
+    engine = make_engine(database_url)
+    try:
+        upgrade(engine, "0004")
+        with engine.begin() as connection:
+            for name in ("wikiqa", "trecqa"):
+                connection.execute(text("INSERT INTO datasets (name, source, created_at) VALUES (:n, '', :t)"),
+                                   {"n": name, "t": T0})
+            rows = [  # (name, version, trained on, promoted now, promoted at)
+                ("smcnn", 1, "wikiqa", False, T0), ("smcnn", 2, "trecqa", True, T0 + timedelta(hours=1)),
+                ("smcnn", 3, "wikiqa", False, None), ("question_class", 1, None, True, T0),
+            ]
+            for name, version, trained_on, promoted, at in rows:
+                data = json.dumps({"dataset": trained_on} if trained_on else {"path": "x"})
+                connection.execute(
+                    text(
+                        "INSERT INTO model_versions (name, kind, version, training_data, metrics, checkpoint_path,"
+                        " created_at, promoted, promoted_at, status)"
+                        " VALUES (:n, :n, :v, :d, '{}', :p, :t, :pr, :at, 'ready')"
+                    ),
+                    {"n": name, "v": version, "d": data, "p": f"/{name}{version}.pt", "t": T0, "pr": promoted, "at": at},
+                )
+    finally:
+        engine.dispose()
+    store = Store(database_url)  # upgrades to head
+    try:
+        for dataset in ("wikiqa", "trecqa"):
+            in_use = store.promoted_model("smcnn", dataset)
+            assert (in_use["version"], in_use["promoted"]) == (2, True), "what every page used before"
+            assert store.rollback_target("smcnn", dataset)["version"] == 1
+        assert store.promoted_model("question_class")["version"] == 1
+        assert [v["action"] for v in store.promotion_history("smcnn", "wikiqa")] == ["migrated", "migrated"]
+        store.rollback("smcnn", "wikiqa")  # only wikiqa's pages move back
+        assert store.promoted_model("smcnn", "wikiqa")["version"] == 1
+        assert store.promoted_model("smcnn", "trecqa")["version"] == 2
     finally:
         store.close()
 

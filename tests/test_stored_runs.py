@@ -52,7 +52,7 @@ def test_seed_groups_from_files_and_evaluate_runs(demo_store, tmp_path):
 
 def test_a_fusion_is_tuned_on_dev_kept_and_found_again(demo_store):
     dataset = demo_store.load_dataset("demo")
-    rankers = {name: workbench.load_ranker(demo_store, name, fit_on="demo") for name in ("bm25", "overlap")}
+    rankers = {name: workbench.load_ranker(demo_store, name, "demo") for name in ("bm25", "overlap")}
     test = dataset.split("test")
     split_runs = {name: score_questions(ranker, test) for name, ranker in rankers.items()}
     recipe, fused_dev, fused_test = stored_runs.build_fusion(rankers, dataset.split("dev"), split_runs, "rrf")

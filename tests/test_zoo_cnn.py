@@ -33,7 +33,7 @@ QUESTION = "Who wrote the play Hamlet?"
 ANSWER = "William Shakespeare wrote the play Hamlet around 1600."
 
 # Small but complete settings: every layer of each architecture, a learning rate that learns the
-# 24-question demo corpus in a few epochs (the papers' rates are for tens of thousands of pairs).
+# demo corpus in a few epochs (the papers' rates are for tens of thousands of pairs).
 FAST_CNN = dict(analysis="heuristic", lr=1e-3, max_epochs=8, patience=8, filters=50)
 FAST_MPHCNN = dict(filters=16, max_epochs=6, patience=6, max_answer_chars=150, optimizer="sgd", lr=0.1)
 

@@ -48,7 +48,7 @@ def trained_attention_lstm(demo, single_thread) -> tuple[AttentionLSTMRanker, di
 
 @pytest.fixture(scope="module")
 def trained_global_local(demo, single_thread) -> tuple[GlobalLocalRanker, dict]:
-    # The demo's 24 training questions give 28 triples: one batch an epoch at the default 50,
+    # The demo's 139 training questions give 142 triples: three batches an epoch at the default 50,
     # so patience would end training after a handful of steps; 8 triples a batch gives it more.
     ranker = registry.create("global_local", batch_size=8)
     report = ranker.fit(demo.split("train"), demo.split("dev"), seed=1, progress=False)

@@ -625,10 +625,12 @@ def _trec_fields(path: Path, text: str, shape: str) -> Iterator[tuple[int, list[
 
 
 def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, int, float]]]:
-    """A TREC run: qid -> [(doc_id, rank, score)] sorted by rank (then doc_id).
+    """A TREC run: qid -> [(doc_id, position, score)] in the file's rank order (then doc_id),
+    positions numbered from 1.
 
     Parsed here rather than by ``ir_measures.read_trec_run``, which drops the rank column that a
-    first-stage import needs and fails without a line number.
+    first-stage import needs and fails without a line number. Runs number ranks from 0 or from 1
+    (trec_eval ignores the column), so the column only orders a query's documents.
     """
     path = Path(path)
     run: dict[str, dict[str, tuple[str, int, float]]] = {}
@@ -638,14 +640,16 @@ def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, int, float]]]:
             score = float(score_text)
         except ValueError:
             score = math.nan
-        if rank is None or rank < 1:
-            raise InputError(f"rank must be a positive integer (1 = first), got {rank_text!r}", path=str(path), line=number)
+        if rank is None or rank < 0:
+            raise InputError(f"rank must be a non-negative integer, got {rank_text!r}", path=str(path), line=number)
         if not math.isfinite(score):
             raise InputError(f"score must be a finite number, got {score_text!r}", path=str(path), line=number)
         if doc_id in run.setdefault(qid, {}):
             raise InputError(f"document {doc_id} appears twice for query {qid}", path=str(path), line=number)
         run[qid][doc_id] = (doc_id, rank, score)
-    return {qid: sorted(docs.values(), key=lambda d: (d[1], d[0])) for qid, docs in run.items()}
+    return {qid: [(doc_id, position, score)
+                  for position, (doc_id, _, score) in enumerate(sorted(docs.values(), key=lambda d: (d[1], d[0])), start=1)]
+            for qid, docs in run.items()}
 
 
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:

@@ -106,3 +106,38 @@ def train_ranker(
     metrics = {f"dev_{name}": value for name, value in dev_result.aggregate.items()}
     registry.save(ranker, path)
     return TrainingOutcome(ranker, path, report, metrics)
+
+
+EVAL_SPLIT = "test"  # also reported on gold labels when the dataset has them, so versions compare
+
+
+def version_record(
+    outcome: TrainingOutcome,
+    dataset: Dataset,
+    gold_eval: Sequence[Question],
+    *,
+    seed: int,
+    train_split: str,
+    dev_split: str,
+    extra: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(training_data, metrics)`` of a new version, the same whichever path trained it (the CLI,
+    a job): the data it saw, its DEV metrics and, when ``gold_eval`` (the dataset's
+    ``EVAL_SPLIT`` with its gold labels) has any relevant candidate and is not a training or
+    selection split, its gold TEST metrics, so every version lists the same numbers."""
+    metrics: dict[str, Any] = {**outcome.metrics, "train_seconds": outcome.report.get("seconds")}
+    if has_positives(gold_eval) and EVAL_SPLIT not in (train_split, dev_split):  # all-negative gold has no MAP
+        result = evaluate_ranker(outcome.ranker, gold_eval)
+        metrics.update({f"{EVAL_SPLIT}_gold_{metric}": value for metric, value in result.aggregate.items()})
+    training_data = {
+        "dataset": dataset.name,
+        "train": train_split,
+        "dev": dev_split,
+        "seed": seed,
+        # TRAIN pairs with a label, whatever their source: the x axis of the Train page's curve.
+        "train_labels": sum(c.label is not None for q in dataset.split(train_split) for c in q.candidates),
+        "epochs_run": outcome.report.get("epochs_run"),
+        "best_epoch": outcome.report.get("best_epoch"),
+        **(extra or {}),
+    }
+    return training_data, metrics

@@ -26,10 +26,10 @@ import threading
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from db.base import serves
 from qa_core import config
 from qa_core.checkpoints import new_checkpoint_path
 from qa_core.rankers import registry
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 5.0
-EVAL_SPLIT = "test"  # also reported on gold labels when the dataset has them, so versions compare
 
 # Launched processes, kept so that they are reaped when they end (no zombies in a long-lived app).
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -190,7 +189,7 @@ def run_job(store: Store, job_id: int) -> int:
 
 def _train(store: Store, job: dict[str, Any]) -> int:
     from qa_core.services.analysis import analyzer_for
-    from qa_core.services.experiments import evaluate_ranker, has_positives, train_ranker
+    from qa_core.services.experiments import EVAL_SPLIT, train_ranker, version_record
     from qa_core.services.labeling import training_dataset
 
     job_id, model, name, params = job["id"], job["model"], job["dataset"], job["params"]
@@ -222,28 +221,17 @@ def _train(store: Store, job: dict[str, Any]) -> int:
         model_config=params["config"],
         analyzer=analyzer_for(store, model),
     )
-    metrics: dict[str, Any] = {**outcome.metrics, "train_seconds": outcome.report.get("seconds")}
-    gold_eval = store.load_dataset(name, split=EVAL_SPLIT).questions
-    has_gold = has_positives(gold_eval)  # all-negative gold has no defined MAP
-    if has_gold and EVAL_SPLIT not in (params["train_split"], params["dev_split"]):
-        store.job_heartbeat(job_id, "evaluating")
-        result = evaluate_ranker(outcome.ranker, gold_eval)
-        metrics.update({f"{EVAL_SPLIT}_gold_{metric}": value for metric, value in result.aggregate.items()})
+    store.job_heartbeat(job_id, "evaluating")
+    training_data, metrics = version_record(
+        outcome,
+        dataset,
+        store.load_dataset(name, split=EVAL_SPLIT).questions,
+        seed=params["seed"],
+        train_split=params["train_split"],
+        dev_split=params["dev_split"],
+        extra={"job": job_id, "gold": params["gold"], "config": params["config"], **source},
+    )
     store.job_heartbeat(job_id, "registering")
-    training_data = {
-        "dataset": name,
-        "train": params["train_split"],
-        "dev": params["dev_split"],
-        "seed": params["seed"],
-        "job": job_id,
-        "gold": params["gold"],
-        "config": params["config"],
-        # TRAIN pairs with a label, whatever their source: the x axis of the Train page's curve.
-        "train_labels": sum(c.label is not None for q in dataset.split(params["train_split"]) for c in q.candidates),
-        "epochs_run": outcome.report.get("epochs_run"),
-        "best_epoch": outcome.report.get("best_epoch"),
-        **source,
-    }
     return store.finish_job(
         job_id,
         kind=model,
@@ -275,16 +263,18 @@ class LoadedModel:
     notice: str | None = None  # set when ``version`` is a fallback: say it on the page
 
 
-def load_promoted(store: Store, name: str) -> LoadedModel:
-    """Load ``name``'s promoted version (else its newest); if that checkpoint is missing or
-    corrupt, the most recently promoted loadable version before it, then the newest other
-    loadable one. ``NotTrainedError`` without any version; ``InputError`` when none loads."""
-    wanted = store.promoted_model(name)
+def load_promoted(store: Store, name: str, dataset: str) -> LoadedModel:
+    """Load the version of ``name`` that ``dataset`` uses (``Store.promoted_model``); if its
+    checkpoint is missing or refused, the version promoted for ``dataset`` before it, then the
+    newest other version trained on ``dataset``: never, silently, one trained for another dataset.
+    ``NotTrainedError`` without any such version; ``InputError`` when none loads."""
+    wanted = store.promoted_model(name, dataset)
     if wanted is None:
-        raise NotTrainedError(f"model {name!r} has no registered version")
-    others = [v for v in store.model_versions(name) if v["id"] != wanted["id"]]
-    earliest = datetime.min.replace(tzinfo=UTC)
-    others.sort(key=lambda v: (v["promoted_at"] is not None, v["promoted_at"] or earliest, v["version"]), reverse=True)
+        raise NotTrainedError(f"model {name!r} has no version trained on or promoted for dataset {dataset!r}")
+    earlier = [v for v in store.promotion_history(name, dataset) if v["id"] != wanted["id"]]
+    tried = {wanted["id"], *(e["id"] for e in earlier)}
+    trained_here = [v for v in reversed(store.model_versions(name)) if serves(v["training_data"], dataset) and v["id"] not in tried]
+    others = [*earlier, *trained_here]
     failures: list[str] = []
     for record in [wanted, *others]:
         try:

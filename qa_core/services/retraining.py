@@ -3,8 +3,8 @@
 The page starts a job with ``qa_core.services.jobs.start_training_job`` (training runs in its own
 process), polls ``job_status`` for the progress bar and the live loss / dev-MAP curve, and lists
 the registry's versions beside the promoted one with ``versions_table`` and ``comparison``.
-Promote and roll back are ``Store.promote`` / ``Store.rollback``; Ask and Compare load the
-promoted version, so a promotion is what changes their model.
+Promote and roll back are ``Store.promote`` / ``Store.rollback`` for one dataset; Ask, Compare,
+Errors and Label load the version promoted for their dataset, so a promotion is what changes it.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def versions_table(store: Store, model: str) -> pd.DataFrame:
         rows.append(
             {
                 "version": version["version"],
-                "promoted": bool(version["promoted"]),
+                "in use for": ", ".join(version["promoted_for"]),
                 "created": version["created_at"],
                 "dataset": data.get("dataset", ""),
                 "labels": ", ".join(f"{k} {v}" for k, v in labels.items()) if isinstance(labels, dict) else labels,
@@ -172,17 +172,18 @@ def versions_table(store: Store, model: str) -> pd.DataFrame:
                 "job": data.get("job"),
             }
         )
-    columns = ["version", "promoted", "created", "dataset", "labels", "train labels", *METRIC_COLUMNS.values(), "job"]
+    columns = ["version", "in use for", "created", "dataset", "labels", "train labels", *METRIC_COLUMNS.values(), "job"]
     return pd.DataFrame(rows, columns=columns)
 
 
-def comparison(store: Store, model: str, version: int) -> pd.DataFrame:
-    """Metrics of ``version`` beside the promoted version's (rows: metric; NaN where unknown)."""
+def comparison(store: Store, model: str, version: int, dataset: str) -> pd.DataFrame:
+    """Metrics of ``version`` beside those of the version ``dataset`` uses (rows: metric; NaN where
+    unknown)."""
     versions = {v["version"]: v for v in store.model_versions(model)}
-    promoted = store.promoted_model(model)
+    in_use = store.promoted_model(model, dataset)
     columns = {f"version {version}": versions[version]["metrics"] or {}}
-    if promoted is not None and promoted["version"] != version:
-        columns[f"promoted (version {promoted['version']})"] = promoted["metrics"] or {}
+    if in_use is not None and in_use["version"] != version:
+        columns[f"in use for {dataset} (version {in_use['version']})"] = in_use["metrics"] or {}
     return pd.DataFrame(
         {name: [metrics.get(key) for key in METRIC_COLUMNS] for name, metrics in columns.items()},
         index=list(METRIC_COLUMNS.values()),

@@ -99,66 +99,94 @@ def datasets_overview(store: Store) -> pd.DataFrame:
 
 
 def models_overview(store: Store) -> pd.DataFrame:
-    """Registered model versions with their training data and headline metrics."""
+    """Registered model versions with their training data, where they are in use, headline metrics."""
     rows = [
         {
             "model": version["name"],
             "version": version["version"],
-            "promoted": version["promoted"],
             "trained on": (version["training_data"] or {}).get("dataset", ""),
+            "in use for": ", ".join(version["promoted_for"]),
             "dev MAP": (version["metrics"] or {}).get("dev_map"),
             "created": version["created_at"],
         }
         for version in store.model_versions()
     ]
-    return pd.DataFrame(rows, columns=["model", "version", "promoted", "trained on", "dev MAP", "created"])
+    return pd.DataFrame(rows, columns=["model", "version", "trained on", "in use for", "dev MAP", "created"])
 
 
 # ---------------------------------------------------------------------- models
 
 
-def model_names(store: Store | None = None) -> list[str]:
-    """Registered models, those ready to score first (baselines and trained models), so that a
-    page's default choice works on a fresh store."""
+def model_names(store: Store | None = None, dataset: str | None = None) -> list[str]:
+    """Registered models; with a store and a dataset, those ready to score it first (baselines,
+    models trained on or promoted for it), so that a page's default choice works on a fresh store."""
     names = registry.available()
-    if store is None:
+    if store is None or dataset is None:
         return names
 
     def ready(name: str) -> bool:
-        return not registry.ranker_class(name).capabilities.trainable or store.promoted_model(name) is not None
+        return not registry.ranker_class(name).capabilities.trainable or store.promoted_model(name, dataset) is not None
 
     return sorted(names, key=lambda name: (not ready(name), name))
 
 
-def default_model(store: Store, names: Sequence[str]) -> str | None:
-    """The one of ``names`` promoted most recently (what the user last put to work), else the first."""
-    promoted = [v for v in store.model_versions() if v["name"] in names and v["promoted_at"] is not None]
-    latest = max(promoted, key=lambda v: v["promoted_at"], default=None)
-    return latest["name"] if latest is not None else (names[0] if names else None)
+def default_model(store: Store, names: Sequence[str], dataset: str | None = None) -> str | None:
+    """The one of ``names`` promoted most recently (for ``dataset``, when given): what the user last
+    put to work; else the first of ``names``."""
+    latest = None
+    for version in store.model_versions():
+        if version["name"] not in names:
+            continue
+        scopes = version["promoted_for"] if dataset is None else [s for s in version["promoted_for"] if s == dataset]
+        for scope in scopes:
+            history = store.promotion_history(version["name"], scope)
+            when = history[0]["promoted_at"] if history else None
+            if when is not None and (latest is None or when > latest[0]):
+                latest = (when, version["name"])
+    return latest[1] if latest is not None else (names[0] if names else None)
 
 
 def train_command(name: str, dataset: str | None = None) -> str:
     return f"python -m qa_core train --model {name} --data {dataset or 'DATASET'}"
 
 
-def model_version_key(store: Store, name: str) -> str | None:
-    """The checkpoint a trainable model would load now (None otherwise): a cache key that changes
-    when a new version is trained or promoted."""
+def model_version_key(store: Store, name: str, dataset: str) -> str | None:
+    """The version a trainable model would load for ``dataset`` now (None otherwise): a cache key
+    that changes when a new version is trained or promoted for it."""
     if looks_like_path(name) or not registry.ranker_class(name).capabilities.trainable:
         return None
-    record = store.promoted_model(name)
-    return None if record is None else str(record["checkpoint_path"])
+    record = store.promoted_model(name, dataset)
+    return None if record is None else f"{record['id']}:{record['checkpoint_path']}"
 
 
-def load_ranker(store: Store, name: str, fit_on: str | None = None) -> Ranker:
-    """A ready-to-score ranker by registered name or checkpoint path.
+def version_in_use(store: Store, name: str, dataset: str) -> str:
+    """One line for a page: which version of ``name`` scores ``dataset`` and what it was trained on."""
+    if looks_like_path(name):
+        return f"checkpoint {name}"
+    capabilities = registry.ranker_class(name).capabilities
+    if not capabilities.trainable:
+        fitted = f"; IDF from {dataset}'s training split" if capabilities.learns_statistics else ""
+        return f"{name}: nothing to train{fitted}"
+    record = store.promoted_model(name, dataset)
+    if record is None:
+        return f"{name}: no version trained on or promoted for {dataset}"
+    data = record["training_data"] or {}
+    trained = data.get("dataset") or "its own data"
+    seed = f", seed {data['seed']}" if data.get("seed") is not None else ""
+    why = f"promoted for {dataset}" if record["promoted"] else f"the newest trained on {dataset} (none promoted)"
+    return f"{name} version {record['version']} · trained on {trained}{seed} · {why}"
 
-    Trainable models load the promoted (else newest) registered version and raise
-    ``NotTrainedError`` with the train command when there is none. When that version's checkpoint
-    is missing or corrupt, the previous loadable version is used and a
-    ``qa_core.services.jobs.CheckpointFallbackWarning`` says which (``qa_core.services.jobs.load_promoted`` returns
-    the same as data, for a page to show). Baselines are created and, when they learn statistics
-    (``capabilities.learns_statistics``), fitted on ``fit_on``'s train split.
+
+def load_ranker(store: Store, name: str, dataset: str | None = None) -> Ranker:
+    """A ready-to-score ranker for ``dataset``, by registered name or checkpoint path.
+
+    Trainable models load the version ``dataset`` uses (``Store.promoted_model``: promoted for it,
+    else the newest trained on it) and raise ``NotTrainedError`` with the train command when there
+    is none: a model trained on another dataset is used only where it was promoted. When that
+    version's checkpoint is missing or refused, the previous loadable one is used and a
+    ``qa_core.services.jobs.CheckpointFallbackWarning`` says which (``load_promoted`` returns the
+    same as data, for a page to show). Baselines are created and, when they learn statistics
+    (``capabilities.learns_statistics``), fitted on ``dataset``'s train split.
     """
     if looks_like_path(name):
         return registry.load(Path(name))
@@ -166,19 +194,22 @@ def load_ranker(store: Store, name: str, fit_on: str | None = None) -> Ranker:
     if ranker_class.capabilities.trainable:
         from qa_core.services.jobs import CheckpointFallbackWarning, load_promoted
 
-        if store.promoted_model(name) is None:
+        if dataset is None:
+            raise InputError(f"model {name!r} is trained per dataset: say which dataset it is to score")
+        if store.promoted_model(name, dataset) is None:
             raise NotTrainedError(
-                f"model {name!r} is not trained yet; train it with: {train_command(name, fit_on)}"
+                f"model {name!r} has no version trained on or promoted for {dataset!r}; train it with: "
+                f"{train_command(name, dataset)} (or promote a version trained elsewhere on the Train page)"
             )
-        loaded = load_promoted(store, name)
+        loaded = load_promoted(store, name, dataset)
         if loaded.notice is not None:
             warnings.warn(loaded.notice, CheckpointFallbackWarning, stacklevel=2)
         return loaded.ranker
     ranker = ranker_class()
-    if fit_on is not None and ranker_class.capabilities.learns_statistics:
-        dataset = store.load_dataset(fit_on)
+    if dataset is not None and ranker_class.capabilities.learns_statistics:
+        questions = store.load_dataset(dataset)
         # Baselines learn label-free statistics (IDF); a dataset without a train split still has text.
-        ranker.fit(dataset.split("train") or dataset.questions, dataset.split("dev"), progress=False)
+        ranker.fit(questions.split("train") or questions.questions, questions.split("dev"), progress=False)
     return ranker
 
 

@@ -218,7 +218,7 @@ def version_curve(store: Store, model: str) -> list[dict[str, Any]]:
                 "labels": int(labels),
                 "dev_map": metrics.get("dev_map"),
                 "test_map": metrics.get("test_gold_map"),
-                "promoted": bool(version.get("promoted")),
+                "in_use_for": version["promoted_for"],
             }
         )
     return sorted(rows, key=lambda row: (row["labels"], row["version"]))
