@@ -293,26 +293,29 @@ def cmd_compare(args: argparse.Namespace) -> None:
 
 def cmd_batch_score(args: argparse.Namespace) -> None:
     """Score a file of pairs (or a first-stage run) with a model into one TREC run (``qa_core.services.batch``)."""
-    from qa_core.services import batch
+    from qa_core.services.batch import batch_score
+    from qa_core.services.batch_chunks import BatchRequest, input_format, store_texts
 
     store = _store(args)
+    source = Path(args.input)
     ranker = workbench.load_ranker(store, args.model, args.data)
-    request = batch.BatchRequest(
-        Path(args.input), Path(args.out), texts=batch.store_texts(store, args.data) if args.data else None,
+    run_input = args.data is not None and source.is_file() and input_format(source) == "trec"
+    request = BatchRequest(
+        source, Path(args.out), texts=store_texts(store, args.data) if run_input else None,
         engine=args.engine, workers=args.workers, scorers=args.scorers, chunk_pairs=args.chunk_pairs, amp=args.amp,
         tag=args.tag, address=args.address, device=args.device, quiet=args.quiet,
     )
-    _emit({"written": args.out, "model": ranker.name, **batch.batch_score(request, ranker).summary()})
+    _emit({"written": args.out, "model": ranker.name, **batch_score(request, ranker).summary()})
 
 
 def _add_batch_score_parser(commands) -> None:
-    from qa_core.services.batch import CHUNK_PAIRS, ENGINES
+    from qa_core.services.batch_chunks import CHUNK_PAIRS, ENGINES
 
     run = commands.add_parser(
         "batch-score", help="score every pair of a JSONL file or a first-stage TREC run with a model; writes a TREC run",
         description=(
-            "INPUT is JSONL ({\"qid\", \"question\", \"docid\", \"text\"}, optional \"rank\" and \"url\") or, with "
-            "--data, a TREC run whose texts are in the store. The pairs of a query must be contiguous. "
+            "INPUT is JSONL ({\"qid\", \"question\", \"docid\", \"text\"}, optional \"rank\" and \"url\") or a "
+            "TREC run whose texts are in the store (--data). The pairs of a query must be contiguous. "
             "--engine local parses in DataLoader worker processes and scores here; --engine ray runs Ray Data "
             "(parsing actors, scoring actors) on the cluster at --address, or on a local cluster started and "
             "stopped for this command. The run file appears only when complete."
@@ -321,8 +324,8 @@ def _add_batch_score_parser(commands) -> None:
     run.add_argument("input", help="JSONL of qid/question/docid/text, or a TREC run (with --data)")
     run.add_argument("--model", required=True, help="a checkpoint path or one of: {models}")
     run.add_argument("--out", required=True, help="TREC run file to write (.gz: compressed)")
-    run.add_argument("--data", default=None, help="dataset in the store holding the texts of a TREC run input "
-                     "(also what a baseline's statistics are fitted on)")
+    run.add_argument("--data", default=None, help="dataset in the store: a trained --model scores with the version "
+                     "in use for it (a baseline fits its IDF on it); a TREC run INPUT takes its texts from it")
     run.add_argument("--engine", choices=ENGINES, default="local")
     run.add_argument("--address", default=None, help="Ray: join this cluster (e.g. 10.0.0.5:6379) instead of starting one")
     run.add_argument("--workers", type=int, default=2, help="parsing processes (local; 0: none) or Ray parsing actors")

@@ -28,6 +28,12 @@ from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.types import Dataset
 
+# Ray, before anything imports it: Ray 2.60 starts local clusters with token authentication, and a
+# process joining one by address (a test, `batch-score --address`, a worker) must ask for it too;
+# the token is ~/.ray/auth_token, made by the first cluster. Usage statistics stay off (offline).
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
 # ============================================================================ isolation
 # Tests never read or write the developer's ./data folder (its store may hold trained classifiers
 # that "auto" question analysis would pick up): every session gets an empty data folder.
@@ -307,9 +313,10 @@ def screenshot_dir(tmp_path: Path) -> Path:
 
 
 # ============================================================================ Ray
-# A real Ray cluster of 2 CPUs on loopback, started with `ray start --head --block` on free ports
-# and its own temporary folder, once per test module that asks for it; stopped by ending that
-# process group (never `ray stop`, which would end every Ray cluster on the machine).
+# A real Ray cluster of 2 CPUs, started with `ray start --head --block` on a free port and its own
+# temporary folder, once per test session (Ray takes seconds to start and its actors more: tests
+# share it); stopped by killing that process group (never `ray stop`, which would end every Ray
+# cluster on the machine, other sessions' included).
 
 RAY_START_TIMEOUT_S = 180
 
@@ -333,22 +340,17 @@ def ray_processes(marker: str) -> list[int]:
     return pids
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
     import ray
 
     # Short: Ray's socket paths live under it and must stay below the 107-byte limit.
     temp_dir = Path(tempfile.mkdtemp(prefix="rl_ray_", dir="/tmp"))
-    port = _free_port()
-    ports = [f"--{name}={_free_port()}" for name in (
-        "node-manager-port", "object-manager-port", "ray-client-server-port", "dashboard-agent-listen-port",
-        "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port")]
-    low = _free_port()
+    port, agent_port = _free_port(), _free_port()  # the others Ray picks itself (0: any free port)
     log = tmp_path_factory.mktemp("ray") / "ray-start.log"
     command = [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", f"--port={port}",
-               "--node-ip-address=127.0.0.1", "--num-cpus=2", "--num-gpus=0", "--include-dashboard=false",
-               "--disable-usage-stats", f"--temp-dir={temp_dir}", *ports,
-               f"--min-worker-port={low}", f"--max-worker-port={low + 200}"]
+               "--num-cpus=2", "--num-gpus=0", "--include-dashboard=false",
+               "--disable-usage-stats", f"--temp-dir={temp_dir}", f"--dashboard-agent-listen-port={agent_port}"]
     with log.open("w") as handle:
         process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
     address = f"127.0.0.1:{port}"
@@ -366,13 +368,12 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
+        # A throwaway cluster needs no graceful stop (SIGTERM makes `ray start` stop each process in
+        # turn, 30 s on a busy machine): its processes all belong to the group.
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
-        for pid in ray_processes(str(temp_dir)):  # workers that left the group
+        process.wait(timeout=30)
+        for pid in ray_processes(str(temp_dir)):  # any that left the group
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         shutil.rmtree(temp_dir, ignore_errors=True)

@@ -17,6 +17,7 @@ from qa_core.data.demo import load_demo
 from qa_core.data.importers import read_trec_run
 from qa_core.rankers.base import Pool, Ranker
 from qa_core.services import batch, workbench
+from qa_core.services.batch_chunks import BatchRequest, store_texts
 from qa_core.services.experiments import train_ranker
 from qa_core.types import Candidate
 
@@ -101,7 +102,7 @@ class RecordReader(Ranker):
 def test_pools_are_candidate_records_with_rank_and_url(env: Path):
     """A model reading the first-stage rank (attention LSTM) or the URL (MP-HCNN) gets them."""
     out = env / "records.run"
-    request = batch.BatchRequest(write_pairs(env / "pairs.jsonl"), out, workers=1, chunk_pairs=3, quiet=True)
+    request = BatchRequest(write_pairs(env / "pairs.jsonl"), out, workers=1, chunk_pairs=3, quiet=True)
     result = batch.batch_score(request, RecordReader())
     assert result.lines == result.pairs == sum(len(q.candidates) for q in demo_questions())
     assert_same_run(out, expected_run(RecordReader()))
@@ -122,7 +123,30 @@ def test_trec_run_input_takes_texts_from_the_store(env: Path, capsys):
     expected = {q.qid: dict(zip([c.doc_id for c in q.candidates], ranker.score(q.text, q.candidates)))
                 for q in demo_questions()}
     assert_same_run(out, expected)
-    assert batch.store_texts(store, "demo")["demo-01"][1]["demo-01-0"][0].startswith("Leonardo")
+    assert store_texts(store, "demo")["demo-01"][1]["demo-01-0"][0].startswith("Leonardo")
+
+
+def test_a_trained_model_scores_with_the_version_in_use_for_data(env: Path, checkpoint: Path, capsys):
+    """``--data`` picks the version promoted for that dataset; JSONL pairs keep their own texts."""
+    from qa_core.rankers import registry
+
+    store = Store(f"sqlite:///{env / 'store.sqlite'}")
+    store.import_dataset(load_demo())
+    store.register_model("smcnn", "smcnn", checkpoint, {"dataset": "demo"}, {}, promote=True)
+    pairs, out = write_pairs(env / "pairs.jsonl"), env / "smcnn.run"
+    assert main(["batch-score", str(pairs), "--model", "smcnn", "--data", "demo", "--out", str(out), "--workers", "0",
+                 "--quiet"]) == 0, capsys.readouterr().err
+    assert_same_run(out, expected_run(registry.load(checkpoint)))
+    first_stage = env / "bm25.run"
+    first_stage.write_text("demo-01 Q0 demo-01-0 1 2.5 bm25\n")
+    for command, message in [(["--model", "smcnn"], "say which dataset"),
+                             (["--model", "overlap", "--data", "nosuch"], "nosuch"),
+                             ([str(first_stage), "--model", "overlap"], "line 1 is no JSON object")]:
+        source = [] if command[0].startswith("/") else [str(pairs)]
+        code = main(["batch-score", *source, *command, "--out", str(env / "o.run"), "--quiet"])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert not (env / "o.run").exists()
 
 
 @pytest.mark.parametrize("engine", ["local", "ray"])

@@ -1,21 +1,24 @@
 """The Ray engine of batch scoring (``python -m qa_core batch-score ... --engine ray``).
 
 The driver (this process) reads the input once to check it and to find its chunks of whole
-queries, exactly the chunks of the local engine (``qa_core.services.batch.chunks``), so a bad line
-is one ``InputError`` naming it before the cluster does any work. Then Ray Data runs
+queries, exactly the chunks of the local engine (``qa_core.services.batch_chunks.chunks``), so a
+bad line is one ``InputError`` naming it before the cluster does any work. Then Ray Data runs
 
-    QueryBlocks (one read task per chunk: its byte range of the file, one block of whole queries)
+    read_datasource(QueryBlocks): one read task per chunk (its byte range of the file, read on a
+        node that sees the file at the same path), one block of whole queries; fused by Ray Data
+        into the parsing actors, so no process is started for reading
       -> Parser actors (CPU, ``--workers`` of them; spaCy loaded once per actor)
       -> Scorer actors (``--scorers``: one GPU each when the cluster has GPUs, else one CPU; each
-         builds the model once from the checkpoint's state, sent once through the object store)
+         builds the model once from the checkpoint's state, put once into the object store)
       -> the driver, which receives the blocks in input order and writes one TREC run atomically.
 
 Scores equal the local engine's: the same chunks become the same pools of ``Candidate`` records
 (first-stage rank, URL) for the same model state. Every node must see the input file at its path
-(as Ray Data's own readers need), not the model file or the store.
+(as Ray Data's own file readers need), not the model file or the store.
 
-Each block also carries how long its parse and its scoring took and which actor did them; the
-result's ``stages`` add these up, so ``benchmarks/speed.py`` gets per-actor rates.
+This module is imported by Ray's worker processes: it imports neither torch nor the store at the
+top (a scorer imports torch with the model), so a parsing actor starts with spaCy alone. Each block carries how long its parse and its scoring took and which actor did them;
+the result's ``stages`` add these up, so ``benchmarks/speed.py`` gets per-actor rates.
 """
 
 from __future__ import annotations
@@ -31,25 +34,16 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from qa_core.data.exporters import write_trec_run_chunks
-from qa_core.services import cluster
-from qa_core.services.batch import (
-    BatchRequest,
-    BatchResult,
-    PairRow,
-    Progress,
-    Run,
-    Texts,
-    chunks,
-    read_rows,
-    score_chunk,
-)
+from qa_core.services.batch_chunks import BatchResult, PairRow, Progress, Texts, chunks, read_rows, score_chunk
 from qa_core.text.nlp import decode, encode, get_nlp, parse_many, text_key
 from qa_core.types import InputError
 
 if TYPE_CHECKING:
     from qa_core.rankers.base import Ranker
+    from qa_core.services.batch_chunks import BatchRequest, Run
 
 ROW_COLUMNS = ["chunk", "chunk_pairs", "line", "qid", "question", "docid", "text", "rank", "url"]
+STAGES = {"parse": ("parse_s", "parser"), "score": ("score_s", "scorer")}  # seconds and actor columns
 
 
 @dataclass(frozen=True)
@@ -88,7 +82,7 @@ def read_span(path: Path, span: Span) -> Iterator[pd.DataFrame]:
     ).astype({"rank": "Int64"})
 
 
-def _query_blocks(path: Path, spans: list[Span]):
+def _query_blocks(path: Path, spans: list[Span]) -> Any:
     """The input as a Ray Data datasource, one block per span (built here: Ray is imported late)."""
     from ray.data.block import BlockMetadata
     from ray.data.datasource import Datasource, ReadTask
@@ -153,8 +147,8 @@ class Scorer:
         for _, chunk in block.groupby("chunk", sort=False):
             if len(chunk) != chunk["chunk_pairs"].iloc[0]:  # Ray split a block: pools would be cut
                 raise RuntimeError(f"chunk {chunk['chunk'].iloc[0]} reached a scorer incomplete")
-            parsed = {text_key(text): decode(blob) for text, blob in
-                      {**dict(zip(chunk["question"], chunk["question_parse"])), **dict(zip(chunk["text"], chunk["text_parse"]))}.items()}
+            texts = {**dict(zip(chunk["question"], chunk["question_parse"])), **dict(zip(chunk["text"], chunk["text_parse"]))}
+            parsed = {text_key(text): decode(blob) for text, blob in texts.items()}
             run = score_chunk(self.ranker, _rows(chunk), parsed, amp=self.amp)
             scored += [run[qid][docid] for qid, docid in zip(chunk["qid"], chunk["docid"])]
         out = block[["qid", "docid", "parse_s", "parser"]].assign(score=scored)
@@ -170,6 +164,8 @@ def score_on_ray(request: BatchRequest, ranker: Ranker) -> BatchResult:
     """``qa_core.services.batch.batch_score`` on a Ray cluster (see the module docstring)."""
     import ray.data
     from ray.data import ActorPoolStrategy, DataContext
+
+    from qa_core.services import cluster
 
     spans = find_spans(request)
     kind, state = ranker.name, ranker.state()
@@ -189,7 +185,9 @@ def score_on_ray(request: BatchRequest, ranker: Ranker) -> BatchResult:
         context.enable_progress_bars = not request.quiet
         scorer_resources = {"num_gpus": 1, "num_cpus": 0} if gpus else {"num_cpus": 1}
         dataset = (
-            ray.data.read_datasource(_query_blocks(request.source, spans), num_cpus=0)
+            # One block per span, never split (a split would cut queries and keep Ray Data from
+            # fusing the reads into the parsing actors, where they need no CPU of their own).
+            ray.data.read_datasource(_query_blocks(request.source, spans), override_num_blocks=len(spans))
             .map_batches(Parser, batch_size=None, batch_format="pandas", num_cpus=1,
                          compute=ActorPoolStrategy(size=request.workers))
             .map_batches(Scorer, batch_size=None, batch_format="pandas",
@@ -198,14 +196,14 @@ def score_on_ray(request: BatchRequest, ranker: Ranker) -> BatchResult:
                          compute=ActorPoolStrategy(size=scorers), **scorer_resources)
         )
         progress = Progress(request.quiet)
-        stages: dict[str, dict[str, Any]] = {stage: {"actors": set(), "busy_s": 0.0, "pairs": 0} for stage in ("parse", "score")}
+        stages: dict[str, dict[str, Any]] = {stage: {"actors": set(), "busy_s": 0.0, "pairs": 0} for stage in STAGES}
 
         def runs() -> Iterator[Run]:
             for block in dataset.iter_batches(batch_size=None, batch_format="pandas"):
                 run: Run = {}
                 for qid, docid, score in zip(block["qid"], block["docid"], block["score"]):
                     run.setdefault(qid, {})[docid] = float(score)
-                for stage, seconds, actor in (("parse", "parse_s", "parser"), ("score", "score_s", "scorer")):
+                for stage, (seconds, actor) in STAGES.items():
                     stages[stage]["actors"].update(block[actor].unique().tolist())
                     stages[stage]["busy_s"] += float(block[seconds].sum())
                     stages[stage]["pairs"] += len(block)

@@ -5,7 +5,10 @@ Every task and actor gets this project's ``qa_core`` and ``db`` packages (Ray's 
 the code travels with the job, so a node needs only the dependencies of ``requirements.txt``) and
 the data folder (``RERANK_LAB_DATA``: the parse cache; give every machine the same path, see
 docs/scaling.md). Nothing else of this process's environment is sent: the store URL, which may
-hold a password, travels only as an argument of the task that needs it.
+hold a password, never leaves this process.
+
+Ray's usage statistics stay off (``RAY_USAGE_STATS_ENABLED=0``): the project runs offline, and Ray
+Data would otherwise query a Prometheus server on every dataset.
 """
 
 from __future__ import annotations
@@ -15,15 +18,13 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import db
-import qa_core
 from qa_core import config
 from qa_core.types import InputError
 
 
 def runtime_env() -> dict[str, object]:
     return {
-        "py_modules": [qa_core, db],
+        "py_modules": [str(config.PROJECT_ROOT / "qa_core"), str(config.PROJECT_ROOT / "db")],
         "excludes": ["__pycache__", "*.pyc"],
         "env_vars": {"RERANK_LAB_DATA": str(config.data_dir())},
     }
@@ -34,6 +35,7 @@ def ray_cluster(address: str | None, *, num_cpus: int | None = None, quiet: bool
     """Connected to the cluster at ``address``, or to a local cluster of ``num_cpus`` CPUs (default:
     this machine's) started here; yields the cluster's resources (CPU, GPU, ...). On leaving, a
     joined cluster keeps running and a started one is stopped."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
 
     if ray.is_initialized():  # a caller (a benchmark, a notebook) is already connected: use that
