@@ -1,4 +1,4 @@
-"""Command line: ``python -m qa_core data|train|train-classifier|evaluate|rank|compare|batch-score|models|gc``.
+"""Command line: ``python -m qa_core data|train|worker|train-classifier|evaluate|rank|compare|batch-score|models|gc``.
 
 Exit status: 0 done; 2 bad input, or the database or the disk refused (one clear ``error:`` line
 on stderr, never a traceback, nothing half written); 130 interrupted (Ctrl-C); 1 only for a bug
@@ -112,9 +112,13 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     store = _store(args)
     if args.job is not None:
+        from db.jobs import ClaimLost
         from qa_core.services.jobs import run_job
 
-        _emit({"job": args.job, "model_version_id": run_job(store, args.job)})
+        try:
+            _emit({"job": args.job, "model_version_id": run_job(store, args.job)})
+        except ClaimLost as lost:  # cancelled meanwhile: nothing was registered
+            raise InputError(str(lost)) from None
         return
     if not args.model or not args.data:
         raise InputError("train needs --model and --data (or --job ID for a job queued in the store)")
@@ -148,6 +152,20 @@ def cmd_train(args: argparse.Namespace) -> None:
     version = next(v["version"] for v in store.model_versions(args.model) if v["id"] == version_id)
     _emit({"model": args.model, "version": version, "model_version_id": version_id,
            "checkpoint": str(outcome.checkpoint), **outcome.metrics})
+
+
+def cmd_worker(args: argparse.Namespace) -> None:
+    """Serve the store's queue of training jobs (``qa_core.services.worker``): progress on stderr,
+    one JSON line per job on stdout."""
+    import logging
+
+    from qa_core.services.worker import serve
+
+    store = _store(args)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s worker %(levelname)s %(message)s")
+    logging.getLogger(__name__).info("serving the training jobs of %s", store.engine.url.render_as_string(hide_password=True))
+    serve(store, lease_seconds=args.lease, poll_seconds=args.poll, until_idle=args.until_idle, max_jobs=args.max_jobs,
+          report=_emit)
 
 
 def cmd_train_classifier(args: argparse.Namespace) -> None:
@@ -421,6 +439,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--job", type=int, default=None, help="run training job ID queued in the store (its settings come from there)"
     )
     train.set_defaults(func=cmd_train)
+
+    from db.jobs import LEASE_SECONDS
+    from qa_core.services.worker import POLL_SECONDS
+
+    worker = commands.add_parser(
+        "worker", help="run the training jobs queued in the store (the app queues them with RERANK_LAB_JOB_RUNNER=worker)",
+        description="Claims the oldest queued training job, runs it, and goes on, until stopped (SIGTERM or Ctrl-C "
+        "give the running job back to the queue; after a SIGKILL or a crash its lease runs out and another worker "
+        "takes it). Run as many as you like, on any machine that reaches the store and the data folder.",
+    )
+    worker.add_argument("--until-idle", action="store_true", help="stop when no job is queued")
+    worker.add_argument("--max-jobs", type=int, default=None, help="stop after this many jobs")
+    worker.add_argument("--lease", type=float, default=LEASE_SECONDS,
+                        help="seconds a claim lasts without a heartbeat (heartbeats come every 5 s)")
+    worker.add_argument("--poll", type=float, default=POLL_SECONDS, help="seconds between looks at an empty queue")
+    worker.set_defaults(func=cmd_worker)
 
     classify = commands.add_parser(
         "train-classifier", help="train the question class CNN or focus tagger and register it in the store"
