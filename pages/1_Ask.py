@@ -216,5 +216,5 @@ if state is not None:
         if explanation.trees and st.toggle("Show the REL-tagged trees (as the model compared them)", key=f"{key}-{rank}-trees"):
             for name, tree in explanation.trees.items():
                 st.caption(workbench.as_markdown(name))
-                st.code(tree, language=None)
+                st.code(viz.indented_tree(tree), language=None)
         show_counterfactual(result, rank, f"{key}-{rank}")

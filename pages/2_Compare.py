@@ -13,10 +13,20 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import current_ranker, get_questions, open_store, pick_dataset, question_input, require_datasets
+from pages import (
+    current_ranker,
+    get_questions,
+    open_store,
+    pick_dataset,
+    pick_label_rule,
+    question_input,
+    require_datasets,
+    split_run,
+)
 from qa_core import config, fusion
 from qa_core.evaluation import METRICS
-from qa_core.services import compare, experiments, stored_runs, workbench
+from qa_core.services import compare, stored_runs, workbench
+from qa_core.services.evaluation_labels import describe, evaluation_labels
 from qa_core.types import InputError, NotTrainedError
 
 ONE, SPLIT = "One question", "Whole split"
@@ -104,14 +114,15 @@ else:
     clean = right.checkbox(
         "Clean questions only", key="clean", help="Only questions with a relevant and a non-relevant candidate"
     )
-    chosen = [q for q in questions if q.split == split]
+    rule = pick_label_rule(st, key="labels")
+    chosen = evaluation_labels(store, dataset, rule, loaded=questions).split(split)
     source = st.radio("Compare", [MODELS, SEEDS], horizontal=True, key="runs_source")
     if source == MODELS:
         clicked = st.button("Compare on the split", type="primary", disabled=not split_ready, key="compare_split")
 
         def compare_now() -> compare.SplitComparison:
             runs = {m: stored_runs.load_tagged_run(store, dataset, m, split) if m in fused
-                    else experiments.score_questions(rankers[m], chosen) for m in models}
+                    else split_run(store, url, rankers[m], m, dataset, split, chosen) for m in models}
             return compare.compare_runs(runs, chosen, metric=metric, clean=clean)
     else:
         groups = stored_runs.seed_groups(store, dataset, split, config.seed_runs_dir() / dataset)
@@ -134,12 +145,12 @@ else:
         st.session_state.pop(SPLIT_KEY, None)
         try:
             with st.spinner("Scoring and testing…"):
-                st.session_state[SPLIT_KEY] = (dataset, split, compare_now())
+                st.session_state[SPLIT_KEY] = (dataset, split, rule, compare_now())
         except (InputError, NotTrainedError) as error:
             st.error(workbench.as_markdown(str(error)))
 
     if st.session_state.get(SPLIT_KEY) is not None:
-        shown_dataset, shown_split, result = st.session_state[SPLIT_KEY]
+        shown_dataset, shown_split, shown_rule, result = st.session_state[SPLIT_KEY]
         reference = result.models[0]
         st.subheader("Means with 95% bootstrap intervals")
         st.dataframe(result.significance.systems_table(), key="means",
@@ -149,7 +160,8 @@ else:
         st.caption(workbench.as_markdown(
             f"Δ = model − vs per question; a win is Δ > 0. {result.significance.describe()} "
             + ("Seed runs: each model's per-question values averaged over its runs. " if not result.runs else "")
-            + ("Questions with a relevant and a non-relevant candidate." if result.clean else "Questions with gold labels.")
+            + ("Questions with a relevant and a non-relevant candidate. " if result.clean else "Questions with labels. ")
+            + describe(shown_rule)
         ))
         st.dataframe(
             compare.summary_table(result), hide_index=True, key="summary",

@@ -4,6 +4,7 @@ the page header with its clear messages. Streamlit does not list ``__init__.py``
 from __future__ import annotations
 
 import ast
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -12,13 +13,17 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from db.store import Store
 from qa_core import config
+from qa_core.evaluation import Run
 from qa_core.rankers.base import Ranker
-from qa_core.services import workbench
-from qa_core.types import Candidate, InputError, NotTrainedError
+from qa_core.services import experiments, workbench
+from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
+from qa_core.types import Candidate, InputError, NotTrainedError, Question
 
 PAGES_DIR = Path(__file__).resolve().parent
 TYPED, PICKED = "Type a question", "Pick a dataset question"
 MODELS_KEPT = 6  # loaded (model version, dataset) pairs the server keeps; older ones are dropped
+DATASETS_KEPT = 2  # loaded dataset imports the server keeps (WikiQA's is ~100 MB of Python objects)
+RUNS_KEPT = 32  # whole-split runs the server keeps, per (model version, dataset import, split)
 NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
 
 
@@ -72,9 +77,47 @@ def show_not_trained(error: NotTrainedError, model: str, dataset: str) -> None:
     st.code(workbench.train_command(model, dataset), language="bash")
 
 
-@st.cache_resource(show_spinner="Loading the dataset…")
+@st.cache_resource(show_spinner="Loading the dataset…", max_entries=DATASETS_KEPT)
 def get_questions(_store, url: str, dataset: str, dataset_version: str):
     return workbench.dataset_questions(_store, dataset)
+
+
+@st.cache_resource
+def _split_runs() -> OrderedDict:
+    """The server's whole-split runs, newest last (a plain LRU: ``st.cache_data`` would replay the
+    progress bar instead of showing it)."""
+    return OrderedDict()
+
+
+def split_run(store: Store, url: str, ranker: Ranker, model: str, dataset: str, split: str,
+              questions: Sequence[Question]) -> Run:
+    """``model``'s run over ``questions`` (a whole split), computed once per (model version, dataset
+    import, split) for the whole server, with a progress bar while it is scored."""
+    key = (url, model, workbench.model_version_key(store, model, dataset), dataset,
+           workbench.dataset_version(store, dataset), split)
+    runs = _split_runs()
+    if key in runs:
+        runs.move_to_end(key)
+        return runs[key]
+    bar = st.progress(0.0, text=f"Scoring {model} on {split}…")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"Scoring {model} on {split}: {done:,} of {total:,} questions")
+
+    run = experiments.score_questions(ranker, questions, progress)
+    bar.empty()
+    runs[key] = run
+    while len(runs) > RUNS_KEPT:
+        runs.popitem(last=False)
+    return run
+
+
+def pick_label_rule(container, key: str) -> LabelRule:
+    """The labels a page's metrics are computed against (default gold), with the rule spelled out."""
+    rule = container.radio("Labels", list(LabelRule), key=key, horizontal=True,
+                           format_func=lambda r: {LabelRule.GOLD: "gold", LabelRule.TRAINING: "training-label rule"}[r],
+                           help=" ".join(f"{r.value}: {text}." for r, text in DESCRIPTIONS.items()))
+    return LabelRule(rule)
 
 
 def open_store(show_device: bool = True) -> tuple[str, Store]:

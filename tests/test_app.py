@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from db.store import Store
 from qa_core.data.demo import load_demo
+from qa_core.services.evaluation_labels import LabelRule
 from qa_core.services.experiments import train_ranker
 from qa_core.types import Candidate, Dataset, Question
 from tests.pages import ASK, LANDING, markdown, open_page
@@ -335,6 +336,10 @@ def test_errors_label_source_follows_the_store(store_url):
 
     app = errors_page()
     app.selectbox(key="model").select("overlap").run()
+    gold = app.dataframe[0].value.set_index("qid")  # the default rule: app labels change no metric
+    assert set(gold["label_source"]) == {"gold"} and gold.loc[SISTINE, "correct"] == 1
+    assert any(caption.value.count("Labels: gold") == 1 for caption in app.caption)
+    app.radio(key="labels").set_value(LabelRule.TRAINING).run()
     worst = app.dataframe[0].value.set_index("qid")
     assert worst.loc[SISTINE, "label_source"] == "labels" and worst.loc[SISTINE, "correct"] == 2
     assert worst.loc["demo-39", "label_source"] == "adjudicated"

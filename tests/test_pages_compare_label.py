@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from db.store import Store
+from qa_core.data.demo import load_demo
 from qa_core.services import workbench
 from qa_core.types import Candidate, Dataset, Question
 from tests.pages import COMPARE, LABEL, markdown, open_page
@@ -158,6 +159,21 @@ def test_label_undo_skip_write_to_the_store_with_history(store_url):
     store.close()
 
 
+def test_the_queue_hands_out_train_pairs_unless_test_is_chosen(store_url):
+    splits = {q.qid: q.split for q in load_demo().questions}
+    app = start_labelling("alice")
+    assert app.selectbox(key="label_split-demo").value == "train"
+    seen = set()
+    for _ in range(4):
+        seen.add(splits[shown_pair(app).split(" · ")[0]])
+        app.button(key="skip").click().run()
+    assert seen == {"train"}
+    assert not any("TEST pairs" in c.value for c in app.caption)
+    app.selectbox(key="label_split-demo").select("test").run()
+    assert splits[shown_pair(app).split(" · ")[0]] == "test"
+    assert any("only under the training-label rule" in c.value for c in app.caption)
+
+
 def test_two_sessions_are_never_shown_the_same_pair(store_url):
     first, second = start_labelling("alice"), start_labelling("alice")
     assert shown_pair(first) != shown_pair(second)
@@ -253,4 +269,4 @@ def test_compare_split_without_gold_labels_says_so(store_url):
     app.radio(key="view").set_value("Whole split").run()
     app.button(key="compare_split").click().run()
     assert not app.exception, app.exception
-    assert len(app.error) == 1 and "gold labels" in app.error[0].value
+    assert len(app.error) == 1 and "has labels (under the label rule chosen)" in app.error[0].value

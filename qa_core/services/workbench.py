@@ -20,14 +20,20 @@ import pandas as pd
 from qa_core import config
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
-from qa_core.types import Candidate, Dataset, InputError, NotTrainedError, Question
+from qa_core.types import (
+    MAX_CANDIDATE_CHARS,
+    MAX_QUESTION_CHARS,
+    Candidate,
+    Dataset,
+    InputError,
+    NotTrainedError,
+    Question,
+)
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading the store or bm25s
     from db.store import Store
     from qa_core.retrieval import BM25Index
 
-MAX_QUESTION_CHARS = 1000
-MAX_CANDIDATE_CHARS = 5000
 DEFAULT_CANDIDATES = 50
 
 
