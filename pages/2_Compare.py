@@ -15,6 +15,7 @@ import streamlit as st
 
 from pages import (
     current_ranker,
+    explain_candidate,
     get_questions,
     open_store,
     pick_dataset,
@@ -25,7 +26,7 @@ from pages import (
 )
 from qa_core import config, fusion
 from qa_core.evaluation import METRICS
-from qa_core.services import compare, stored_runs, workbench
+from qa_core.services import compare, ranking, stored_runs, workbench
 from qa_core.services.evaluation_labels import describe, evaluation_labels
 from qa_core.types import InputError, NotTrainedError
 
@@ -104,6 +105,26 @@ if view == ONE:
         with st.expander("As tables: the top ranks side by side, and every candidate's rank per model"):
             st.dataframe(compare.aligned_lists(result, TOP), hide_index=True)
             st.dataframe(result.ranks, column_config={"text": st.column_config.TextColumn("candidate", width="large")})
+
+        st.subheader("Why: one candidate through each model")
+        reference = result.rankings[result.models[0]]
+        missed = ranking.missed_answers(reference)
+        only_missed = st.toggle(f"Only right answers {result.models[0]} ranked below a wrong one ({len(missed)})",
+                                key="compare_missed")
+        ranks = missed if only_missed else [scored.rank for scored in reference.scored]
+        if not ranks:
+            st.info("No right answer is ranked below a wrong one here.")
+        else:
+            opened = st.selectbox("Explain candidate (ranks are the reference's)", ranks, key="compare_open",
+                                  format_func=lambda r: ranking.option_label(reference.at(r)))
+            doc_id = reference.at(opened).candidate.doc_id
+            st.markdown(workbench.as_markdown(reference.at(opened).candidate.text))
+            for column, model in zip(st.columns(len(result.models)), result.models):
+                ranked = result.rankings[model]
+                rank = ranked.rank_of(doc_id)
+                with column:
+                    st.markdown(f"**{workbench.as_markdown(model)}** · #{rank} · score {ranked.at(rank).score:.4f}")
+                    explain_candidate(ranked, rank, dataset, f"compare-{model}-{rank}")
 
 else:
     questions = get_questions(store, url, dataset, dataset_version)

@@ -15,7 +15,7 @@ from db.store import Store
 from qa_core import config
 from qa_core.evaluation import Run
 from qa_core.rankers.base import Ranker
-from qa_core.services import experiments, workbench
+from qa_core.services import experiments, ranking, trust, viz, workbench
 from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
 from qa_core.types import Candidate, InputError, NotTrainedError, Question
 
@@ -202,3 +202,70 @@ def question_input(store: Store, url: str, dataset: str, dataset_version: str) -
         return questions[picked].text, questions[picked].candidates, questions[picked].qid
 
     return chosen
+
+
+# ------------------------------------------------------------- one candidate explained (Ask, Compare)
+
+
+def explain_candidate(result: ranking.Ranking, rank: int, dataset: str, key: str) -> None:
+    """Everything the app shows of why ``result``'s candidate at ``rank`` scored as it did, computed
+    when opened: the model's heatmaps, how far to trust them, its REL links as arcs, its trees, and
+    a counterfactual edit."""
+    with st.spinner("Explaining…"):
+        explanation = result.explain(rank)
+    show_explanation(explanation, key)
+    show_trust(result, rank, dataset)
+    st.plotly_chart(
+        viz.arcs_figure(explanation.question_tokens, explanation.answer_tokens, explanation.links), key=f"{key}-arcs"
+    )
+    if explanation.trees and st.toggle("Show the REL-tagged trees (as the model compared them)", key=f"{key}-trees"):
+        for name, tree in explanation.trees.items():
+            st.caption(workbench.as_markdown(name))
+            st.code(viz.indented_tree(tree), language=None)
+    show_counterfactual(result, rank, key)
+
+
+def show_explanation(explanation, key: str) -> None:
+    """The model's heatmaps: its word x word matrices and its per-word weights (question side too,
+    where the model has them)."""
+    for name in explanation.matrices:
+        st.plotly_chart(viz.heatmap_figure(explanation, name), key=f"{key}-matrix-{name}")
+    if explanation.question_weights is not None:
+        st.plotly_chart(viz.token_weights_figure(explanation, side="question"), key=f"{key}-question-weights")
+    st.plotly_chart(viz.token_weights_figure(explanation), key=f"{key}-weights")
+
+
+def show_counterfactual(result: ranking.Ranking, rank: int, key: str) -> None:
+    """Edit the candidate and score the edit against this ranking's scores; explain only the edit."""
+    with st.form(f"{key}-form", border=False):
+        edited = st.text_area(
+            "Edit this candidate and score it again", value=result.at(rank).candidate.text, key=f"{key}-text"
+        )
+        submitted = st.form_submit_button("Score edited text")
+    if submitted:
+        try:
+            st.session_state[f"{key}-result"] = result.counterfactual(rank, edited)
+        except InputError as error:
+            st.session_state.pop(f"{key}-result", None)
+            st.error(workbench.as_markdown(str(error)))
+    outcome = st.session_state.get(f"{key}-result")
+    if outcome is not None:
+        st.metric("Score of the edited text", f"{outcome.score:.4f}", delta=f"{outcome.delta:+.4f}")
+        st.caption(f"Would rank #{outcome.rank} of {len(result)} (now #{rank}).")
+        show_explanation(outcome.explanation, f"{key}-edited")
+
+
+def show_trust(result: ranking.Ranking, rank: int, dataset: str) -> None:
+    """How far to trust this heatmap: the model's measured faithfulness, and the same test live on
+    this candidate (its score without its top-weighted words, and with only them, against random)."""
+    measured = trust.measured_line(result.model, dataset)
+    if measured is not None:
+        st.caption(workbench.as_markdown(measured))
+    test = result.deletion_test(rank)
+    k = ranking.LIVE_FRACTION
+    st.caption(
+        f"This candidate: score {test.score:.4f}; without its top {k:.0%} words "
+        f"{test.score - test.comprehensiveness[k]:.4f} (without {k:.0%} random words: "
+        f"{test.score - test.random_comprehensiveness[k]:.4f}); with only them "
+        f"{test.score - test.sufficiency[k]:.4f} (only random words: {test.score - test.random_sufficiency[k]:.4f})."
+    )

@@ -232,8 +232,8 @@ def test_tree_kernel_draws_its_own_focus_links_and_trees(store_url, tiny_tree_ke
     assert not app.code
     app.toggle(key="r1-1-trees").set_value(True).run()
     trees = [code.value for code in app.code]
-    assert len(trees) == 2 and all(tree.startswith("(S ") for tree in trees)
-    assert "REL-FOCUS-HUM" in trees[0] and re.search(r"\(REL-FOCUS-HUM \(NNP \w+\)\)", trees[1])  # its top answer's person
+    assert len(trees) == 2 and all(tree.startswith("(S\n  (") for tree in trees)  # one constituent a line
+    assert "REL-FOCUS-HUM" in trees[0] and re.search(r"\(REL-FOCUS-HUM\n\s+\(NNP \w+\)\)", trees[1])  # its top answer's person
 
 
 def test_any_candidate_opens_and_the_missed_answers_filter(store_url):

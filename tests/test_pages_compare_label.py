@@ -4,6 +4,7 @@ baseline models (overlap, BM25) and real spaCy."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -54,9 +55,23 @@ def test_compare_two_models_on_a_typed_question(store_url):
     assert "**bm25**" in text and "**overlap**" in text
     lists = [m.value for m in app.markdown if m.value.startswith("1. ")]
     assert len(lists) == 2 and all(DEMO_ANSWER in ranked.splitlines()[0] for ranked in lists)
-    (chart,) = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    charts = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    (chart,) = [c for c in charts if c["layout"]["title"]["text"].startswith("Rank of each candidate")]  # the bump chart
     assert chart["layout"]["yaxis"]["autorange"] == "reversed"
     assert all(trace["x"] == ["bm25", "overlap"] for trace in chart["data"]) and len(chart["data"]) >= 2
+
+    # Issue 16: any candidate opened through every model at once, explained when opened.
+    def explained() -> list[str]:
+        return [m.value for m in app.markdown if re.match(r"^\*\*(bm25|overlap)\*\* · #\d+ · score", m.value)]
+
+    assert len(explained()) == 2 and all(" · #1 · " in line for line in explained())
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in app.get("plotly_chart")]
+    assert sum("per answer word" in t for t in titles) == 2 and sum(t.startswith("REL links:") for t in titles) == 2
+    last = app.selectbox(key="compare_open").options[-1]
+    app.selectbox(key="compare_open").select_index(len(app.selectbox(key="compare_open").options) - 1).run()
+    assert not app.exception, app.exception
+    assert app.selectbox(key="compare_open").value == int(last.split(" · ")[0].lstrip("#"))
+    assert any(f" · #{app.selectbox(key='compare_open').value} · " in line for line in explained() if "bm25" in line)
 
 
 def test_compare_on_a_split_shows_deltas_tests_and_disagreements(store_url):
