@@ -100,7 +100,7 @@ def cmd_data_orphans(args: argparse.Namespace) -> None:
 
 def cmd_data_demo(args: argparse.Namespace) -> None:
     store = _store(args)
-    workbench.ensure_demo(store)
+    workbench.ensure_demo(store, beside_others=True)
     _emit({"datasets": store.dataset_names()})
 
 

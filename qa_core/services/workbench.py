@@ -47,20 +47,23 @@ def open_store(url: str | None = None) -> Store:
     return Store(url or config.database_url())
 
 
-def ensure_demo(store: Store) -> bool:
-    """Import the bundled demo corpus into an empty store, so a first run works offline.
+def ensure_demo(store: Store, *, beside_others: bool = False) -> bool:
+    """Import the bundled demo corpus into an empty store, so a first run works offline; with
+    ``beside_others`` (``data demo``, which ``make run`` calls) also into a store that holds other
+    datasets but not the demo.
 
     Returns whether it imported. Two first runs racing each other are fine: the loser sees the
     winner's dataset.
     """
-    if store.dataset_names():
-        return False
-    from qa_core.data.demo import load_demo
+    from qa_core.data.demo import DEMO_NAME, load_demo
 
+    names = store.dataset_names()
+    if DEMO_NAME in names or (names and not beside_others):
+        return False
     try:
         store.import_dataset(load_demo())
     except InputError:
-        if not store.dataset_names():
+        if DEMO_NAME not in store.dataset_names():
             raise
         return False
     return True
