@@ -30,18 +30,25 @@ ORPHAN_EXAMPLES = 5
 
 @contextmanager
 def _progress_bar(description: str, quiet: bool) -> Iterator[ScoringProgress | None]:
-    """A progress bar on stderr for a long step (none with ``--quiet``: the final line still prints)."""
+    """A progress bar on stderr for a long step, opened at its first report (an input error found
+    before any work stays the one line on stderr); none with ``--quiet`` (the final line still prints)."""
     if quiet:
         yield None
         return
     from tqdm.auto import tqdm
 
-    with tqdm(desc=description, unit="question", file=sys.stderr, leave=False) as bar:
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
+    bars = []
 
+    def progress(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(desc=description, total=total, unit="question", file=sys.stderr, leave=False))
+        bars[0].update(done - bars[0].n)
+
+    try:
         yield progress
+    finally:
+        for bar in bars:
+            bar.close()
 
 
 def _add_label_arguments(parser: argparse.ArgumentParser) -> None:
