@@ -142,6 +142,7 @@ def test_cli_scores_a_trec_run_from_the_store_on_a_cluster_it_starts_and_stops(c
                                  "--engine", "ray"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stderr
         assert (json.loads(result.stdout)["engine"], json.loads(result.stdout)["lines"]) == ("ray", pairs)
+        assert " INFO " not in result.stderr and " WARNING " not in result.stderr  # --quiet: no Ray Data logs
         assert list(ray_tmp.glob("**/session_*"))  # the cluster ran there ...
         assert ray_processes(str(ray_tmp)) == []  # ... and is stopped
     finally:

@@ -22,6 +22,7 @@ from db.base import now
 from db.jobs import MAX_ATTEMPTS, WAITING_FOR_WORKER, ClaimLost
 from db.models import TrainingJobRow
 from db.store import Store
+from qa_core.cli import main
 from qa_core.data.demo import load_demo
 from qa_core.services import jobs
 from qa_core.training.events import TrainingEvent
@@ -36,6 +37,7 @@ CLAIMERS, WORKER_JOBS = 4, 40
 CLAIMER = """
 import json, os, sys, time
 from db.store import Store
+from qa_core.cli import main
 store = Store(sys.argv[1])
 while not os.path.exists(sys.argv[2]):
     time.sleep(0.005)
@@ -128,6 +130,14 @@ def test_a_job_whose_workers_keep_getting_lost_fails(store: Store) -> None:
     job = store.job(job_id)
     assert job["status"] == "failed" and f"given up after {MAX_ATTEMPTS} attempts" in job["error"]
     assert store.claim_job() is None
+
+
+def test_worker_options_and_an_empty_queue(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--db", store.url, "worker", "--lease", "3"]) == 2
+    assert "at least two heartbeats" in capsys.readouterr().err
+    store.create_job("smcnn", "demo", {})  # the launcher's own job: no worker waits for it
+    assert main(["--db", store.url, "worker", "--until-idle"]) == 0
+    assert capsys.readouterr().out == ""
 
 
 # ------------------------------------------------------------------------------ real workers

@@ -162,10 +162,12 @@ def _first_row(rows: int, seconds: float) -> list[float]:
 
 def score_on_ray(request: BatchRequest, ranker: Ranker) -> BatchResult:
     """``qa_core.services.batch.batch_score`` on a Ray cluster (see the module docstring)."""
+    from qa_core.services import cluster
+
+    if request.quiet:
+        cluster.quiet_logs()
     import ray.data
     from ray.data import ActorPoolStrategy, DataContext
-
-    from qa_core.services import cluster
 
     spans = find_spans(request)
     kind, state = ranker.name, ranker.state()

@@ -30,6 +30,13 @@ def runtime_env() -> dict[str, object]:
     }
 
 
+def quiet_logs() -> None:
+    """Ray's Python logs at ERROR and above only (``--quiet``); call before importing ``ray.data``,
+    which sets its loggers' level from ``RAY_DATA_LOG_LEVEL`` whenever it configures them."""
+    os.environ["RAY_DATA_LOG_LEVEL"] = "ERROR"
+    logging.getLogger("ray").setLevel(logging.ERROR)
+
+
 @contextmanager
 def ray_cluster(address: str | None, *, num_cpus: int | None = None, quiet: bool = False) -> Iterator[dict[str, float]]:
     """Connected to the cluster at ``address``, or to a local cluster of ``num_cpus`` CPUs (default:
@@ -44,10 +51,10 @@ def ray_cluster(address: str | None, *, num_cpus: int | None = None, quiet: bool
     options: dict[str, object] = {
         "runtime_env": runtime_env(),
         "log_to_driver": not quiet,
-        "logging_level": logging.WARNING if quiet else logging.INFO,
+        "logging_level": logging.ERROR if quiet else logging.INFO,
     }
     if quiet:
-        logging.getLogger("ray").setLevel(logging.WARNING)
+        quiet_logs()
     try:
         if address:
             ray.init(address=address, **options)
