@@ -111,7 +111,7 @@ def render_batch(part: dict[str, Any]) -> list[str]:
         f"`python -m qa_core batch-score` on every WikiQA pair ({part['pairs']:,} pairs, {part['questions']:,} "
         "questions, JSONL), SM-CNN trained one epoch on WikiQA TRAIN, CPU, each run with an empty parse cache. "
         "*Command*: the whole call (for Ray: starting a local cluster, its actors, the work, stopping it); "
-        "*stream*: from the first block asked for to the last line written. Ray: `--workers` parsing actors "
+        "*stream*: from the first block asked for to the last line written (for Ray the actors start inside it). Ray: `--workers` parsing actors "
         "and one scoring actor; local: `--workers` DataLoader parsing processes and scoring in the main "
         "process. With 2 workers both engines run 3 busy processes on the 2 cores. *Load*: the 1-minute load "
         "average when the run started; above 2, other work (other engineers' tests) shared the 2 cores, so the "
