@@ -34,25 +34,27 @@ DEFAULT_CANDIDATES = 50
 # ---------------------------------------------------------------------- store and demo data
 
 
-def open_store(url: str | None = None) -> Store:
-    """The store at ``url``, else the configured one (``RERANK_LAB_DB`` or SQLite in the data folder)."""
+def open_store(url: str | None = None, *, team: bool = False) -> Store:
+    """The store at ``url``, else the configured one (``RERANK_LAB_DB`` or SQLite in the data folder);
+    ``team``: writes need a signed-in user (``db/audit.py``)."""
     from db.store import Store
 
-    return Store(url or config.database_url())
+    return Store(url or config.database_url(), team=team)
 
 
 def ensure_demo(store: Store) -> bool:
     """Import the bundled demo corpus into an empty store, so a first run works offline.
 
     Returns whether it imported. Two first runs racing each other are fine: the loser sees the
-    winner's dataset.
+    winner's dataset. The app itself imports it (``SYSTEM`` in the audit trail), in team mode too.
     """
     if store.dataset_names():
         return False
+    from qa_core.access import SYSTEM
     from qa_core.data.demo import load_demo
 
     try:
-        store.import_dataset(load_demo())
+        store.import_dataset(load_demo(), actor=SYSTEM)
     except InputError:
         if not store.dataset_names():
             raise
