@@ -38,7 +38,7 @@ if events.empty:
 else:
     st.dataframe(events, hide_index=True, key="audit_events")
 st.download_button(
-    "Download as CSV", audit.audit_csv(events), file_name="rerank-lab-audit.csv", mime="text/csv", key="audit_csv"
+    "Download the audit trail (CSV)", audit.audit_csv(events), file_name="rerank-lab-audit.csv", mime="text/csv", key="audit_csv"
 )
 
 st.subheader("Users and roles")

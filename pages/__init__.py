@@ -37,13 +37,19 @@ ACTOR, SIGNED_IN_TOKEN = "signed_in_actor", "signed_in_token"
 PAGE_PERMISSIONS = {"4_Train.py": Permission.TRAIN, "6_Audit.py": Permission.VIEW_AUDIT}
 
 
+def page_files(actor: Actor = LOCAL) -> list[Path]:
+    """The pages ``actor`` may open, in sidebar order."""
+    return [
+        path for path in sorted(PAGES_DIR.glob("[0-9]*.py"))
+        if actor.may(PAGE_PERMISSIONS.get(path.name, Permission.VIEW))
+    ]
+
+
 def page_summaries(actor: Actor = LOCAL) -> list[tuple[str, str]]:
     """(path, first sentence of its docstring) of every page ``actor`` may open, in sidebar order:
     the landing page's links, so that adding a page means adding its file."""
     pages = []
-    for path in sorted(PAGES_DIR.glob("[0-9]*.py")):
-        if not actor.may(PAGE_PERMISSIONS.get(path.name, Permission.VIEW)):
-            continue
+    for path in page_files(actor):
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or path.stem
         first = " ".join(doc.split("\n\n")[0].split())
         pages.append((f"pages/{path.name}", first.split(". ")[0].rstrip(".")))
