@@ -266,3 +266,33 @@ def test_the_cli_grants_roles_lists_users_and_exports_the_audit_trail(team, data
     written = out.read_text().splitlines()
     assert len(written) == 3  # the header, ada's change of rita's role and the CLI's of anna's
     assert written[1].split(",")[1:3] == [operator(getpass.getuser()).name, "role_change"]
+
+
+def test_migration_0006_keeps_every_label_and_its_downgrade_drops_only_the_team_tables(database_url: str) -> None:
+    from sqlalchemy import inspect
+
+    from db.session import downgrade, upgrade
+
+    store = Store(database_url, team=True)
+    try:
+        store.import_dataset(small(), actor=SYSTEM)
+        candidate = store.find_candidate_id("d", "q1", "a")
+        local = Store(database_url)
+        local.add_label(candidate, "alice", 2)
+        local.close()
+        anna = sign_in(store, "anna")
+        store.add_label(candidate, None, 3, actor=anna)
+        downgrade(store.engine, "0005")
+        with store.engine.connect() as connection:
+            assert not {"users", "audit_events"} & set(inspect(connection).get_table_names())
+            assert connection.execute(text("SELECT annotator, value FROM labels ORDER BY id")).all() == [
+                ("alice", 2), ("anna@example.org", 3)
+            ]
+        upgrade(store.engine, "head")
+        with store.engine.connect() as connection:
+            assert connection.execute(text("SELECT annotator, user_id FROM labels ORDER BY id")).all() == [
+                ("alice", None), ("anna@example.org", None)  # local mode's labels, and those from before 0006
+            ]
+        assert store.users() == [] and store.audit_events() == []
+    finally:
+        store.close()
