@@ -23,7 +23,7 @@ from streamlit.errors import StreamlitSecretNotFoundError
 
 from db.store import Store
 from qa_core import config
-from qa_core.access import LOCAL, AccessDenied, Actor, Permission
+from qa_core.access import LOCAL, Actor, Permission
 from qa_core.rankers.base import Ranker
 from qa_core.services import audit, workbench
 from qa_core.types import Candidate, InputError, NotTrainedError
@@ -171,7 +171,7 @@ def _signed_in(store: Store) -> Actor:
         else:  # a new sign-in in this browser session: the store records it (and the first user's admin role)
             actor = audit.sign_in(store, claims)
             st.session_state[SIGNED_IN_TOKEN] = token
-    except AccessDenied as error:
+    except InputError as error:  # refused (AccessDenied), a token the store cannot keep, or the database
         st.session_state.pop(SIGNED_IN_TOKEN, None)
         st.session_state.pop(ACTOR, None)
         _sign_in_screen(str(error), refused=True)
@@ -180,7 +180,10 @@ def _signed_in(store: Store) -> Actor:
     who = workbench.as_markdown(name or actor.name)
     st.sidebar.markdown(f"Signed in as **{who}** ({workbench.as_markdown(actor.name)}) · {actor.role}")
     if st.sidebar.button("Sign out", key="sign_out"):
-        store.sign_out(actor)
+        try:
+            store.sign_out(actor)
+        except InputError as error:  # this browser still signs out; copies of its cookie are not ended
+            st.sidebar.error(workbench.as_markdown(f"The store could not record the sign-out: {error}"))
         st.session_state.pop(SIGNED_IN_TOKEN, None)
         st.session_state.pop(ACTOR, None)
         st.logout()
