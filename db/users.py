@@ -30,12 +30,6 @@ AUDIT_KEYS = ("id", "at", "actor", "action", "target", "detail")
 class UserStore(StoreBase):
     """Sign-in, sign-out, roles and the audit trail."""
 
-    def check(self, actor: Actor | None, permission: Permission) -> Actor:
-        """The actor with its current role if it may do ``permission`` (``AccessDenied`` otherwise),
-        for services that guard something outside the store (a process to stop)."""
-        with self.session_scope() as session:
-            return authorize(session, actor, permission, team=self.team)
-
     def sign_in(
         self,
         subject: str,
