@@ -22,8 +22,10 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from db.audit import authorize, record
 from db.base import StoreBase, check_annotator, insert_model_version, jsonable, now
 from db.models import TrainingEventRow, TrainingJobRow
+from qa_core.access import Actor, Permission
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError
 
@@ -45,15 +47,37 @@ FINISH_ATTEMPTS = 5  # concurrent registrations of one model name: see ``insert_
 class JobStore(StoreBase):
     """Training jobs and their events (mixed into ``db.store.Store``)."""
 
-    def create_job(self, model: str, dataset: str, params: dict[str, Any]) -> int:
-        """A new ``queued`` job; ``params`` is everything the job process needs (JSON)."""
+    def create_job(self, model: str, dataset: str, params: dict[str, Any], *, actor: Actor | None = None) -> int:
+        """A new ``queued`` job; ``params`` is everything the job process needs (JSON). Needs the right
+        to train (and to promote, when ``params["promote"]`` asks the job to promote its version)."""
         model, dataset = check_annotator(model, "model"), check_annotator(dataset, "dataset")
         with self.session_scope() as session:
-            return session.scalar(
+            who = authorize(session, actor, Permission.TRAIN, team=self.team)
+            if params.get("promote"):
+                authorize(session, who, Permission.PROMOTE, team=self.team)
+            job_id = session.scalar(
                 insert(TrainingJobRow)
                 .values(model=model, dataset=dataset, params=jsonable(params), status="queued", heartbeat_at=now())
                 .returning(TrainingJobRow.id)
             )
+            record(session, who, "train", model, {"job": job_id, "dataset": dataset, **params})
+            return job_id
+
+    def cancel_job(self, job_id: int, *, actor: Actor | None = None) -> dict[str, Any] | None:
+        """Mark a queued or running job failed ("cancelled"; the audit trail says by whom) and return it, so the caller
+        can stop its process; ``None`` when it had ended already. Needs the right to train."""
+        with self.session_scope() as session:
+            who = authorize(session, actor, Permission.TRAIN, team=self.team)
+            result = session.execute(
+                update(TrainingJobRow)
+                .where(TrainingJobRow.id == job_id, TrainingJobRow.status.in_(ACTIVE_STATUSES))
+                .values(status="failed", finished_at=now(), error="cancelled")
+            )
+            if result.rowcount != 1:
+                return None
+            row = session.get(TrainingJobRow, job_id)
+            record(session, who, "cancel_job", row.model, {"job": job_id, "dataset": row.dataset})
+            return _job_dict(row)
 
     def set_job_process(self, job_id: int, pid: int, host: str | None = None) -> None:
         """Record the job's process (the launcher calls this right after spawning it)."""

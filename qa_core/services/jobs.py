@@ -37,6 +37,7 @@ from qa_core.types import InputError, NotTrainedError
 
 if TYPE_CHECKING:
     from db.store import Store
+    from qa_core.access import Actor
     from qa_core.rankers.base import Ranker
     from qa_core.training.events import TrainingEvent
 
@@ -67,6 +68,7 @@ def start_training_job(
     dev_split: str = "dev",
     model_config: dict[str, Any] | None = None,
     promote: bool = False,
+    actor: Actor | None = None,
 ) -> int:
     """Queue a training of ``model`` on ``dataset`` and start its process; returns the job id.
 
@@ -74,6 +76,8 @@ def start_training_job(
     ``qa_core.services.labeling.training_labels`` (adjudication, then majority), with ``gold`` filling the
     gaps (``True``: every split; split names: only those); without ``store_labels`` the
     dataset's gold labels only. The new version is registered unpromoted unless ``promote``.
+    ``actor`` must be allowed to train (and to promote, with ``promote``); the store checks and
+    records it before any process starts.
     Poll ``store.job(id)`` and ``store.job_events(id)`` for status and progress.
     """
     if not registry.ranker_class(model).capabilities.trainable:
@@ -92,7 +96,7 @@ def start_training_job(
         "config": dict(model_config or {}),
         "promote": promote,
     }
-    job_id = store.create_job(model, dataset, params)
+    job_id = store.create_job(model, dataset, params, actor=actor)
     log_path = job_log_path(job_id)
     try:
         with open(log_path, "ab") as log:
@@ -127,18 +131,19 @@ def job_log_path(job_id: int) -> Path:
     return folder / f"job-{job_id}.log"
 
 
-def cancel_job(store: Store, job_id: int) -> bool:
-    """Stop a queued or running job (SIGTERM to its process on this host) and mark it failed;
-    returns whether it was still active. The promoted model is untouched."""
-    job = store.job(job_id)
-    if job["status"] not in ("queued", "running"):
+def cancel_job(store: Store, job_id: int, *, actor: Actor | None = None) -> bool:
+    """Mark a queued or running job failed and stop its process (SIGTERM, on this host); returns
+    whether it was still active. The promoted model is untouched. Needs the right to train."""
+    store.job(job_id)  # a job whose process died is marked failed first
+    job = store.cancel_job(job_id, actor=actor)
+    if job is None:
         return False
     if job["pid"] is not None and job["host"] == socket.gethostname():
         try:
             os.kill(job["pid"], signal.SIGTERM)
         except ProcessLookupError:
             pass
-    return store.fail_job(job_id, "cancelled")
+    return True
 
 
 def wait_for_job(store: Store, job_id: int, timeout: float = 600.0, poll_seconds: float = 0.2) -> dict[str, Any]:
