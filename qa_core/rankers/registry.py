@@ -24,6 +24,7 @@ def _ensure_loaded() -> None:
         attention_lstm,
         baselines,
         cnn_overlap,
+        compare_aggregate,
         global_local,
         mphcnn,
         smcnn,
