@@ -11,8 +11,9 @@ which the ensemble's file pattern skips). Records go to ``results/compare_aggreg
 model's seeds 1-5 also to ``ranker_compare_aggregate.json`` for the rankers table. Without
 ``--variants`` the section is only re-rendered (with the paired statistics, which need the data).
 
-The question analysis is passed in: the class CNN and focus tagger registered in this checkout's
-store (``python -m qa_core train-classifier ...``), else the wh-word rules; records say which.
+The question analysis is passed in: the wh-word rules by default (``--analysis rules``), or with
+``--analysis store`` the class CNN and focus tagger registered in this checkout's store (``python -m
+qa_core train-classifier ...``), else the rules; records say which.
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ def run_name(variant: str) -> str:
     return MODEL if variant == "full" else f"{MODEL}-{variant}"
 
 
-def analyzer_from_store() -> QuestionAnalyzer:
+def make_analyzer(analysis: str) -> QuestionAnalyzer:
+    if analysis == "rules":
+        return QuestionAnalyzer()
     store = Store()
     try:
         return QuestionAnalyzer.from_store(store)
@@ -217,10 +220,11 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=list(MAIN_SEEDS))
     parser.add_argument("--datasets", nargs="+", default=["wikiqa", "trecqa"])
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (the machine is shared)")
+    parser.add_argument("--analysis", choices=["rules", "store"], default="rules", help="question analysis passed in")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     datasets = {name: ds for name, ds in shared_datasets().items() if name in args.datasets}
-    analyzer = analyzer_from_store()
+    analyzer = make_analyzer(args.analysis)
     for name, dataset in datasets.items():
         for variant in args.variants:
             for seed in args.seeds:
