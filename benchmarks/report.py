@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from common import RESULTS, ROOT
 
-SECTION_ORDER = ("rankers", "stacking", "compare_aggregate", "classifiers", "semantic_overlap", "structure", "speed", "learning_loop")
+SECTION_ORDER = (
+    "rankers", "stacking", "compare_aggregate", "classifiers", "semantic_overlap", "structure", "speed", "learning_loop",
+)
 
 
 def main() -> None:
