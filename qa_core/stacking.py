@@ -93,6 +93,8 @@ def feature_table(
     rows, qids, doc_ids = [], [], []
     for question in questions:
         docs = [c.doc_id for c in question.candidates]
+        if not docs:  # nothing to rank (TrecQA has such questions); they get no row
+            continue
         blocks = []
         for member in members:
             scored = runs[member].get(question.qid, {})

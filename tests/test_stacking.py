@@ -109,7 +109,8 @@ def test_out_of_fold_scores_never_come_from_a_member_that_saw_the_question(split
 def test_feature_table_rows_follow_the_pools(splits):
     train = splits[0][:3]
     runs = {"a": {q.qid: {c.doc_id: float(i) for i, c in enumerate(q.candidates)} for q in train}}
-    table = feature_table(train, runs, ["a"], IdfTable.fit([["x"]]))
+    empty = Question("empty", "Nothing to rank?", [], "train")  # no candidates, no row
+    table = feature_table([*train, empty], runs, ["a"], IdfTable.fit([["x"]]))
     assert table.names == ["a:z", "a:rank", *LEXICAL_FEATURES]
     assert table.features.shape == (sum(len(q.candidates) for q in train), 2 + len(LEXICAL_FEATURES))
     assert table.group_sizes == [len(q.candidates) for q in train]
