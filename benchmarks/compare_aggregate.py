@@ -155,6 +155,24 @@ def _spread(values: list[float]) -> str:
     return f"{mean:.4f} ± {std:.4f}" if len(values) > 1 else f"{mean:.4f}"
 
 
+def rule_outcome(results: dict[str, Any]) -> list[str]:
+    """The adopt rule applied: mean DEV MAP over both datasets per variant, once all have seeds 1-5."""
+    means = {}
+    for variant in VARIANTS:
+        per_dataset = [
+            [r["dev_map"] for r in results["variants"].get(variant, {}).get(dataset, []) if r["seed"] in MAIN_SEEDS]
+            for dataset in SETTING
+        ]
+        if any(len(values) < len(MAIN_SEEDS) for values in per_dataset):
+            return []
+        means[variant] = sum(mean_std(values)[0] for values in per_dataset) / len(per_dataset)
+    better = {v: m for v, m in means.items() if v != "full" and m - means["full"] >= 0.005}
+    verdict = (f"{max(better, key=better.get)} becomes the default" if better else
+               "no switch-off gains 0.5 points, so every channel stays in the default")  # fmt: skip
+    parts = ", ".join(f"{v} {m:.4f}" for v, m in means.items())
+    return [f"Rule applied (mean DEV MAP over both datasets): {parts}; {verdict}."]
+
+
 def render_section() -> list[str]:
     results = read_records()
     lines = [
@@ -208,6 +226,7 @@ def render_section() -> list[str]:
                 *rows,
                 "",
             ]
+    lines += [*rule_outcome(results), ""]
     if "machine" in results:
         machines.add(machine_line(results["machine"]))
     lines += [*(f"Machine: {m}." for m in sorted(machines)), ""]
