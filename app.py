@@ -8,9 +8,10 @@ from __future__ import annotations
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
-from pages import get_store
-from qa_core import config, workbench
+from pages import get_store, page_summaries
+from qa_core import config
 from qa_core.data.demo import DEMO_NAME
+from qa_core.services import workbench
 from qa_core.types import InputError
 
 st.set_page_config(page_title="Rerank Lab", layout="wide")
@@ -22,15 +23,8 @@ st.markdown(
     "candidates or the question's own pool, rerank them with a baseline or a neural model, and see "
     "why: scores, rank changes against the first stage, word heatmaps and REL links."
 )
-PAGES = [
-    ("pages/1_Ask.py", "Ask: rank candidates for a question and see why", ":material/search:"),
-    ("pages/2_Compare.py", "Compare: models side by side, on a question or a whole split", ":material/compare_arrows:"),
-    ("pages/3_Label.py", "Label: judge question-answer pairs from a queue; agreement and review", ":material/label:"),
-    ("pages/4_Train.py", "Train: retrain from the labels, watch it learn, promote or roll back", ":material/model_training:"),
-    ("pages/5_Errors.py", "Errors: worst questions and slices for a model", ":material/bug_report:"),
-]
-for path, label, icon in PAGES:
-    st.page_link(path, label=label, icon=icon)
+for path, summary in page_summaries():
+    st.page_link(path, label=summary)
 
 url = config.database_url()
 st.caption(f"Running on: {workbench.device_label()} · Store: {workbench.as_markdown(workbench.masked_url(url))}")

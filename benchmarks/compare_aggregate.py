@@ -31,11 +31,12 @@ from ensemble import read_run
 from paired import minimum_detectable_difference, per_question_ap, randomisation_p
 from rankers import evaluate_both, run_path, summarise, throughput
 
-from db.store import Store
 from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.data.exporters import write_trec_run
 from qa_core.evaluation import qrels_from_questions
-from qa_core.experiments import score_questions, train_ranker
+from qa_core.services import workbench
+from qa_core.services.analysis import question_analyzer
+from qa_core.services.experiments import score_questions, train_ranker
 from qa_core.types import Dataset
 
 MODEL = "compare_aggregate"
@@ -66,19 +67,18 @@ def run_name(variant: str) -> str:
 def make_analyzer(analysis: str) -> QuestionAnalyzer:
     if analysis == "rules":
         return QuestionAnalyzer()
-    store = Store()
+    store = workbench.open_store()
     try:
-        return QuestionAnalyzer.from_store(store)
+        return question_analyzer(store)
     finally:
         store.close()
 
 
 def run_one(dataset: Dataset, variant: str, seed: int, analyzer: QuestionAnalyzer) -> dict[str, Any]:
     load = os.getloadavg()[0]
-    config = {**VARIANTS[variant], "analyzer": analyzer}
     with tempfile.TemporaryDirectory() as tmp:
         outcome = train_ranker(MODEL, dataset, seed=seed, progress=False, checkpoint=Path(tmp) / "m.pt",
-                               model_config=config)  # fmt: skip
+                               model_config=VARIANTS[variant], analyzer=analyzer)  # fmt: skip
     runs = {}
     for split in ("dev", "test"):
         runs[split] = score_questions(outcome.ranker, dataset.split(split))

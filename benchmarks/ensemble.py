@@ -2,7 +2,9 @@
 
 Members are chosen per seed on DEV only (``qa_core.fusion.select_members``: the k runs with the best
 DEV MAP, equal weights on z-normalised scores, k by cross-validation over DEV's questions); TEST is
-scored once with the chosen members. For seed N a
+scored once with the chosen members; the fused DEV and TEST runs are kept beside the members'
+(``ensemble.seed<N>.<split>.run.gz``) for the significance tests. Fusion runs through ranx
+(``qa_core.fusion``). For seed N a
 member contributes its seed-N run; a member with a single run (baselines, the deterministic tree
 kernel) contributes that run to every seed; the seeds are those that every model with several seeds
 has, so each seed chooses among the same members.
@@ -13,38 +15,27 @@ Writes ``benchmarks/results/ranker_ensemble.json`` (rendered in the rankers tabl
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import ir_measures
 from common import machine, shared_datasets, write_result, write_section
-from rankers import RUNS, evaluate_both, render_section, summarise
+from rankers import RUNS, evaluate_both, render_section, run_path, summarise
 
+from qa_core.data.exporters import write_trec_run
 from qa_core.evaluation import qrels_from_questions
 from qa_core.fusion import fuse, select_members
-
-RUN_NAME = re.compile(r"(?P<model>[a-z0-9_]+?)(?:\.seed(?P<seed>\d+))?\.(?P<split>dev|test)\.run\.gz")
-
-
-def read_run(path: Path) -> dict[str, dict[str, float]]:
-    run: dict[str, dict[str, float]] = defaultdict(dict)
-    for doc in ir_measures.read_trec_run(str(path)):
-        run[doc.query_id][doc.doc_id] = doc.score
-    return dict(run)
+from qa_core.rankers import registry
+from qa_core.services.stored_runs import read_run, run_files
 
 
 def stored_runs(dataset: str) -> dict[str, dict[int | None, Path]]:
-    """``{model: {seed or None: test-run path}}`` for models that kept both a DEV and a TEST run."""
-    found: dict[str, dict[int | None, Path]] = defaultdict(dict)
-    for path in sorted((RUNS / dataset).glob("*.test.run.gz")):
-        match = RUN_NAME.fullmatch(path.name)
-        if match is None or match["model"] == "ensemble":
-            continue
-        if path.with_name(path.name.replace(".test.", ".dev.")).exists():
-            found[match["model"]][None if match["seed"] is None else int(match["seed"])] = path
-    return dict(found)
+    """``{model: {seed or None: test-run path}}`` for registered models that kept both a DEV and a TEST
+    run (not the ensemble's own runs, nor ablations such as ``compare_aggregate-pointwise``)."""
+    dev = run_files(RUNS / dataset, "dev")
+    models = set(registry.available())
+    found = {model: {seed: path for seed, path in by_seed.items() if seed in dev.get(model, {})}
+             for model, by_seed in run_files(RUNS / dataset, "test").items() if model in models}
+    return {model: by_seed for model, by_seed in found.items() if by_seed}
 
 
 def common_seeds(runs: dict[str, dict[int | None, Path]]) -> list[int]:
@@ -77,6 +68,8 @@ def ensemble_dataset(name: str, questions: dict[str, list]) -> dict[str, Any] | 
         dev = {model: read_run(path.with_name(path.name.replace(".test.", ".dev."))) for model, path in members.items()}
         weights, dev_map = select_members(dev, dev_qrels)
         fused = fuse({model: read_run(members[model]) for model in weights}, weights)
+        for split, run in (("dev", fuse(dev, weights)), ("test", fused)):  # kept for the significance tests
+            write_trec_run(run, run_path(name, "ensemble", seed, split), tag=f"ensemble.seed{seed}")
         results.append({"seed": seed, "weights": weights, "candidates": sorted(members), "dev_map": dev_map,
                         **evaluate_both(fused, test)})
         print(name, seed, weights, f"dev {dev_map:.4f}", f"test raw {results[-1]['raw']['map']:.4f}", flush=True)

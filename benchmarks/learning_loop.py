@@ -2,10 +2,10 @@
 
 Every curve starts from the same seed set (whole TRAIN questions in seeded random order, cut at the
 first budget), then each round orders the unlabelled TRAIN pairs with the Label page's strategy
-(``qa_core.labeling.strategies``), writes the first ones' gold grades into a temporary SQLite store
+(``qa_core.services.labeling.strategies``), writes the first ones' gold grades into a temporary SQLite store
 as annotator ``simulated``, reads the training labels back by the documented rule
 (``training_dataset``), retrains SM-CNN from scratch with the round's seed, and evaluates on gold
-DEV (model selection) and TEST (reported only). ``qa_core.labeling.curves.simulate_loop`` is the
+DEV (model selection) and TEST (reported only). ``qa_core.services.labeling.curves.simulate_loop`` is the
 loop; this script runs it over strategies and seeds and renders the section and the figure.
 
     nice -n 10 .venv/bin/python benchmarks/learning_loop.py --seeds 1 2 3
@@ -25,17 +25,17 @@ import torch
 from common import ROOT, machine, machine_line, mean_std, shared_datasets, write_result, write_section
 
 from db.store import Store
-from qa_core.experiments import evaluate_ranker, train_ranker
-from qa_core.labeling.curves import (
+from qa_core.rankers import registry
+from qa_core.services.experiments import evaluate_ranker, train_ranker
+from qa_core.services.labeling.curves import (
     CurvePoint,
     curve_figure,
     curve_summary,
     labels_to_reach,
     simulate_loop,
 )
-from qa_core.labeling.strategies import STRATEGIES, model_scores
-from qa_core.labeling.training_labels import training_dataset
-from qa_core.rankers import registry
+from qa_core.services.labeling.strategies import STRATEGIES, model_scores
+from qa_core.services.labeling.training_labels import training_dataset
 from qa_core.text.nlp import parse_many
 
 RESULT = "learning_loop"
@@ -156,7 +156,7 @@ def render(result: dict[str, Any]) -> list[str]:
     lines = [
         "## Learning loop: simulated annotator on WikiQA",
         "",
-        "Script: `benchmarks/learning_loop.py` (loop: `qa_core.labeling.curves.simulate_loop`). Seed set: "
+        "Script: `benchmarks/learning_loop.py` (loop: `qa_core.services.labeling.curves.simulate_loop`). Seed set: "
         f"{budgets[0]:,} TRAIN pairs (whole questions in seeded random order, about 10% of TRAIN); each round "
         "orders the unlabelled TRAIN pairs with the Label page's queue strategy, writes the first ones' gold "
         "grades into a temporary SQLite store as annotator `simulated`, reads the training labels back by the "

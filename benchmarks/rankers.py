@@ -30,18 +30,20 @@ from common import (
 )
 
 from qa_core.data.exporters import write_trec_run
-from qa_core.evaluation import evaluate, qrels_from_questions
-from qa_core.experiments import score_questions, train_ranker
+from qa_core.evaluation import METRICS, evaluate, qrels_from_questions
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
+from qa_core.services import analysis, workbench
+from qa_core.services.experiments import score_questions, train_ranker
+from qa_core.significance import ALPHA, format_p
 from qa_core.text.nlp import parse_many
 from qa_core.types import Dataset, Question
 
-METRICS = ("map", "mrr", "p@1", "ndcg@10")
-MODEL_ORDER = (
-    "bm25", "overlap", "smcnn", "cnn_wo", "cnn_wo_so", "mphcnn", "attention_lstm", "global_local", "tree_kernel",
-    "compare_aggregate", "ensemble",
-)
+
+def model_order() -> list[str]:
+    """Table rows: the registry's models, baselines first, then the ensemble of them."""
+    names = registry.available()
+    return sorted(names, key=lambda name: (registry.ranker_class(name).capabilities.trainable, name)) + ["ensemble"]
 
 # Published rows to measure against (MAP, MRR); see shared/papers/*.md for where each comes from.
 PUBLISHED = {
@@ -107,24 +109,30 @@ def throughput(ranker: Ranker, questions: list[Question]) -> float:
 
 def run_model(name: str, dataset: Dataset, seeds: list[int]) -> dict[str, Any]:
     test = dataset.split("test")
-    if not registry.ranker_class(name).trainable:
+    capabilities = registry.ranker_class(name).capabilities
+    if not capabilities.trainable:
         ranker = registry.create(name)
-        if type(ranker).fit is not Ranker.fit:  # label-free statistics (IDF) from train + dev
+        if capabilities.learns_statistics:  # label-free statistics (IDF) from train + dev
             ranker.fit(dataset.split("train"), dataset.split("dev"), progress=False)
         run = save_runs(ranker, dataset, seed=None)
         return {"seeds": [], "runs": [{**evaluate_both(run, test), "pairs_per_second": throughput(ranker, test)}]}
+    # Question analysis (CNN_WO+SO, tree kernel): the class CNN and focus tagger that
+    # benchmarks/classifiers.py registered in the configured store, else the wh-word rules.
+    analyzer = analysis.analyzer_for(workbench.open_store(), name)
     runs = []
     for seed in seeds:
         with tempfile.TemporaryDirectory() as tmp:
-            outcome = train_ranker(name, dataset, seed=seed, progress=False, checkpoint=Path(tmp) / "model.pt")
+            outcome = train_ranker(
+                name, dataset, seed=seed, progress=False, checkpoint=Path(tmp) / "model.pt", analyzer=analyzer
+            )
         test_run = save_runs(outcome.ranker, dataset, seed)
         run = {
             "seed": seed,
             "train_seconds": outcome.report["seconds"],
             "best_epoch": outcome.report.get("best_epoch"),
             "dev_map": outcome.metrics["dev_map"],
-            # question analysis (CNN_WO+SO, tree kernel): "classifiers" when trained ones were registered
-            "analyzer": getattr(getattr(outcome.ranker, "analyzer", None), "source", None),
+            # "classifiers" when trained ones were registered
+            "analyzer": None if analyzer is None else analyzer.source,
             **evaluate_both(test_run, test),
             "pairs_per_second": throughput(outcome.ranker, test),
         }
@@ -159,7 +167,8 @@ def _cell(values: list[float] | tuple[float, float], runs: int) -> str:
 def render_section() -> list[str]:
     """The rankers section of docs/benchmarks.md from every ``ranker_*.json``."""
     results = {r["model"]: r for r in read_results("ranker_*")}
-    models = [m for m in MODEL_ORDER if m in results] + sorted(set(results) - set(MODEL_ORDER))
+    order = model_order()
+    models = [m for m in order if m in results] + sorted(set(results) - set(order))
     lines = [
         "## Rankers on TrecQA and WikiQA",
         "",
@@ -190,10 +199,17 @@ def render_section() -> list[str]:
         "available: GPU rows are not measured.",
         "",
     ]
+    tests = read_significance()
+    if tests:
+        lines += [significance_method_line(tests), ""]
+        if "truecasing" in tests:
+            lines += [truecasing_line(tests["truecasing"]), ""]
     for dataset in ("trecqa", "wikiqa"):
+        rows = tests.get("rows", {}).get(dataset, {})
         lines += [f"### {dataset} TEST", "",
-                  "| model | setting | MAP | MRR | P@1 | nDCG@10 | questions | seeds | train s/seed | pairs/s |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "| model | setting | MAP | MRR | P@1 | nDCG@10 | questions | seeds | train s/seed | pairs/s "
+                  "| vs | p (MAP) | MDD (MAP) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         machines = set()
         for model in models:
             entry = results[model]["datasets"].get(dataset)
@@ -209,25 +225,111 @@ def render_section() -> list[str]:
                 summary = entry["summary"][mode]
                 cells = " | ".join(_cell(summary[m], len(runs)) for m in METRICS)
                 lines.append(f"| **{model}** | {mode} | {cells} | {runs[0][mode]['questions']} | "
-                             f"{len(entry['seeds']) or '-'} | {train} | {speed} |")
+                             f"{len(entry['seeds']) or '-'} | {train} | {speed} | "
+                             f"{significance_cells(rows.get(mode, {}).get(model))} |")
         for label, setting, map_, mrr in PUBLISHED[dataset]:
-            lines.append(f"| {label}, published | {setting} | {map_:.4f} | {mrr:.4f} | | | | | | |")
+            lines.append(f"| {label}, published | {setting} | {map_:.4f} | {mrr:.4f} | | | | | | | | | |")
         lines += ["", *(f"Machine: {m}." for m in sorted(machines)), ""]
         if dataset in results.get("ensemble", {}).get("datasets", {}):
             lines += [ensemble_lines(results["ensemble"]["datasets"][dataset]), ""]
+            if rows:
+                lines += [ensemble_significance_line(rows), ""]
     if all(m in results for m in ("cnn_wo", "cnn_wo_so")):
-        lines += [semantic_overlap_gain_line(results), ""]
+        lines += [semantic_overlap_gain_line(results, tests.get("rows", {})), ""]
     return lines
 
 
-def semantic_overlap_gain_line(results: dict[str, Any]) -> str:
-    """What SO adds (CNN_WO+SO minus CNN_WO, mean TEST MAP) next to what it adds in the thesis."""
+# ---------------------------------------------------------------------- significance (benchmarks/significance.py)
+
+
+def read_significance() -> dict[str, Any]:
+    """``results/significance.json`` (``benchmarks/significance.py``), or nothing before it ran."""
+    stored = read_results("significance")
+    return stored[0] if stored else {}
+
+
+def p_words(p: float) -> str:
+    text = format_p(p)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
+def test_words(record: dict[str, Any]) -> str:
+    """A gain's p-value and MDD (MAP points) in words, "not significant" when p >= 0.05, and how many
+    seed pairs (seed N against seed N) are significant on their own."""
+    verdict = "significant" if record["p"] < ALPHA else "not significant"
+    below = "; below the MDD" if abs(record["delta"]) < record["mdd"] else ""
+    pairs = record.get("seed_pairs")
+    seeds = (f"; seed by seed significant in {pairs['significant']} of {pairs['pairs']}, median "
+             f"{p_words(pairs['median_p'])}") if pairs and pairs["pairs"] > 1 else ""
+    return f"({p_words(record['p'])}, MDD {100 * record['mdd']:.2f} points: {verdict}{below}{seeds})"
+
+
+def claim(record: dict[str, Any]) -> str:
+    """A MAP gain in points with its test."""
+    return f"{100 * record['delta']:+.2f} points {test_words(record)}"
+
+
+def significance_cells(record: dict[str, Any] | None) -> str:
+    """The table's vs / p / MDD cells: the row's MAP against the system it is compared with."""
+    if record is None:
+        return "- | - | -"
+    verdict = "" if record["p"] < ALPHA else ", not significant"
+    return f"{record['vs']} | {format_p(record['p'])}{verdict} | {record['mdd']:.4f}"
+
+
+def significance_method_line(tests: dict[str, Any]) -> str:
+    method = tests["method"]
+    return ("Significance (`benchmarks/significance.py`, `qa_core.significance`): each row's MAP is tested against "
+            "the system in its vs column (the thesis's ablations against what they add to, CNN_WO against SM-CNN "
+            "and CNN_WO+SO against CNN_WO; every other model against BM25; the ensemble against the single model "
+            "with the best DEV MAP) with a paired Fisher randomisation test over the questions "
+            f"({method['permutations']:,} seeded sign flips, two-sided) on per-question AP averaged over each "
+            "model's seeds; p >= 0.05 reads 'not significant'. Raw and clean share their p-value: the questions "
+            "only raw keeps (no correct answer, or only correct ones) score the same for every model, and a tie "
+            "changes no sign flip; the MDD is smaller in raw, a mean over more questions. MDD is the minimum "
+            "detectable difference: the MAP "
+            f"difference a paired test finds with {method['power']:.0%} power at alpha {method['alpha']}, from the "
+            "same per-question differences; a claimed gain below it is one these questions cannot confirm.")
+
+
+def truecasing_line(record: dict[str, Any]) -> str:
+    """The WikiQA case restoring's DEV and TEST changes with their p-values."""
+    def changes(split: str) -> str:
+        return "; ".join(f"{model} {claim(entry)}" for model, entry in record[split].items())
+
+    rule = record["cnn_wo_so_rule"]
+    return (f"Case restoring tested (WikiQA, the kept runs before and after it, git {record['before']} and "
+            f"{record['after']}; AP averaged over seeds 1-5): DEV {changes('dev')}. TEST {changes('test')}. "
+            f"CNN_WO+SO on the rule's seeds {', '.join(map(str, rule['seeds']))}: the kept runs score "
+            f"{rule['before_map']:.4f} -> {rule['after_map']:.4f} (the 0.7296 above came from the decision run, "
+            f"not kept), {claim(rule)}.")
+
+
+def ensemble_significance_line(rows: dict[str, Any]) -> str:
+    """The ensemble against the best single model on DEV (the honest comparator), and against the best
+    single row of the TEST table when that is another model (the comparison a reader makes)."""
+    best = rows["best_single_on_dev"]
+    line = (f"Ensemble against the best single model on DEV ({best}, DEV MAP {rows['dev_map'][best]:.4f}), TEST MAP: "
+            + "; ".join(f"{mode} {claim(rows[mode]['ensemble'])}" for mode in ("raw", "clean")) + ".")
+    against_test = [(mode, rows[mode]["ensemble_vs_best_on_test"]) for mode in ("raw", "clean")
+                    if "ensemble_vs_best_on_test" in rows[mode]]
+    if against_test:
+        line += (f" Against the best single row on TEST ({against_test[0][1]['vs']}): "
+                 + "; ".join(f"{mode} {claim(record)}" for mode, record in against_test) + ".")
+    return line
+
+
+def semantic_overlap_gain_line(results: dict[str, Any], tests: dict[str, Any]) -> str:
+    """What SO adds (CNN_WO+SO minus CNN_WO, mean TEST MAP) next to what it adds in the thesis, with its
+    p-value and MDD when ``benchmarks/significance.py`` has run."""
     published = {d: {label: map_ for label, _, map_, _ in rows} for d, rows in PUBLISHED.items()}
     parts = []
     for dataset, mode, prefix in (("trecqa", "clean", ", TRAIN-ALL"), ("wikiqa", "raw", "")):
         with_so, without = (results[m]["datasets"][dataset]["summary"][mode]["map"][0] for m in ("cnn_wo_so", "cnn_wo"))
         thesis = published[dataset][f"CNN_WO+SO{prefix} (Nicosia 2018)"] - published[dataset][f"CNN_WO{prefix} (Nicosia 2018)"]
-        parts.append(f"{dataset} ({mode}) {100 * (with_so - without):+.2f} MAP points against the thesis's "
+        record = tests.get(dataset, {}).get(mode, {}).get("cnn_wo_so")
+        tested = f" {test_words(record)}" if record else ""
+        parts.append(f"{dataset} ({mode}) {100 * (with_so - without):+.2f} MAP points{tested} against the thesis's "
                      f"{100 * thesis:+.2f}")
     return ("Semantic overlap's gain (CNN_WO+SO minus CNN_WO, mean TEST MAP): " + "; ".join(parts)
             + ". The section 'Semantic overlap: where it can help' shows why WikiQA gains less.")

@@ -25,8 +25,8 @@ from typing import Any
 from common import RESULTS, machine, machine_line, read_results, shared_datasets, write_result, write_section
 from rankers import PUBLISHED
 
-from qa_core.experiments import evaluate_ranker
 from qa_core.rankers import registry
+from qa_core.services.experiments import evaluate_ranker
 
 RESULT = "recurrent_selection"
 SEED = 1

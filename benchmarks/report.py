@@ -10,7 +10,8 @@ from __future__ import annotations
 from common import RESULTS, ROOT
 
 SECTION_ORDER = (
-    "rankers", "stacking", "compare_aggregate", "classifiers", "semantic_overlap", "structure", "speed", "learning_loop",
+    "rankers", "stacking", "compare_aggregate", "classifiers", "semantic_overlap", "structure", "speed", "reliability",
+    "learning_loop",
 )
 
 

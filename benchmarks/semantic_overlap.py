@@ -20,8 +20,10 @@ from collections import defaultdict
 
 from common import RESULTS, machine, machine_line, shared_datasets, write_result, write_section
 
-from qa_core.classifiers.analysis import QuestionAnalyzer, default_analyzer
+from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.rankers.cnn_overlap import answer_semantic_ids
+from qa_core.services import workbench
+from qa_core.services.analysis import question_analyzer
 from qa_core.text.nlp import parse_many
 from qa_core.types import Question
 
@@ -50,7 +52,7 @@ def firing_rates(questions: list[Question], analyzer: QuestionAnalyzer) -> dict[
 
 
 def measure() -> dict:
-    trained = default_analyzer()
+    trained = question_analyzer(workbench.open_store())
     if trained.source != "classifiers":
         sys.exit("no question classifiers in the store: run benchmarks/classifiers.py (or the CLI's train-classifier)")
     analyzers = {"classifiers": trained, "rules": QuestionAnalyzer()}

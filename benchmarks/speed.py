@@ -60,8 +60,8 @@ def wikiqa_path() -> Path:
 
 def trained_smcnn(dataset, folder: Path):
     """SM-CNN trained one epoch on WikiQA TRAIN (once per run): latency does not depend on the weights."""
-    from qa_core.experiments import train_ranker
     from qa_core.rankers import registry
+    from qa_core.services.experiments import train_ranker
 
     if (folder / "smcnn.pt").is_file():
         return registry.load(folder / "smcnn.pt")
@@ -71,10 +71,11 @@ def trained_smcnn(dataset, folder: Path):
 
 def run_e2e(profile_top: int = 25) -> dict[str, Any]:
     """Question text -> BM25 top-100 over WikiQA's sentences -> spaCy parse (through the parse cache)
-    -> SM-CNN scores -> ranked table, as ``workbench`` serves the Ask page, one question at a time."""
+    -> SM-CNN scores -> ranked table, as ``ranking.rank_pool`` serves the Ask page, one question at a time."""
     from db.store import Store
-    from qa_core import workbench
     from qa_core.data.importers import load_wikiqa
+    from qa_core.services import workbench
+    from qa_core.services.ranking import rank_pool
     from qa_core.text.nlp import default_cache, parse_many
 
     dataset = load_wikiqa(wikiqa_path())
@@ -86,7 +87,7 @@ def run_e2e(profile_top: int = 25) -> dict[str, Any]:
     # measured questions are not, so each one is parsed afresh as a typed question would be.
     parse_many([c.text for q in dataset.questions for c in q.candidates])
     for question in dataset.split("dev")[:WARMUP]:
-        workbench.rank(ranker, question.text, workbench.candidates_for_question(store, "wikiqa", question.text, CANDIDATES))
+        rank_pool(ranker, question.text, workbench.candidates_for_question(store, "wikiqa", question.text, CANDIDATES))
 
     questions = [q.text for q in dataset.split("test")[:QUESTIONS]]
     default_cache().clear_memory()  # the questions' parses are not in memory; sentences come from the SQLite cache
@@ -95,7 +96,7 @@ def run_e2e(profile_top: int = 25) -> dict[str, Any]:
         started = time.perf_counter()
         candidates = workbench.candidates_for_question(store, "wikiqa", text, CANDIDATES)
         retrieved = time.perf_counter()
-        workbench.rank(ranker, text, candidates)
+        rank_pool(ranker, text, candidates).table()
         return retrieved - started, time.perf_counter() - retrieved, len(candidates)
 
     retrieval, rerank, totals, pool_sizes = [], [], [], []
@@ -372,7 +373,7 @@ def render(results: dict[str, Any]) -> list[str]:
             f"### End-to-end rerank, warm, CPU ({CANDIDATES} candidates)", "",
             f"Question text -> BM25 top-{CANDIDATES} over WikiQA's unique sentences -> spaCy parse through the parse "
             "cache (sentences cached, the question parsed afresh) -> SM-CNN scores -> ranked table, through "
-            "`qa_core.workbench` as the Ask page calls it, one question at a time. Questions: the first "
+            "`qa_core.services.workbench` as the Ask page calls it, one question at a time. Questions: the first "
             f"{QUESTIONS} WikiQA TEST questions (BM25 top-100 pools, not their own pools). Target: p50 < 150 ms.", "",
             "| run | questions | mean pool | total p50 / p95 (ms) | retrieval p50 / p95 | rerank p50 / p95 |",
             "|---|---|---|---|---|---|",

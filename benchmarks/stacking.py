@@ -61,10 +61,9 @@ def oof_path(dataset: str, member: str) -> Path:
 
 def train_member(name: str):
     def train(train: list[Question], dev: list[Question], seed: int) -> Ranker:
-        config = {"analyzer": QuestionAnalyzer()} if name == "compare_aggregate" else {}
-        ranker = registry.create(name, **config)
-        if name not in UNTRAINED:
-            ranker.fit(train, dev, seed=seed, progress=False)
+        ranker = registry.create(name)
+        if name not in UNTRAINED:  # the wh-word rules for the one member that reads question analysis
+            ranker.fit(train, dev, seed=seed, analyzer=QuestionAnalyzer(), progress=False)
         return ranker
 
     return train

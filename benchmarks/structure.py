@@ -20,12 +20,12 @@ from typing import Any
 
 from common import RESULTS, machine, machine_line, shared_datasets, write_result, write_section
 
-from qa_core.experiments import evaluate_ranker, train_ranker
 from qa_core.rankers import registry
 from qa_core.rankers.tree_kernel import TreeKernelConfig, TreeKernelRanker
+from qa_core.services.experiments import evaluate_ranker, train_ranker
 from qa_core.structure.kernels import Forest, evaluations, gram_matrix
 from qa_core.structure.pruning import explain_weights, prune_pair
-from qa_core.structure.rel import links
+from qa_core.structure.rel import heuristic_focus_and_class, rel_tag
 from qa_core.text.nlp import parse_many
 from qa_core.types import Dataset, Question
 
@@ -79,7 +79,8 @@ def speed(dataset: Dataset) -> dict[str, Any]:
     parse_many([t for pair in texts for t in pair])
     started = time.perf_counter()
     for question, candidate in texts:
-        links(question, candidate)
+        q, a = parse_many([question, candidate])
+        rel_tag(q, a, *heuristic_focus_and_class(q))
     out["links_ms_per_pair"] = 1000 * (time.perf_counter() - started) / len(texts)
     print("speed", json.dumps(out), flush=True)
     return out
@@ -130,7 +131,7 @@ def pruning(dataset: Dataset, args: argparse.Namespace) -> dict[str, Any]:
     """Prune both trees of every pair at each threshold h; h is chosen on DEV MAP."""
     train, dev, test = dataset.split("train"), dataset.split("dev"), dataset.split("test")
     weight_ranker, source = _weight_ranker(args, dataset)
-    weigh = explain_weights(weight_ranker)
+    weigh = explain_weights(lambda question, candidate: weight_ranker.explain(question, [candidate], 0))
     started = time.perf_counter()
     weights = {(q.text, c.text): weigh(q.text, c.text) for q in [*train, *dev, *test] for c in q.candidates}
     weight_seconds = time.perf_counter() - started
@@ -145,7 +146,8 @@ def pruning(dataset: Dataset, args: argparse.Namespace) -> dict[str, Any]:
             sizes["after"] += pruned.question.size() + pruned.answer.size()
             return pruned
 
-        ranker = TreeKernelRanker(config, tree_transform=prune)
+        ranker = TreeKernelRanker(config)
+        ranker.tree_transform = prune
         report = ranker.fit(train, dev, progress=False)
         train_pruned = 1 - sizes["after"] / sizes["before"]
         point = {
@@ -186,7 +188,7 @@ def render(result: dict[str, Any]) -> list[str]:
             f"{s['train_pairs']:,} pairs = {s['train_unique_trees']['questions']:,} distinct question trees "
             f"({s['train_mean_nodes']['questions']:.1f} nodes) and {s['train_unique_trees']['answers']:,} "
             f"distinct answer trees ({s['train_mean_nodes']['answers']:.1f} nodes), "
-            f"{s['train_gram_evaluations']:,} kernel evaluations. `links()` for the app: "
+            f"{s['train_gram_evaluations']:,} kernel evaluations. REL tagging of a pair (`rel_tag`, wh-word rules): "
             f"{s['links_ms_per_pair']:.2f} ms per pair (parses cached).", "",
         ]
     if "ablation" in result:

@@ -14,12 +14,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sqlalchemy import Engine, Select, exists, func, insert, select, update
+from sqlalchemy import Engine, Select, exists, func, insert, select
+from sqlalchemy.exc import DataError, DBAPIError, InternalError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from db.models import CandidateRow, DatasetRow, LabelRetractionRow, LabelRow, ModelVersionRow, QuestionRow
-from db.session import make_engine, upgrade
-from qa_core.types import InputError
+from db.models import (
+    CandidateRow,
+    DatasetRow,
+    LabelRetractionRow,
+    LabelRow,
+    ModelPromotionRow,
+    ModelVersionRow,
+    QuestionRow,
+    StoreInfoRow,
+)
+from db.session import SQLITE_BUSY_TIMEOUT_MS, make_engine, upgrade
+from qa_core.types import MAX_NAME_CHARS, InputError, StorageError
 
 MIN_LABEL, MAX_LABEL = 0, 4
 
@@ -52,6 +62,7 @@ class StoreBase:
         self.engine = engine if engine is not None else make_engine(url)
         upgrade(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._store_id: str | None = None
 
     def close(self) -> None:
         """Release pooled connections (tests and scripts that drop the database need this)."""
@@ -62,27 +73,85 @@ class StoreBase:
         """The database URL with its password, for a job process that must open the same store."""
         return self.engine.url.render_as_string(hide_password=False)
 
+    @property
+    def store_id(self) -> str:
+        """This store's random id (made by migration 0003); it marks the checkpoint files it writes."""
+        if self._store_id is None:
+            with self.session_scope() as session:
+                self._store_id = session.scalar(select(StoreInfoRow.value).where(StoreInfoRow.key == "store_id"))
+        return self._store_id
+
     @contextmanager
     def session_scope(self) -> Iterator[Session]:
-        """A new session: committed when the block succeeds, rolled back when it raises."""
-        with self._sessions() as session:
-            try:
-                yield session
-                session.commit()
-            except BaseException:
-                session.rollback()
-                raise
+        """A new session: committed when the block succeeds, rolled back when it raises.
+
+        The database's own refusals (disk full, read-only, locked too long, a value it cannot hold,
+        the server gone) become one ``StorageError`` sentence; integrity errors pass unchanged,
+        since callers retry on them.
+        """
+        try:
+            with self._sessions() as session:
+                try:
+                    yield session
+                    session.commit()
+                except BaseException:
+                    session.rollback()
+                    raise
+        except (OperationalError, DataError, InternalError) as error:
+            raise StorageError(describe_database_error(error)) from error
 
 
 def now() -> datetime:
     return datetime.now(UTC)
 
 
-def check_annotator(name: object, what: str = "annotator") -> str:
-    """The name stripped; ``InputError`` when it is not a non-empty string."""
+def describe_database_error(error: DBAPIError) -> str:
+    """One sentence for the user about a database refusal (the transaction was rolled back)."""
+    reason = " ".join(str(error.orig).split())
+    lowered, state = reason.lower(), str(getattr(error.orig, "sqlstate", "") or "")
+    if "database or disk is full" in lowered or "no space left" in lowered or state == "53100":
+        return "the database's disk is full, so nothing was saved; free some space and try again"
+    if "readonly database" in lowered or "read-only" in lowered or state == "25006":
+        return "the database is read-only, so nothing was saved"
+    if "database is locked" in lowered:
+        return (
+            f"the database stayed locked by another writer (such as a long import) for "
+            f"{SQLITE_BUSY_TIMEOUT_MS // 1000} s, so nothing was saved; try again"
+        )
+    if state in ("54000", "22001"):
+        return "a value is too long for the database, so nothing was saved"
+    if "nul" in lowered or state == "22021":
+        return "a text holds a character the database cannot store (NUL), so nothing was saved"
+    if state.startswith("08") or "connect" in lowered or "server closed" in lowered:
+        return f"cannot reach the database ({reason[:200]})"
+    return f"the database refused the operation ({reason[:200]}), so nothing was saved"
+
+
+def check_name(name: object, what: str) -> str:
+    """The name stripped; ``InputError`` (``what`` is e.g. "dataset name") unless a non-empty
+    string of at most ``MAX_NAME_CHARS`` characters without NUL. Checked here, before the
+    database, which would refuse it with a driver error: PostgreSQL stores no NUL and indexes no
+    row over 2,704 bytes."""
     if not isinstance(name, str) or not name.strip():
-        raise InputError(f"{what} name is empty")
-    return name.strip()
+        raise InputError(f"{what} is empty")
+    name = name.strip()
+    if len(name) > MAX_NAME_CHARS:
+        raise InputError(f"{what} is too long ({len(name):,} characters; the limit is {MAX_NAME_CHARS})")
+    if "\x00" in name:
+        raise InputError(f"{what} holds a NUL character")
+    return name
+
+
+def check_annotator(name: object, what: str = "annotator") -> str:
+    """``check_name`` for people and sessions (annotator, adjudicator, holder)."""
+    return check_name(name, f"{what} name")
+
+
+def check_text(text: str | None, what: str) -> str | None:
+    """Free text (notes): anything but NUL, which PostgreSQL cannot store."""
+    if text is not None and "\x00" in text:
+        raise InputError(f"{what} holds a NUL character")
+    return text
 
 
 def check_grade(value: object) -> int:
@@ -100,14 +169,16 @@ def dataset_row(session: Session, name: str) -> DatasetRow:
     return row
 
 
-def candidates_of(session: Session, dataset: str, *columns: Any) -> Select[Any]:
-    """``select(columns)`` over the dataset's candidates joined to their questions."""
-    return (
+def candidates_of(session: Session, dataset: str, *columns: Any, retired: bool = False) -> Select[Any]:
+    """``select(columns)`` over the dataset's current candidates joined to their questions (with
+    ``retired``, over every candidate ever imported, those a re-import retired included)."""
+    query = (
         select(*columns)
         .select_from(CandidateRow)
         .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
         .where(QuestionRow.dataset_id == dataset_row(session, dataset).id)
     )
+    return query if retired else query.where(CandidateRow.retired_at.is_(None))
 
 
 def not_retracted() -> Any:
@@ -126,6 +197,20 @@ def current_label_ids(candidate_ids: Select[Any] | None = None, per_annotator: b
     return query.group_by(LabelRow.candidate_id)
 
 
+ANY_DATASET = "*"
+"""The promotion scope of models that serve every dataset (the question classifiers)."""
+
+
+def promotion_scope(training_data: dict[str, Any]) -> str:
+    """Where a version is promoted by default: the dataset it was trained on, else every dataset."""
+    return str(training_data.get("dataset") or ANY_DATASET)
+
+
+def serves(training_data: dict[str, Any] | None, scope: str) -> bool:
+    """Whether a version fits ``scope`` unpromoted: trained on that dataset, or on none in particular."""
+    return promotion_scope(training_data or {}) in (scope, ANY_DATASET) or scope == ANY_DATASET
+
+
 def insert_model_version(
     session: Session,
     name: str,
@@ -133,19 +218,17 @@ def insert_model_version(
     checkpoint_path: str | Path,
     training_data: dict[str, Any],
     metrics: dict[str, Any],
-    promote: bool,
+    promote_for: str | None,
 ) -> int:
-    """Insert the next version of ``name`` (promoting it if asked) in the caller's transaction.
+    """Insert the next version of ``name`` (promoting it for ``promote_for`` if given) in the
+    caller's transaction.
 
     Two concurrent callers can pick the same version number: the unique constraint rejects one,
     which retries (``Store.register_model``) or fails its job.
     """
-    if not name.strip():
-        raise InputError("model name is empty")
+    name, kind = check_name(name, "model name"), check_name(kind, "model kind")
     version = 1 + (session.scalar(select(func.max(ModelVersionRow.version)).where(ModelVersionRow.name == name)) or 0)
-    if promote:
-        clear_promoted(session, name)
-    return session.scalar(
+    version_id = session.scalar(
         insert(ModelVersionRow)
         .values(
             name=name,
@@ -154,22 +237,48 @@ def insert_model_version(
             training_data=jsonable(training_data),
             metrics=jsonable(metrics),
             checkpoint_path=str(checkpoint_path),
-            promoted=promote,
-            promoted_at=now() if promote else None,
         )
         .returning(ModelVersionRow.id)
     )
+    if promote_for is not None:
+        insert_promotion(session, name, promote_for, version_id, "promote")
+    return version_id
 
 
-def clear_promoted(session: Session, name: str) -> None:
+def insert_promotion(session: Session, name: str, scope: str, version_id: int, action: str) -> None:
+    """From now on ``name`` means version ``version_id`` for ``scope`` (a new history row)."""
+    scope = check_name(scope, "dataset")
     session.execute(
-        update(ModelVersionRow)
-        .where(ModelVersionRow.name == name, ModelVersionRow.promoted.is_(True))
-        .values(promoted=False)
+        insert(ModelPromotionRow).values(name=name, scope=scope, version_id=version_id, action=action, promoted_at=now())
     )
 
 
-def model_dict(row: ModelVersionRow) -> dict[str, Any]:
+def promotions(session: Session, name: str, scope: str) -> list[ModelPromotionRow]:
+    """The promotion history of ``name`` for ``scope``, newest first (the first is in use)."""
+    return list(
+        session.scalars(
+            select(ModelPromotionRow)
+            .where(ModelPromotionRow.name == name, ModelPromotionRow.scope == scope)
+            .order_by(ModelPromotionRow.id.desc())
+        )
+    )
+
+
+def promoted_scopes(session: Session, name: str | None = None) -> dict[int, list[str]]:
+    """``{version id: [scopes it is in use for]}`` over the current promotions (latest per scope)."""
+    latest = select(func.max(ModelPromotionRow.id)).group_by(ModelPromotionRow.name, ModelPromotionRow.scope)
+    if name is not None:
+        latest = latest.where(ModelPromotionRow.name == name)
+    scopes: dict[int, list[str]] = {}
+    query = select(ModelPromotionRow.version_id, ModelPromotionRow.scope).where(ModelPromotionRow.id.in_(latest))
+    for version_id, scope in session.execute(query.order_by(ModelPromotionRow.scope)):
+        scopes.setdefault(version_id, []).append(scope)
+    return scopes
+
+
+def model_dict(row: ModelVersionRow, promoted_for: list[str] | None = None) -> dict[str, Any]:
+    """A version as the store hands it out; ``promoted_for``: the scopes (datasets, or ``*``) whose
+    pages use it now."""
     return {
         "id": row.id,
         "name": row.name,
@@ -179,9 +288,8 @@ def model_dict(row: ModelVersionRow) -> dict[str, Any]:
         "metrics": row.metrics,
         "checkpoint_path": row.checkpoint_path,
         "created_at": row.created_at,
-        "promoted": row.promoted,
-        "promoted_at": row.promoted_at,
         "status": row.status,
+        "promoted_for": list(promoted_for or []),
     }
 
 

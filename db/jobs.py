@@ -1,6 +1,6 @@
 """Training jobs in the store: status, progress events and the atomic hand-over of a new version.
 
-A job row is written by three parties: the launcher (``qa_core.jobs.start_training_job``)
+A job row is written by three parties: the launcher (``qa_core.services.jobs.start_training_job``)
 creates it and records the process id; the job process marks it running, beats a heartbeat,
 appends progress events and finally registers the model version AND marks the job succeeded in
 one transaction (or marks it failed with the error); any reader marks a job failed when its
@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 import os
 import socket
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,20 @@ from sqlalchemy.exc import IntegrityError
 
 from db.base import StoreBase, check_annotator, insert_model_version, jsonable, now
 from db.models import TrainingEventRow, TrainingJobRow
+from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError
 
 ACTIVE_STATUSES = ("queued", "running")
+
+
+@dataclass(frozen=True)
+class RecordedEvent:
+    """A stored progress event: its id (for incremental polling), when it came, and the event."""
+
+    id: int
+    created_at: datetime
+    event: TrainingEvent
+
 HEARTBEAT_TIMEOUT_SECONDS = 90.0
 FINISH_ATTEMPTS = 5  # concurrent registrations of one model name: see ``insert_model_version``
 
@@ -87,14 +99,7 @@ class JobStore(StoreBase):
                 .values(**values)
             )
 
-    def add_job_event(
-        self,
-        job_id: int,
-        epoch: int | None = None,
-        batch: int | None = None,
-        loss: float | None = None,
-        dev_map: float | None = None,
-    ) -> int:
+    def add_job_event(self, job_id: int, event: TrainingEvent) -> int:
         """Append one progress point (NaN becomes null) and beat the heartbeat; returns its id."""
         at = now()
         with self.session_scope() as session:
@@ -103,10 +108,13 @@ class JobStore(StoreBase):
                 .values(
                     job_id=job_id,
                     created_at=at,
-                    epoch=_optional_int(epoch),
-                    batch=_optional_int(batch),
-                    loss=_finite(loss),
-                    dev_map=_finite(dev_map),
+                    step=_optional_int(event.step),
+                    total=_optional_int(event.total),
+                    unit=event.unit,
+                    batch=_optional_int(event.batch),
+                    loss=_finite(event.loss),
+                    dev_map=_finite(event.dev_map),
+                    detail=jsonable(dict(event.detail)) if event.detail else None,
                 )
                 .returning(TrainingEventRow.id)
             )
@@ -127,8 +135,8 @@ class JobStore(StoreBase):
         metrics: dict[str, Any],
         promote: bool = False,
     ) -> int:
-        """Register the job's model as the next version of its name (promoted only if asked) and
-        mark the job succeeded, in ONE transaction; returns the ``model_versions`` id.
+        """Register the job's model as the next version of its name (promoted for the job's dataset
+        only if asked) and mark the job succeeded, in ONE transaction; returns the ``model_versions`` id.
 
         ``InputError`` (and nothing registered) when the job is no longer running, e.g. a reader
         declared it dead.
@@ -140,7 +148,8 @@ class JobStore(StoreBase):
                     if job is None:
                         raise InputError(f"training job {job_id} does not exist")
                     version_id = insert_model_version(
-                        session, job.model, kind, checkpoint_path, training_data, metrics, promote
+                        session, job.model, kind, checkpoint_path, training_data, metrics,
+                        job.dataset if promote else None,
                     )
                     result = session.execute(
                         update(TrainingJobRow)
@@ -192,9 +201,8 @@ class JobStore(StoreBase):
                 rows = list(session.scalars(query))
         return [_job_dict(row) for row in rows]
 
-    def job_events(self, job_id: int, after_id: int = 0) -> list[dict[str, Any]]:
-        """The job's progress points after event ``after_id`` (for incremental polling), oldest
-        first: id, created_at, epoch, batch, loss, dev_map."""
+    def job_events(self, job_id: int, after_id: int = 0) -> list[RecordedEvent]:
+        """The job's progress points after event ``after_id`` (for incremental polling), oldest first."""
         with self.session_scope() as session:
             rows = session.scalars(
                 select(TrainingEventRow)
@@ -202,14 +210,11 @@ class JobStore(StoreBase):
                 .order_by(TrainingEventRow.id)
             )
             return [
-                {
-                    "id": row.id,
-                    "created_at": row.created_at,
-                    "epoch": row.epoch,
-                    "batch": row.batch,
-                    "loss": row.loss,
-                    "dev_map": row.dev_map,
-                }
+                RecordedEvent(
+                    row.id,
+                    row.created_at,
+                    TrainingEvent(row.step or 0, row.total, row.unit, row.batch, row.loss, row.dev_map, row.detail or {}),
+                )
                 for row in rows
             ]
 

@@ -25,6 +25,7 @@ lease expiry by as much.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -39,12 +40,15 @@ from db.base import (
     candidates_of,
     check_annotator,
     check_grade,
+    check_text,
     current_label_ids,
     not_retracted,
     now,
 )
 from db.models import AdjudicationRow, CandidateRow, LabelRetractionRow, LabelRow, QueueClaimRow
-from qa_core.types import InputError
+from qa_core.types import InputError, StorageError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LEASE_SECONDS = 600.0
 END_OUTCOMES = ("skipped", "released")
@@ -130,8 +134,9 @@ class LabelingStore(StoreBase):
 
     def adjudicate(self, candidate_id: int, value: int, adjudicator: str, note: str | None = None) -> int:
         """Record a reviewer's final value for a candidate and return its id; the latest
-        adjudication wins over every annotator's label (``qa_core.labeling.training_labels``)."""
+        adjudication wins over every annotator's label (``qa_core.services.labeling.training_labels``)."""
         adjudicator, value = check_annotator(adjudicator, "adjudicator"), check_grade(value)
+        note = check_text(note, "the note")
         with self.session_scope() as session:
             if session.get(CandidateRow, candidate_id) is None:
                 raise InputError(f"no candidate with id {candidate_id}")
@@ -178,7 +183,7 @@ class LabelingStore(StoreBase):
 
         Idempotent for a page that reruns: while the holder's claim is open and its pair still
         wants this annotator's label, the same claim comes back with its lease renewed.
-        ``order`` lists the dataset's candidate ids best first (``qa_core.labeling.order_candidates``).
+        ``order`` lists the dataset's candidate ids best first (``qa_core.services.labeling.order_candidates``).
         """
         annotator = check_annotator(annotator)
         holder = check_annotator(holder or annotator, "holder")
@@ -261,18 +266,26 @@ class LabelingStore(StoreBase):
 
     def release_claims(self, dataset: str, holder: str) -> int:
         """End every open claim of ``holder`` on ``dataset``'s pairs as released (a session that
-        leaves, switches annotator, or undoes); returns how many it ended."""
-        with self.session_scope() as session:
-            result = session.execute(
-                update(QueueClaimRow)
-                .where(
-                    QueueClaimRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)),
-                    QueueClaimRow.holder == holder,
-                    QueueClaimRow.ended_at.is_(None),
+        leaves, switches annotator, or undoes); returns how many it ended.
+
+        Best effort: when the database refuses the write (full, read-only) the claims stay open
+        until their lease ends, which frees the pairs just the same, so a page that only tidies
+        up is not stopped by it (the next write it needs reports the problem)."""
+        try:
+            with self.session_scope() as session:
+                result = session.execute(
+                    update(QueueClaimRow)
+                    .where(
+                        QueueClaimRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)),
+                        QueueClaimRow.holder == holder,
+                        QueueClaimRow.ended_at.is_(None),
+                    )
+                    .values(ended_at=now(), outcome="released")
                 )
-                .values(ended_at=now(), outcome="released")
-            )
-            return result.rowcount
+                return result.rowcount
+        except StorageError as error:
+            log.warning("claims of %s on %s stay open until their lease ends: %s", holder, dataset, error)
+            return 0
 
     def label_claim(self, claim_id: int, value: int, note: str | None = None) -> int:
         """Append the claim's annotator's judgement of its pair and end the claim ("labelled"), in
@@ -280,7 +293,7 @@ class LabelingStore(StoreBase):
 
         The label is written even when the lease ran out meanwhile: a judgement is never lost.
         """
-        value = check_grade(value)
+        value, note = check_grade(value), check_text(note, "the note")
         with self.session_scope() as session:
             claim = session.get(QueueClaimRow, claim_id)
             if claim is None:

@@ -1,11 +1,13 @@
 """SQLAlchemy 2 ORM models of the store.
 
-Migrations ``0001_initial`` and ``0002_labeling_and_jobs`` create exactly these tables;
+Migrations ``0001_initial`` to ``0005_promotions_per_dataset`` create exactly these tables;
 ``tests/test_store.py`` checks that the two agree, so any change here needs a new Alembic revision.
 
 History is append-only wherever people's work is recorded: a judgement is never updated or
 deleted (undo appends a ``label_retractions`` row), adjudications and queue claims are new rows,
-and a training job's progress is a stream of ``training_events``.
+and a training job's progress is a stream of ``training_events``. A re-import never deletes a
+question or candidate either: one that left the file is marked ``retired_at`` and keeps its
+labels (``db/reimport.py``), so a label row always has its candidate.
 """
 
 from __future__ import annotations
@@ -67,32 +69,60 @@ class Base(DeclarativeBase):
     type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON(), float: Double()}
 
 
+class StoreInfoRow(Base):
+    """Facts about the store itself; ``store_id`` (random, made by migration 0003) marks the
+    checkpoint files this store writes, so stores sharing a data folder never overwrite or
+    clean up each other's (``qa_core.checkpoints``)."""
+
+    __tablename__ = "store_info"
+
+    key: Mapped[str] = mapped_column(primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
 class DatasetRow(Base):
     __tablename__ = "datasets"
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(unique=True)
     source: Mapped[str] = mapped_column(Text, default="")
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)  # of the current content: set by every import
 
 
 class QuestionRow(Base):
+    """A question; ``retired_at`` is set when a re-import no longer holds it (kept for its labels)."""
+
     __tablename__ = "questions"
-    __table_args__ = (UniqueConstraint("dataset_id", "qid"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
     qid: Mapped[str]
     text: Mapped[str] = mapped_column(Text)
     split: Mapped[str]
+    position: Mapped[int | None]  # in the file last imported (NULL before migration 0003: order by id)
+    retired_at: Mapped[datetime | None]
+
+
+# A qid names one current question of a dataset; retired ones may repeat it.
+Index(
+    "uq_questions_active_qid",
+    QuestionRow.dataset_id,
+    QuestionRow.qid,
+    unique=True,
+    sqlite_where=QuestionRow.retired_at.is_(None),
+    postgresql_where=QuestionRow.retired_at.is_(None),
+)
 
 
 class CandidateRow(Base):
+    """A candidate of a question. ``match_key`` is its identity across re-imports (a hash of its
+    explicit (qid, doc_id), or of question and candidate text when the file had no ids; NULL for
+    rows from before migration 0003); ``retired_at`` is set when a re-import no longer holds it."""
+
     __tablename__ = "candidates"
-    __table_args__ = (UniqueConstraint("question_id", "doc_id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"))
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), index=True)
     doc_id: Mapped[str]
     text: Mapped[str] = mapped_column(Text)
     source: Mapped[str] = mapped_column(Text, default="")
@@ -100,6 +130,19 @@ class CandidateRow(Base):
     first_stage_rank: Mapped[int | None]
     first_stage_score: Mapped[float | None]
     gold_label: Mapped[int | None]
+    match_key: Mapped[str | None]
+    position: Mapped[int | None]  # in the file last imported (NULL before migration 0003: order by id)
+    retired_at: Mapped[datetime | None]
+
+
+Index(
+    "uq_candidates_active_doc_id",
+    CandidateRow.question_id,
+    CandidateRow.doc_id,
+    unique=True,
+    sqlite_where=CandidateRow.retired_at.is_(None),
+    postgresql_where=CandidateRow.retired_at.is_(None),
+)
 
 
 class LabelRow(Base):
@@ -172,6 +215,9 @@ Index(
 
 
 class ModelVersionRow(Base):
+    """A trained model, versioned per name. Which version a dataset's pages use is a promotion
+    (``ModelPromotionRow``), not a property of the version."""
+
     __tablename__ = "model_versions"
     __table_args__ = (UniqueConstraint("name", "version"),)
 
@@ -183,20 +229,25 @@ class ModelVersionRow(Base):
     metrics: Mapped[dict[str, Any]]
     checkpoint_path: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    promoted: Mapped[bool] = mapped_column(default=False)
     status: Mapped[str] = mapped_column(default="ready")
-    # When it was last promoted: roll back promotes the most recently promoted other version.
-    promoted_at: Mapped[datetime | None]
 
 
-# At most one promoted version per name, enforced by the database itself (partial unique index).
-Index(
-    "uq_model_versions_promoted_name",
-    ModelVersionRow.name,
-    unique=True,
-    sqlite_where=ModelVersionRow.promoted,
-    postgresql_where=ModelVersionRow.promoted,
-)
+class ModelPromotionRow(Base):
+    """Append-only: from ``promoted_at`` on, model ``name`` means version ``version_id`` for
+    ``scope``, a dataset name (rankers: a model trained on one dataset is promoted for it, or
+    explicitly for another) or ``*`` (models that serve every dataset: the question classifiers).
+    The latest row per (name, scope) is in use; the rows before it are the roll-back history.
+    ``action`` says how the row came: "promote", "rollback" or "migrated" (revision 0005)."""
+
+    __tablename__ = "model_promotions"
+    __table_args__ = (Index(None, "name", "scope", "id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str]
+    scope: Mapped[str]
+    version_id: Mapped[int] = mapped_column(ForeignKey("model_versions.id", ondelete="CASCADE"), index=True)
+    action: Mapped[str] = mapped_column(default="promote")
+    promoted_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class RunRow(Base):
@@ -225,7 +276,7 @@ class RunScoreRow(Base):
 
 
 class TrainingJobRow(Base):
-    """A training run in its own OS process (``qa_core.jobs``): queued, running, succeeded or failed.
+    """A training run in its own OS process (``qa_core.services.jobs``): queued, running, succeeded or failed.
 
     ``params`` holds everything the process needs (model, labels, seed, config); ``pid``/``host``
     and ``heartbeat_at`` let a reader notice a process that died without saying so.
@@ -252,7 +303,7 @@ class TrainingJobRow(Base):
 
 
 class TrainingEventRow(Base):
-    """One progress point of a job (the training loop's callback: epoch, batch, loss, dev MAP)."""
+    """One progress point of a job: a ``qa_core.training.events.TrainingEvent`` as it came."""
 
     __tablename__ = "training_events"
     __table_args__ = (Index(None, "job_id", "id"),)
@@ -260,7 +311,10 @@ class TrainingEventRow(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     job_id: Mapped[int] = mapped_column(ForeignKey("training_jobs.id", ondelete="CASCADE"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    epoch: Mapped[int | None]
+    step: Mapped[int | None]
+    total: Mapped[int | None]
+    unit: Mapped[str] = mapped_column(Text, default="epoch", server_default="epoch")
     batch: Mapped[int | None]
     loss: Mapped[float | None]
     dev_map: Mapped[float | None]
+    detail: Mapped[dict[str, Any] | None]

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
+from alembic.migration import MigrationContext
+from sqlalchemy import Connection, Engine, create_engine, event
 
-from qa_core.config import database_url
+from qa_core.config import database_url, parse_database_url
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -28,7 +29,7 @@ def make_engine(url: str | None = None) -> Engine:
     locked", and enforced foreign keys (SQLite ignores ON DELETE CASCADE without them).
     A bare ``postgresql://`` URL uses psycopg 3, the driver installed here.
     """
-    parsed = make_url(url or database_url())
+    parsed = parse_database_url(url or database_url())
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
     engine = create_engine(parsed)
@@ -59,10 +60,40 @@ def alembic_config() -> Config:
     return config
 
 
+@contextmanager
+def migrating(engine: Engine) -> Iterator[Connection]:
+    """A connection in one transaction for Alembic.
+
+    On SQLite foreign keys are not enforced meanwhile: a batch migration re-creates a table (copy,
+    drop, rename), and dropping it under enforcement runs the ON DELETE action of every row that
+    refers to it, so CASCADE would delete labels and SET NULL would clear
+    ``runs.model_version_id``. When the revision changed, ``PRAGMA foreign_key_check`` must find
+    nothing before the commit. (The pragma is a no-op inside a transaction, hence before BEGIN.)
+    """
+    with engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()
+        try:
+            with connection.begin():
+                before = MigrationContext.configure(connection).get_current_revision()
+                yield connection
+                changed = MigrationContext.configure(connection).get_current_revision() != before
+                if sqlite and changed:
+                    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                    if broken:
+                        raise RuntimeError(f"the migration left rows with dangling foreign keys: {broken[:5]}")
+        finally:
+            if sqlite:
+                connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                connection.commit()
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Run ``alembic upgrade`` on ``engine`` in one transaction (env.py reuses the connection)."""
     config = alembic_config()
-    with engine.begin() as connection:
+    with migrating(engine) as connection:
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
 
@@ -70,6 +101,6 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 def downgrade(engine: Engine, revision: str) -> None:
     """Run ``alembic downgrade`` to ``revision`` on ``engine`` in one transaction."""
     config = alembic_config()
-    with engine.begin() as connection:
+    with migrating(engine) as connection:
         config.attributes["connection"] = connection
         command.downgrade(config, revision)

@@ -9,15 +9,16 @@ the database unchanged.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from db.base import (
+    ANY_DATASET,
     MAX_LABEL,
     MIN_LABEL,
     CandidateRecord,
@@ -25,18 +26,23 @@ from db.base import (
     candidates_of,
     check_annotator,
     check_grade,
-    clear_promoted,
+    check_name,
+    check_text,
     current_label_ids,
     dataset_row,
     insert_model_version,
+    insert_promotion,
     jsonable,
     model_dict,
     now,
+    promoted_scopes,
+    promotion_scope,
+    promotions,
+    serves,
 )
 from db.jobs import JobStore
 from db.labeling import LabelingStore
 from db.models import (
-    AdjudicationRow,
     CandidateRow,
     DatasetRow,
     LabelRetractionRow,
@@ -46,16 +52,29 @@ from db.models import (
     RunRow,
     RunScoreRow,
 )
+from db.reimport import TEXT_KEY, ImportReport, write_dataset
 from qa_core.data.exporters import write_jsonl, write_qrels
 from qa_core.types import Candidate, Dataset, InputError, Question
 
-__all__ = ["MAX_LABEL", "MIN_LABEL", "CandidateRecord", "LabelRecord", "Store"]
+__all__ = ["MAX_LABEL", "MIN_LABEL", "CandidateRecord", "ImportReport", "LabelRecord", "QrelsImport", "Store"]
 
 QRELS_SOURCES = ("labels", "gold")
 # Concurrent registrations of one model name can pick the same next version; the unique
 # constraint rejects all but one and the others retry.
 REGISTER_ATTEMPTS = 5
-T = TypeVar("T")
+# Two first imports of one new name race on its unique constraint; the loser tries again (and
+# then finds the dataset: "already exists", or a re-import with replace).
+IMPORT_ATTEMPTS = 3
+LABEL_HISTORY_KEYS = (
+    "qid", "doc_id", "question", "candidate", "annotator", "value", "note", "created_at", "retracted_at", "retired_at"
+)
+
+
+class QrelsImport(NamedTuple):
+    """What ``Store.import_qrels`` did: judgements added, and those already current (skipped)."""
+
+    added: int
+    unchanged: int
 
 
 class Store(LabelingStore, JobStore):
@@ -63,59 +82,46 @@ class Store(LabelingStore, JobStore):
 
     # ------------------------------------------------------------------ datasets
 
-    def import_dataset(self, ds: Dataset, replace: bool = False) -> int:
-        """Store ``ds`` in one transaction and return its id.
+    def import_dataset(self, ds: Dataset, replace: bool = False) -> ImportReport:
+        """Store ``ds`` in one transaction and report what happened to the stored candidates.
 
-        An existing name is an error unless ``replace``; replacing deletes the old dataset (and
-        its runs) but carries the label history (with retractions) and the adjudications over to
-        candidates that keep their (qid, doc_id), so annotation work survives a re-import. Open
-        queue claims are dropped. ``Candidate.label`` becomes ``gold_label``.
+        An existing name is an error unless ``replace``. Importing again matches candidates to
+        the stored ones by content (``db/reimport.py``): labels, retractions and adjudications
+        stay on the same text, nothing is deleted, and candidates that left the file are retired
+        with their labels kept (``orphaned_labels``). The dataset's runs are deleted (their scores
+        were for the old content). The transaction starts by writing the dataset row, which takes
+        the write lock: concurrent labelling waits for it (SQLite) or goes on beside it
+        (PostgreSQL), and every label it writes keeps its candidate. ``Candidate.label`` becomes
+        ``gold_label``.
         """
         _validate_dataset(ds)
-        try:
-            return self._import_dataset(ds, replace)
-        except IntegrityError as error:  # a concurrent import of the same name won the race
-            raise InputError(f"dataset {ds.name!r} could not be stored: {error.orig}") from error
+        for attempt in range(1, IMPORT_ATTEMPTS + 1):
+            try:
+                with self.session_scope() as session:
+                    return self._import_dataset(session, ds, replace)
+            except IntegrityError as error:  # a concurrent first import of the same name won the race
+                if attempt == IMPORT_ATTEMPTS:
+                    raise InputError(f"dataset {ds.name!r} could not be stored: {error.orig}") from error
+        raise AssertionError("unreachable")
 
-    def _import_dataset(self, ds: Dataset, replace: bool) -> int:
-        with self.session_scope() as session:
-            old_id = session.scalar(select(DatasetRow.id).where(DatasetRow.name == ds.name))
-            carried = _CarriedWork()
-            if old_id is not None:
-                if not replace:
-                    raise InputError(f"dataset {ds.name!r} already exists (use replace to overwrite it)")
-                carried = _CarriedWork.read(session, old_id)
-                session.execute(delete(DatasetRow).where(DatasetRow.id == old_id))
+    @staticmethod
+    def _import_dataset(session: Session, ds: Dataset, replace: bool) -> ImportReport:
+        at = now()
+        dataset_id = session.scalar(
+            update(DatasetRow)
+            .where(DatasetRow.name == ds.name)
+            .values(source=ds.source, created_at=at)
+            .returning(DatasetRow.id)
+        )
+        if dataset_id is None:
             dataset_id = session.scalar(
-                insert(DatasetRow).values(name=ds.name, source=ds.source).returning(DatasetRow.id)
+                insert(DatasetRow).values(name=ds.name, source=ds.source, created_at=at).returning(DatasetRow.id)
             )
-            if ds.questions:
-                session.execute(
-                    insert(QuestionRow),
-                    [{"dataset_id": dataset_id, "qid": q.qid, "text": q.text, "split": q.split} for q in ds.questions],
-                )
-            question_ids = dict(
-                session.execute(select(QuestionRow.qid, QuestionRow.id).where(QuestionRow.dataset_id == dataset_id)).all()
-            )
-            candidate_rows = [
-                {
-                    "question_id": question_ids[q.qid],
-                    "doc_id": c.doc_id,
-                    "text": c.text,
-                    "source": c.source,
-                    "url": c.url,
-                    # int()/float(): importers may hand over numpy scalars, which psycopg cannot bind.
-                    "first_stage_rank": _optional(int, c.first_stage_rank),
-                    "first_stage_score": _optional(float, c.first_stage_score),
-                    "gold_label": _optional(int, c.label),
-                }
-                for q in ds.questions
-                for c in q.candidates
-            ]
-            if candidate_rows:
-                session.execute(insert(CandidateRow), candidate_rows)
-            carried.write(session, _candidate_ids(session, dataset_id))
-            return dataset_id
+        elif not replace:
+            raise InputError(f"dataset {ds.name!r} already exists (use replace to import it again)")
+        else:
+            session.execute(delete(RunRow).where(RunRow.dataset_id == dataset_id))
+        return write_dataset(session, ds, dataset_id, at)
 
     def dataset_names(self) -> list[str]:
         with self.session_scope() as session:
@@ -138,24 +144,28 @@ class Store(LabelingStore, JobStore):
             per_split = dict(
                 session.execute(
                     select(QuestionRow.split, func.count())
-                    .where(QuestionRow.dataset_id == dataset.id)
+                    .where(QuestionRow.dataset_id == dataset.id, QuestionRow.retired_at.is_(None))
                     .group_by(QuestionRow.split)
                     .order_by(QuestionRow.split)
                 )
                 .all()
             )
-            candidates = (
-                select(CandidateRow.id, CandidateRow.gold_label)
-                .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
-                .where(QuestionRow.dataset_id == dataset.id)
-                .subquery()
-            )
+            candidates = candidates_of(session, name, CandidateRow.id, CandidateRow.gold_label).subquery()
             total, positives = session.execute(
                 select(func.count(), func.count().filter(candidates.c.gold_label > 0))
             ).one()
             labelled = session.scalar(
                 select(func.count(func.distinct(LabelRow.candidate_id))).where(
                     LabelRow.id.in_(current_label_ids(select(candidates.c.id)))
+                )
+            )
+            orphaned = session.scalar(
+                select(func.count(LabelRow.id)).where(
+                    LabelRow.candidate_id.in_(
+                        candidates_of(session, name, CandidateRow.id, retired=True).where(
+                            CandidateRow.retired_at.is_not(None)
+                        )
+                    )
                 )
             )
             return {
@@ -166,10 +176,12 @@ class Store(LabelingStore, JobStore):
                 "candidates": total,
                 "positives": positives,
                 "labelled": labelled,
+                "orphaned_labels": orphaned,
             }
 
     def delete_dataset(self, name: str) -> None:
-        """Delete the dataset with its questions, candidates, labels and runs."""
+        """Delete the dataset with its questions, candidates, labels and runs: the one operation
+        that removes judgements, so only on an explicit request (no re-import does)."""
         with self.session_scope() as session:
             session.execute(delete(DatasetRow).where(DatasetRow.id == dataset_row(session, name).id))
 
@@ -177,18 +189,20 @@ class Store(LabelingStore, JobStore):
         """Rebuild the in-memory dataset (gold labels in ``Candidate.label``), in import order."""
         with self.session_scope() as session:
             dataset = dataset_row(session, name)
-            question_query = select(QuestionRow).where(QuestionRow.dataset_id == dataset.id)
+            question_query = select(QuestionRow).where(
+                QuestionRow.dataset_id == dataset.id, QuestionRow.retired_at.is_(None)
+            )
             if split is not None:
                 question_query = question_query.where(QuestionRow.split == split)
             questions = {
                 row.id: Question(qid=row.qid, text=row.text, split=row.split)
-                for row in session.scalars(question_query.order_by(QuestionRow.id))
+                for row in session.scalars(question_query.order_by(QuestionRow.position, QuestionRow.id))
             }
             candidate_query = (
                 select(CandidateRow)
                 .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
-                .where(QuestionRow.dataset_id == dataset.id)
-                .order_by(CandidateRow.id)
+                .where(QuestionRow.dataset_id == dataset.id, CandidateRow.retired_at.is_(None))
+                .order_by(CandidateRow.position, CandidateRow.id)
             )
             if split is not None:
                 candidate_query = candidate_query.where(QuestionRow.split == split)
@@ -202,6 +216,7 @@ class Store(LabelingStore, JobStore):
                         first_stage_score=row.first_stage_score,
                         source=row.source,
                         url=row.url,
+                        positional_id=(row.match_key or "").startswith(TEXT_KEY),
                     )
                 )
             return Dataset(name=dataset.name, questions=list(questions.values()), source=dataset.source)
@@ -229,7 +244,7 @@ class Store(LabelingStore, JobStore):
                 QuestionRow.text,
                 CandidateRow.text,
                 CandidateRow.gold_label,
-            ).order_by(CandidateRow.id)
+            ).order_by(CandidateRow.position, CandidateRow.id)
             if split is not None:
                 query = query.where(QuestionRow.split == split)
             return [CandidateRecord(*row) for row in session.execute(query)]
@@ -256,39 +271,64 @@ class Store(LabelingStore, JobStore):
     # ------------------------------------------------------------------ labels
 
     def add_label(self, candidate_id: int, annotator: str, value: int, note: str | None = None) -> int:
-        """Append a graded judgement (0..4) and return its id; earlier ones stay as history."""
-        annotator, value = check_annotator(annotator), check_grade(value)
-        with self.session_scope() as session:
-            if session.get(CandidateRow, candidate_id) is None:
-                raise InputError(f"no candidate with id {candidate_id}")
-            return session.scalar(
-                insert(LabelRow)
-                .values(candidate_id=candidate_id, annotator=annotator, value=value, note=note)
-                .returning(LabelRow.id)
-            )
+        """Append a graded judgement (0..4) and return its id; earlier ones stay as history.
 
-    def import_qrels(self, dataset: str, qrels: Mapping[str, Mapping[str, int]], annotator: str) -> int:
-        """Append every qrels judgement as a label by ``annotator``, in one transaction.
-
-        An unknown (qid, doc_id) or a grade outside 0..4 rejects the whole file. Returns the labels added.
+        A candidate a re-import retired meanwhile still takes the label (kept with the orphans);
+        only one whose dataset was deleted refuses it.
         """
-        if not annotator.strip():
-            raise InputError("annotator name is empty")
+        annotator, value, note = check_annotator(annotator), check_grade(value), check_text(note, "the note")
+        try:
+            with self.session_scope() as session:
+                if session.get(CandidateRow, candidate_id) is None:
+                    raise InputError(f"no candidate with id {candidate_id}")
+                return session.scalar(
+                    insert(LabelRow)
+                    .values(candidate_id=candidate_id, annotator=annotator, value=value, note=note)
+                    .returning(LabelRow.id)
+                )
+        except IntegrityError:  # its dataset was deleted between the check and the insert
+            raise InputError(f"no candidate with id {candidate_id} (its dataset was deleted); not saved") from None
+
+    def import_qrels(
+        self,
+        dataset: str,
+        qrels: Mapping[str, Mapping[str, int]],
+        annotator: str,
+        *,
+        lines: Mapping[tuple[str, str], int] | None = None,
+        path: str | None = None,
+    ) -> QrelsImport:
+        """Add every qrels judgement as a label by ``annotator``, in one transaction, except those
+        that are already ``annotator``'s current label of the pair (so importing a file again adds
+        nothing). An unknown (qid, doc_id) or a grade outside 0..4 rejects the whole file; with
+        the file's ``path`` and ``lines`` ((qid, doc_id) -> line) the error names them."""
+        annotator = check_annotator(annotator)
+
+        def fail(message: str, qid: str, doc_id: str) -> InputError:
+            return InputError(message, path=path, line=(lines or {}).get((qid, doc_id)))
+
         with self.session_scope() as session:
             ids = _candidate_ids(session, dataset_row(session, dataset).id)
+            current = dict(
+                session.execute(
+                    select(LabelRow.candidate_id, LabelRow.value).where(
+                        LabelRow.id.in_(current_label_ids(candidates_of(session, dataset, CandidateRow.id))),
+                        LabelRow.annotator == annotator,
+                    )
+                ).all()
+            )
             rows = []
             for qid, grades in qrels.items():
                 for doc_id, grade in grades.items():
                     if (qid, doc_id) not in ids:
-                        raise InputError(f"dataset {dataset!r} has no candidate {doc_id!r} for question {qid!r}")
+                        raise fail(f"dataset {dataset!r} has no candidate {doc_id!r} for question {qid!r}", qid, doc_id)
                     if not MIN_LABEL <= int(grade) <= MAX_LABEL:
-                        raise InputError(
-                            f"grade {grade} of ({qid}, {doc_id}) is outside {MIN_LABEL}..{MAX_LABEL}"
-                        )
-                    rows.append({"candidate_id": ids[(qid, doc_id)], "annotator": annotator.strip(), "value": int(grade)})
+                        raise fail(f"grade {grade} of ({qid}, {doc_id}) is outside {MIN_LABEL}..{MAX_LABEL}", qid, doc_id)
+                    if current.get(ids[(qid, doc_id)]) != int(grade):
+                        rows.append({"candidate_id": ids[(qid, doc_id)], "annotator": annotator, "value": int(grade)})
             if rows:
                 session.execute(insert(LabelRow), rows)
-            return len(rows)
+            return QrelsImport(len(rows), sum(len(grades) for grades in qrels.values()) - len(rows))
 
     def current_labels(self, dataset: str, annotator: str | None = None) -> dict[int, dict[str, int]]:
         """Current value per candidate and annotator: ``{candidate_id: {annotator: value}}``.
@@ -337,7 +377,7 @@ class Store(LabelingStore, JobStore):
     def qrels(self, dataset: str, source: str = "labels") -> dict[str, dict[str, int]]:
         """``{qid: {doc_id: grade}}`` from the latest unretracted label of any annotator, or from gold
         labels. (The rule that also weighs adjudications and several annotators is
-        ``qa_core.labeling.training_labels``.)"""
+        ``qa_core.services.labeling.training_labels``.)"""
         if source not in QRELS_SOURCES:
             raise InputError(f"qrels source must be one of {', '.join(QRELS_SOURCES)}, got {source!r}")
         with self.session_scope() as session:
@@ -353,7 +393,9 @@ class Store(LabelingStore, JobStore):
                     .where(LabelRow.id.in_(latest))
                 )
             result: dict[str, dict[str, int]] = {}
-            for qid, doc_id, grade in session.execute(query.order_by(QuestionRow.id, CandidateRow.id)):
+            for qid, doc_id, grade in session.execute(
+                query.order_by(QuestionRow.position, QuestionRow.id, CandidateRow.position, CandidateRow.id)
+            ):
                 result.setdefault(qid, {})[doc_id] = grade
             return result
 
@@ -362,10 +404,19 @@ class Store(LabelingStore, JobStore):
         return write_qrels(self.qrels(dataset, source), path)
 
     def export_labels_jsonl(self, dataset: str, path: str | Path) -> int:
-        """Write the full label history, one JSON object per judgement, atomically
-        (``retracted_at`` is null unless the judgement was undone)."""
+        """Write the full label history, one JSON object per judgement, atomically: ``retracted_at``
+        is null unless the judgement was undone, ``retired_at`` null unless a re-import retired its
+        candidate (the label is kept: see ``orphaned_labels``)."""
+        return write_jsonl(self._label_history(dataset, orphans_only=False), path)
+
+    def orphaned_labels(self, dataset: str) -> list[dict[str, Any]]:
+        """Every judgement on a candidate that a re-import retired (its text left the file), oldest
+        first, as ``export_labels_jsonl`` writes them: kept, but no longer current."""
+        return self._label_history(dataset, orphans_only=True)
+
+    def _label_history(self, dataset: str, orphans_only: bool) -> list[dict[str, Any]]:
         with self.session_scope() as session:
-            rows = session.execute(
+            query = (
                 candidates_of(
                     session,
                     dataset,
@@ -378,16 +429,20 @@ class Store(LabelingStore, JobStore):
                     LabelRow.note,
                     LabelRow.created_at,
                     LabelRetractionRow.created_at,
+                    CandidateRow.retired_at,
+                    retired=True,
                 )
                 .join(LabelRow, LabelRow.candidate_id == CandidateRow.id)
                 .outerjoin(LabelRetractionRow, LabelRetractionRow.label_id == LabelRow.id)
                 .order_by(LabelRow.id)
-            ).all()
-        keys = ("qid", "doc_id", "question", "candidate", "annotator", "value", "note", "created_at", "retracted_at")
-        return write_jsonl(
-            (dict(zip(keys, (*row[:-2], *(None if t is None else t.isoformat() for t in row[-2:])))) for row in rows),
-            path,
-        )
+            )
+            if orphans_only:
+                query = query.where(CandidateRow.retired_at.is_not(None))
+            rows = session.execute(query).all()
+        return [
+            dict(zip(LABEL_HISTORY_KEYS, (*row[:-3], *(None if t is None else t.isoformat() for t in row[-3:]))))
+            for row in rows
+        ]
 
     # ------------------------------------------------------------------ model registry
 
@@ -399,36 +454,70 @@ class Store(LabelingStore, JobStore):
         training_data: dict[str, Any],
         metrics: dict[str, Any],
         promote: bool = False,
+        scope: str | None = None,
     ) -> int:
-        """Record the next version of model ``name`` and return its ``model_versions`` id."""
+        """Record the next version of model ``name`` and return its ``model_versions`` id; with
+        ``promote``, make it the version used for ``scope`` (default: the dataset it was trained on,
+        ``training_data["dataset"]``, else every dataset, ``*``)."""
+        promote_for = (scope or promotion_scope(training_data)) if promote else None
         attempt = 0
         while True:
             attempt += 1
             try:
                 with self.session_scope() as session:
-                    return insert_model_version(session, name, kind, checkpoint_path, training_data, metrics, promote)
+                    return insert_model_version(
+                        session, name, kind, checkpoint_path, training_data, metrics, promote_for
+                    )
             except IntegrityError:
                 if attempt >= REGISTER_ATTEMPTS:
                     raise
 
     def model_versions(self, name: str | None = None) -> list[dict[str, Any]]:
-        """Registered versions, by name then version."""
+        """Registered versions, by name then version, each with the scopes it is promoted for."""
         with self.session_scope() as session:
             query = select(ModelVersionRow).order_by(ModelVersionRow.name, ModelVersionRow.version)
             if name is not None:
                 query = query.where(ModelVersionRow.name == name)
-            return [model_dict(row) for row in session.scalars(query)]
+            scopes = promoted_scopes(session, name)
+            return [model_dict(row, scopes.get(row.id)) for row in session.scalars(query)]
 
-    def promoted_model(self, name: str) -> dict[str, Any] | None:
-        """The promoted version of ``name``, else its newest, else ``None``."""
+    def promoted_model(self, name: str, scope: str = ANY_DATASET) -> dict[str, Any] | None:
+        """The version of ``name`` that ``scope`` (a dataset, or ``*``) uses: its latest promotion
+        there, else its latest promotion for every dataset (``*``), else the newest version trained
+        on that dataset or on none in particular, else ``None``. ``"promoted"`` in the result says
+        whether a promotion chose it."""
         with self.session_scope() as session:
-            row = session.scalars(
-                select(ModelVersionRow)
-                .where(ModelVersionRow.name == name)
-                .order_by(ModelVersionRow.promoted.desc(), ModelVersionRow.version.desc())
-                .limit(1)
-            ).first()
-            return None if row is None else model_dict(row)
+            history = promotions(session, name, scope) or promotions(session, name, ANY_DATASET)
+            if history:
+                row = session.get(ModelVersionRow, history[0].version_id)
+                promoted = True
+            else:
+                newest = session.scalars(
+                    select(ModelVersionRow).where(ModelVersionRow.name == name).order_by(ModelVersionRow.version.desc())
+                )
+                row = next((r for r in newest if serves(r.training_data, scope)), None)
+                promoted = False
+            if row is None:
+                return None
+            return {**model_dict(row, promoted_scopes(session, name).get(row.id)), "promoted": promoted}
+
+    def promotion_history(self, name: str, scope: str) -> list[dict[str, Any]]:
+        """The versions promoted for ``scope`` (then for every dataset, ``*``), newest promotion
+        first, each version once: where a fallback goes after the version in use."""
+        with self.session_scope() as session:
+            scopes = promoted_scopes(session, name)
+            seen: dict[int, dict[str, Any]] = {}
+            history = promotions(session, name, scope)
+            if scope != ANY_DATASET:
+                history += promotions(session, name, ANY_DATASET)
+            for promotion in history:
+                if promotion.version_id not in seen:
+                    row = session.get(ModelVersionRow, promotion.version_id)
+                    seen[promotion.version_id] = {
+                        **model_dict(row, scopes.get(row.id)), "action": promotion.action,
+                        "promoted_at": promotion.promoted_at,
+                    }
+            return list(seen.values())
 
     def model_version(self, version_id: int) -> dict[str, Any]:
         """One registered version by its ``model_versions`` id."""
@@ -436,54 +525,42 @@ class Store(LabelingStore, JobStore):
             row = session.get(ModelVersionRow, version_id)
             if row is None:
                 raise InputError(f"no model version with id {version_id}")
-            return model_dict(row)
+            return model_dict(row, promoted_scopes(session, row.name).get(row.id))
 
-    def promote(self, name: str, version: int) -> None:
-        """Make ``version`` the one promoted version of ``name`` (any version: also how to roll back)."""
+    def promote(self, name: str, version: int, scope: str) -> None:
+        """Make ``version`` of ``name`` the one ``scope`` uses (a dataset, possibly another than the
+        one it was trained on, or ``*``)."""
         with self.session_scope() as session:
             row = session.scalars(
                 select(ModelVersionRow).where(ModelVersionRow.name == name, ModelVersionRow.version == version)
             ).first()
             if row is None:
                 raise InputError(f"model {name!r} has no version {version}")
-            clear_promoted(session, name)
-            session.execute(
-                update(ModelVersionRow).where(ModelVersionRow.id == row.id).values(promoted=True, promoted_at=now())
-            )
+            insert_promotion(session, name, scope, row.id, "promote")
 
-    def rollback_target(self, name: str) -> dict[str, Any] | None:
-        """The version of ``name`` that ``rollback`` would promote again, or None when no other
-        version was ever promoted (the Train page labels and enables its button with this)."""
+    def rollback_target(self, name: str, scope: str) -> dict[str, Any] | None:
+        """The version of ``name`` that ``rollback`` would put back for ``scope``, or None when no
+        other version was promoted there before (the Train page labels and enables its button so)."""
         with self.session_scope() as session:
-            row = self._rollback_row(session, name)
-            return None if row is None else model_dict(row)
+            row = self._rollback_row(session, name, scope)
+            return None if row is None else model_dict(row, promoted_scopes(session, name).get(row.id))
 
-    def rollback(self, name: str) -> dict[str, Any]:
-        """Promote again the version of ``name`` that was promoted most recently before the current
-        one, and return it; ``InputError`` when no other version was ever promoted."""
+    def rollback(self, name: str, scope: str) -> dict[str, Any]:
+        """Promote again, for ``scope`` only, the version of ``name`` promoted there before the
+        current one, and return it; ``InputError`` when there is none."""
         with self.session_scope() as session:
-            row = self._rollback_row(session, name)
+            row = self._rollback_row(session, name, scope)
             if row is None:
-                raise InputError(f"model {name!r} has no earlier promoted version to roll back to")
-            clear_promoted(session, name)
-            session.execute(
-                update(ModelVersionRow).where(ModelVersionRow.id == row.id).values(promoted=True, promoted_at=now())
-            )
-            session.refresh(row)
-            return model_dict(row)
+                raise InputError(f"model {name!r} has no earlier version promoted for {scope!r} to roll back to")
+            insert_promotion(session, name, scope, row.id, "rollback")
+            return model_dict(row, promoted_scopes(session, name).get(row.id))
 
     @staticmethod
-    def _rollback_row(session: Session, name: str) -> ModelVersionRow | None:
-        return session.scalars(
-            select(ModelVersionRow)
-            .where(
-                ModelVersionRow.name == name,
-                ModelVersionRow.promoted.is_(False),
-                ModelVersionRow.promoted_at.is_not(None),
-            )
-            .order_by(ModelVersionRow.promoted_at.desc(), ModelVersionRow.id.desc())
-            .limit(1)
-        ).first()
+    def _rollback_row(session: Session, name: str, scope: str) -> ModelVersionRow | None:
+        history = promotions(session, name, scope)
+        current = history[0].version_id if history else None
+        earlier = next((p.version_id for p in history if p.version_id != current), None)
+        return None if earlier is None else session.get(ModelVersionRow, earlier)
 
     # ------------------------------------------------------------------ runs
 
@@ -536,7 +613,7 @@ class Store(LabelingStore, JobStore):
                 .join(CandidateRow, RunScoreRow.candidate_id == CandidateRow.id)
                 .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
                 .where(RunScoreRow.run_id == run_id)
-                .order_by(QuestionRow.id, RunScoreRow.rank)
+                .order_by(QuestionRow.position, QuestionRow.id, RunScoreRow.rank)
             )
             result: dict[str, dict[str, float]] = {}
             for qid, doc_id, score in rows:
@@ -574,82 +651,54 @@ class Store(LabelingStore, JobStore):
 
 
 def _validate_dataset(ds: Dataset) -> None:
-    """Reject what the unique constraints would reject, with a message naming the culprit."""
-    if not ds.name or not ds.name.strip():
-        raise InputError("dataset name is empty")
+    """Reject what the database would reject (unique ids, names and ids too long for its indexes,
+    NUL characters, which PostgreSQL cannot store) and what no importer lets through (ranks below
+    1, one text with two gold labels in a question), with a message naming the culprit."""
+    name = check_name(ds.name, "dataset name")
+    _check_texts(f"dataset {name!r}", source=ds.source)
     seen_qids: set[str] = set()
-    for question in ds.questions:
+    for number, question in enumerate(ds.questions, start=1):
+        check_name(question.qid, f"dataset {name!r}: the id of question {number}")
+        where = f"dataset {name!r}, question {question.qid!r}"
+        check_name(question.split, f"{where}: the split")
+        _check_texts(where, question=question.text)
         if question.qid in seen_qids:
-            raise InputError(f"dataset {ds.name!r}: question id {question.qid!r} appears twice")
+            raise InputError(f"dataset {name!r}: question id {question.qid!r} appears twice")
         seen_qids.add(question.qid)
         seen_docs: set[str] = set()
-        for candidate in question.candidates:
+        gold: dict[str, int | None] = {}
+        for position, candidate in enumerate(question.candidates, start=1):
+            check_name(candidate.doc_id, f"{where}: the id of candidate {position}")
+            _check_texts(f"{where}, candidate {candidate.doc_id!r}", text=candidate.text, source=candidate.source,
+                         url=candidate.url)
             if candidate.doc_id in seen_docs:
                 raise InputError(
-                    f"dataset {ds.name!r}: candidate {candidate.doc_id!r} appears twice in question {question.qid!r}"
+                    f"dataset {name!r}: candidate {candidate.doc_id!r} appears twice in question {question.qid!r}"
                 )
             seen_docs.add(candidate.doc_id)
+            if candidate.first_stage_rank is not None and int(candidate.first_stage_rank) < 1:
+                raise InputError(
+                    f"{where}, candidate {candidate.doc_id!r}: first-stage rank must be 1 or more, "
+                    f"got {candidate.first_stage_rank}"
+                )
+            if gold.setdefault(candidate.text, candidate.label) != candidate.label:
+                raise InputError(
+                    f"{where}: candidate {candidate.doc_id!r} repeats the text of another candidate with gold label "
+                    f"{gold[candidate.text]}, but has {candidate.label}"
+                )
 
 
-def _optional(convert: Callable[[Any], T], value: Any) -> T | None:
-    return None if value is None else convert(value)
+def _check_texts(where: str, **texts: str | None) -> None:
+    for what, text in texts.items():
+        if text is not None and "\x00" in text:
+            raise InputError(f"{where}: the {what} holds a NUL character, which the store cannot keep")
 
 
 def _candidate_ids(session: Session, dataset_id: int) -> dict[tuple[str, str], int]:
+    """(qid, doc_id) -> id of the dataset's current candidates."""
     rows = session.execute(
         select(QuestionRow.qid, CandidateRow.doc_id, CandidateRow.id)
         .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
-        .where(QuestionRow.dataset_id == dataset_id)
+        .where(QuestionRow.dataset_id == dataset_id, CandidateRow.retired_at.is_(None))
     )
     return {(qid, doc_id): candidate_id for qid, doc_id, candidate_id in rows}
-
-
-class _CarriedWork:
-    """Labels (with retractions) and adjudications of a dataset being replaced, keyed by
-    (qid, doc_id), to be written again onto the new dataset's candidates that keep those keys."""
-
-    def __init__(self) -> None:
-        self.labels: list[tuple[tuple[str, str], dict[str, Any], dict[str, Any] | None]] = []
-        self.adjudications: list[tuple[tuple[str, str], dict[str, Any]]] = []
-
-    @classmethod
-    def read(cls, session: Session, dataset_id: int) -> _CarriedWork:
-        carried = cls()
-        keyed = (
-            select(QuestionRow.qid, CandidateRow.doc_id)
-            .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
-            .where(QuestionRow.dataset_id == dataset_id)
-        )
-        labels = session.execute(
-            keyed.add_columns(LabelRow, LabelRetractionRow)
-            .join(LabelRow, LabelRow.candidate_id == CandidateRow.id)
-            .outerjoin(LabelRetractionRow, LabelRetractionRow.label_id == LabelRow.id)
-            .order_by(LabelRow.id)
-        )
-        for qid, doc_id, label, retraction in labels:
-            fields = {"annotator": label.annotator, "value": label.value, "note": label.note, "created_at": label.created_at}
-            undo = None if retraction is None else {"annotator": retraction.annotator, "created_at": retraction.created_at}
-            carried.labels.append(((qid, doc_id), fields, undo))
-        adjudications = session.execute(
-            keyed.add_columns(AdjudicationRow)
-            .join(AdjudicationRow, AdjudicationRow.candidate_id == CandidateRow.id)
-            .order_by(AdjudicationRow.id)
-        )
-        for qid, doc_id, row in adjudications:
-            fields = {"value": row.value, "adjudicator": row.adjudicator, "note": row.note, "created_at": row.created_at}
-            carried.adjudications.append(((qid, doc_id), fields))
-        return carried
-
-    def write(self, session: Session, new_ids: Mapping[tuple[str, str], int]) -> None:
-        labels = [(new_ids[key], fields, undo) for key, fields, undo in self.labels if key in new_ids]
-        if labels:
-            label_ids = session.scalars(
-                insert(LabelRow).returning(LabelRow.id, sort_by_parameter_order=True),
-                [{**fields, "candidate_id": candidate_id} for candidate_id, fields, _ in labels],
-            ).all()
-            retractions = [{**undo, "label_id": label_id} for label_id, (_, _, undo) in zip(label_ids, labels) if undo]
-            if retractions:
-                session.execute(insert(LabelRetractionRow), retractions)
-        adjudications = [{**fields, "candidate_id": new_ids[key]} for key, fields in self.adjudications if key in new_ids]
-        if adjudications:
-            session.execute(insert(AdjudicationRow), adjudications)

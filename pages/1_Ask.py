@@ -1,20 +1,27 @@
 """Ask: rank candidates for a typed or a dataset question with any model, and see why.
 
-Widgets and layout only; the work is in ``qa_core.workbench`` and ``qa_core.viz``. Data text is
+Widgets and layout only; the work is in ``qa_core.services.workbench`` and ``qa_core.services.viz``. Data text is
 shown through ``st.dataframe``, ``st.code`` or escaped markdown, never as HTML. Query parameters
 ``?dataset=...&qid=...&model=...`` open one dataset question ranked (the Errors page links here).
 """
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
-from pages import PICKED, current_ranker, get_questions, load_ranker, open_store, question_input, require_datasets
-from qa_core import viz, workbench
+from pages import (
+    PICKED,
+    current_ranker,
+    get_questions,
+    open_store,
+    pick_dataset,
+    pick_model,
+    question_input,
+    require_datasets,
+)
+from qa_core.services import analysis, ranking, trust, viz, workbench
 from qa_core.types import InputError, NotTrainedError
 
-EXPLAINED = 5  # candidates with a heatmap: explaining is a backward pass each for neural models
 RESULT_KEY, APPLIED_KEY, RUNS_KEY = "ask_result", "ask_applied_params", "ask_runs"
 SHOWN_COLUMNS = ["rank", "score", "first_stage_rank", "rank_change", "gold_label", "stored_label", "text"]
 
@@ -23,13 +30,13 @@ st.set_page_config(page_title="Ask · Rerank Lab", layout="wide")
 
 @st.cache_resource(show_spinner="Loading the question classifiers…")
 def get_analyzer(_store, url: str, versions: tuple[str | None, ...]):
-    return workbench.question_analyzer(_store)
+    return analysis.question_analyzer(_store)
 
 
 st.title("Ask")
 url, store = open_store()
 datasets = require_datasets(store)
-models = workbench.model_names(store)
+models = workbench.model_names()
 
 # Query parameters (a link from the Errors page) preset the widgets once per distinct link.
 params = {name: st.query_params[name] for name in workbench.ASK_PARAMS if name in st.query_params}
@@ -51,8 +58,8 @@ if params and st.session_state.get(APPLIED_KEY) != params:
         rank_now = True
 
 left, right = st.columns(2)
-dataset = left.selectbox("Dataset", datasets, key="dataset")
-model = right.selectbox("Model", models, key="model")
+dataset = pick_dataset(left, datasets, key="dataset")
+model = pick_model(right, store, dataset, key="model")
 dataset_version = workbench.dataset_version(store, dataset)
 
 ranker = current_ranker(store, url, model, dataset)
@@ -64,72 +71,91 @@ if (clicked or rank_now) and ranker is not None:
     st.session_state.pop(RESULT_KEY, None)
     try:
         question, candidates, qid = chosen_question()
-        stored = workbench.stored_labels(store, dataset, qid)  # typed: every question's, keyed qid/doc_id
-        analyzer = get_analyzer(store, url, workbench.classifier_version_key(store))
         with st.spinner("Ranking…"):
-            table = workbench.rank(ranker, question, candidates, stored)
-            top = list(table["text"].head(EXPLAINED))
-            explanations = [ranker.explain(question, text) for text in top]
-            links = [workbench.pair_links(question, text, analyzer) for text in top]
+            result = ranking.rank_pool(ranker, question, candidates, model=model, qid=qid)
+            # The class and focus the model read; for a model that reads none, the store's (said so).
+            store_analysis = None
+            if result.analysis is None:
+                analyzer = get_analyzer(store, url, analysis.classifier_version_key(store))
+                store_analysis = ranking.summarise(question, analyzer.analyse(question))
         st.session_state[RUNS_KEY] = st.session_state.get(RUNS_KEY, 0) + 1
         st.session_state[RESULT_KEY] = {
             "id": st.session_state[RUNS_KEY],
-            "question": question,
-            "model": model,
+            "ranking": result,
             "dataset": dataset,
-            "analysis": workbench.analyse_question(analyzer, question),
-            "table": table,
-            "explanations": explanations,
-            "links": links,
+            "stored": workbench.stored_labels(store, dataset, qid),  # typed: every question's, keyed qid/doc_id
+            "store_analysis": store_analysis,
         }
     except (InputError, NotTrainedError) as error:
         st.error(workbench.as_markdown(str(error)))
 
 
 def show_explanation(explanation, key: str) -> None:
-    """The model's heatmaps: its word x word matrices and its per-answer-word weights."""
+    """The model's heatmaps: its word x word matrices and its per-word weights (question side too,
+    where the model has them)."""
     for name in explanation.matrices:
         st.plotly_chart(viz.heatmap_figure(explanation, name), key=f"{key}-matrix-{name}")
+    if explanation.question_weights is not None:
+        st.plotly_chart(viz.token_weights_figure(explanation, side="question"), key=f"{key}-question-weights")
     st.plotly_chart(viz.token_weights_figure(explanation), key=f"{key}-weights")
 
 
-def show_counterfactual(result: dict, row, key: str) -> None:
-    """Edit the candidate, score the edit against the same pool, explain only the edit."""
+def show_counterfactual(result: ranking.Ranking, rank: int, key: str) -> None:
+    """Edit the candidate and score the edit against this ranking's scores; explain only the edit."""
     with st.form(f"{key}-form", border=False):
-        edited = st.text_area("Edit this candidate and score it again", value=row.text, key=f"{key}-text")
+        edited = st.text_area(
+            "Edit this candidate and score it again", value=result.at(rank).candidate.text, key=f"{key}-text"
+        )
         submitted = st.form_submit_button("Score edited text")
     if submitted:
         try:
-            ranker_used = load_ranker(store, url, result["model"], result["dataset"])
-            pool = list(result["table"]["text"])
-            st.session_state[f"{key}-result"] = workbench.counterfactual(
-                ranker_used, result["question"], pool, row.rank - 1, edited
-            )
-        except (InputError, NotTrainedError) as error:
+            st.session_state[f"{key}-result"] = result.counterfactual(rank, edited)
+        except InputError as error:
             st.session_state.pop(f"{key}-result", None)
             st.error(workbench.as_markdown(str(error)))
     outcome = st.session_state.get(f"{key}-result")
     if outcome is not None:
         st.metric("Score of the edited text", f"{outcome.score:.4f}", delta=f"{outcome.delta:+.4f}")
-        st.caption(f"Would rank #{outcome.rank} of {len(result['table'])} (now #{row.rank}).")
+        st.caption(f"Would rank #{outcome.rank} of {len(result)} (now #{rank}).")
         show_explanation(outcome.explanation, f"{key}-edited")
 
 
-result = st.session_state.get(RESULT_KEY)
-if result is not None:
-    table = result["table"]
-    analysis = result["analysis"]
+def show_trust(result: ranking.Ranking, rank: int, dataset: str) -> None:
+    """How far to trust this heatmap: the model's measured faithfulness, and the same test live on
+    this candidate (its score without its top-weighted words, and with only them, against random)."""
+    measured = trust.measured_line(result.model, dataset)
+    if measured is not None:
+        st.caption(workbench.as_markdown(measured))
+    test = result.deletion_test(rank)
+    k = ranking.LIVE_FRACTION
+    st.caption(
+        f"This candidate: score {test.score:.4f}; without its top {k:.0%} words "
+        f"{test.score - test.comprehensiveness[k]:.4f} (without {k:.0%} random words: "
+        f"{test.score - test.random_comprehensiveness[k]:.4f}); with only them "
+        f"{test.score - test.sufficiency[k]:.4f} (only random words: {test.score - test.random_sufficiency[k]:.4f})."
+    )
+
+
+def analysis_line(summary: ranking.AnalysisSummary, read_by_model: bool) -> str:
+    focus = workbench.as_markdown(summary.focus_words) if summary.focus_words else "none found"
+    source = workbench.as_markdown(summary.source)
+    who = "read by this model" if read_by_model else "the store's classifiers; this model does not read them"
+    return f"Question class: **{workbench.as_markdown(summary.qclass or 'none')}** · focus: **{focus}** · decided by: {source} ({who})"
+
+
+state = st.session_state.get(RESULT_KEY)
+if state is not None:
+    result: ranking.Ranking = state["ranking"]
+    table = result.table(state["stored"])
     st.subheader("Ranked candidates")
     st.markdown(
-        f"**{workbench.as_markdown(result['model'])}** on **{workbench.as_markdown(result['dataset'])}** · "
-        f"{len(table)} candidates · question: {workbench.as_markdown(result['question'])}"
+        f"**{workbench.as_markdown(result.model)}** on **{workbench.as_markdown(state['dataset'])}** · "
+        f"{len(table)} candidates · question: {workbench.as_markdown(result.question)}"
     )
-    focus = workbench.as_markdown(analysis.focus_words) if analysis.focus_words else "none found"
-    st.markdown(
-        f"Question class: **{workbench.as_markdown(analysis.qclass or 'none')}** · focus: **{focus}** "
-        f"· decided by: {workbench.as_markdown(analysis.source)}"
-    )
-    st.dataframe(
+    summary = result.summary() or state["store_analysis"]
+    st.markdown(analysis_line(summary, read_by_model=result.analysis is not None))
+    key = f"r{state['id']}"
+    picked = st.dataframe(
         table[SHOWN_COLUMNS],
         hide_index=True,
         column_config={
@@ -143,25 +169,52 @@ if result is not None:
             ),
             "text": st.column_config.TextColumn("candidate", width="large"),
         },
-        key="ranked",
+        on_select="rerun",
+        selection_mode="single-row",
+        key=f"{key}-table",
     )
-    st.subheader("Why: top candidates")
-    rows = table.head(EXPLAINED).itertuples()
-    for row, explanation, pair in zip(rows, result["explanations"], result["links"]):
-        key = f"r{result['id']}-{row.rank}"
+    st.subheader("Why")
+    missed = ranking.missed_answers(result)
+    only_missed = st.toggle(
+        f"Only right answers ranked below a wrong one ({len(missed)})",
+        key=f"{key}-missed",
+        help="gold-relevant candidates with a gold-irrelevant candidate ranked above them",
+    )
+    ranks = missed if only_missed else [s.rank for s in result.scored]
+    rows = picked.selection.rows if picked is not None else []
+    if rows and st.session_state.get(f"{key}-applied") != rows[0]:  # a row clicked in the table opens it
+        st.session_state[f"{key}-applied"] = rows[0]
+        if rows[0] + 1 in ranks:
+            st.session_state[f"{key}-open"] = rows[0] + 1
+    if not ranks:
+        st.info("No right answer is ranked below a wrong one here.")
+    else:
+        if st.session_state.get(f"{key}-open") not in ranks:  # e.g. the filter just hid it
+            st.session_state[f"{key}-open"] = ranks[0]
+        rank = st.selectbox(
+            "Explain candidate",
+            ranks,
+            format_func=lambda r: ranking.option_label(result.at(r)),
+            key=f"{key}-open",
+        )
+        scored = result.at(rank)
         labels = "".join(
             f" · {name} {value}"
-            for name, value in (("gold", row.gold_label), ("stored", row.stored_label))
-            if not pd.isna(value)
+            for name, value in (("gold", scored.candidate.label), ("stored", state["stored"].get(scored.candidate.doc_id)))
+            if value is not None
         )
-        with st.expander(f"#{row.rank} · score {row.score:.4f}{labels}", expanded=row.rank == 1):
-            st.markdown(workbench.as_markdown(row.text))
-            show_explanation(explanation, key)
-            st.plotly_chart(viz.arcs_figure(pair.question_tokens, pair.answer_tokens, pair.links), key=f"{key}-arcs")
-            if st.toggle("Show the REL-tagged trees", key=f"{key}-trees"):
-                st.code(pair.question_tree, language=None)
-                st.code(pair.answer_tree, language=None)
-                for name, tree in explanation.trees.items():
-                    st.caption(f"{workbench.as_markdown(name)} (as the model compared it)")
-                    st.code(tree, language=None)
-            show_counterfactual(result, row, key)
+        st.markdown(f"**#{rank}** · score {scored.score:.4f}{labels}")
+        st.markdown(workbench.as_markdown(scored.candidate.text))
+        with st.spinner("Explaining…"):
+            explanation = result.explain(rank)
+        show_explanation(explanation, f"{key}-{rank}")
+        show_trust(result, rank, state["dataset"])
+        st.plotly_chart(
+            viz.arcs_figure(explanation.question_tokens, explanation.answer_tokens, explanation.links),
+            key=f"{key}-{rank}-arcs",
+        )
+        if explanation.trees and st.toggle("Show the REL-tagged trees (as the model compared them)", key=f"{key}-{rank}-trees"):
+            for name, tree in explanation.trees.items():
+                st.caption(workbench.as_markdown(name))
+                st.code(tree, language=None)
+        show_counterfactual(result, rank, f"{key}-{rank}")

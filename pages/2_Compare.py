@@ -1,7 +1,10 @@
-"""Compare: two or three models on one question (aligned rankings, bump chart) or on a dataset split
-(per-question deltas, win/tie/loss, paired tests, the questions where the models disagree).
+"""Compare: two or three models on one question (aligned rankings, bump chart) or on a dataset split:
+means with bootstrap intervals, every pair's randomisation and t-tests (Holm), W/T/L and minimum
+detectable difference, a sorted per-question delta chart and a metric scatter whose clicked
+questions open in Ask, the questions where the models disagree most, seeds of one model against
+another's, and "fuse these" (a ranx fusion tuned on DEV, kept in the store, then listed as a model).
 
-Widgets and layout only; the work is in ``qa_core.compare`` and ``qa_core.workbench``. Data text is
+Widgets and layout only; the work is in ``qa_core.services.compare`` and ``qa_core.services.workbench``. Data text is
 shown through ``st.dataframe`` or escaped markdown, never as HTML.
 """
 
@@ -10,14 +13,17 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import current_ranker, get_questions, open_store, question_input, require_datasets
-from qa_core import compare, workbench
+from pages import current_ranker, get_questions, open_store, pick_dataset, question_input, require_datasets
+from qa_core import config, fusion
 from qa_core.evaluation import METRICS
+from qa_core.services import compare, experiments, stored_runs, workbench
 from qa_core.types import InputError, NotTrainedError
 
 ONE, SPLIT = "One question", "Whole split"
+MODELS, SEEDS = "Models", "Seed runs"
 TOP = 10  # ranks shown side by side and in the chart
-QUESTION_KEY, SPLIT_KEY = "compare_question_result", "compare_split_result"
+LINKED = 5  # selected questions linked to Ask at once
+QUESTION_KEY, SPLIT_KEY, FUSED_KEY = "compare_question_result", "compare_split_result", "compare_fused_message"
 
 st.set_page_config(page_title="Compare · Rerank Lab", layout="wide")
 
@@ -36,29 +42,37 @@ url, store = open_store()
 datasets = require_datasets(store)
 
 left, right = st.columns([1, 2])
-dataset = left.selectbox("Dataset", datasets, key="dataset")
-names = workbench.model_names(store)
+dataset = pick_dataset(left, datasets, key="dataset")
+names = workbench.model_names(store, dataset)
+fused = stored_runs.fusion_tags(store, dataset)
 models = right.multiselect(
     "Models (the first is the reference)",
-    names,
+    names + fused,
     default=names[:2],
     max_selections=compare.MAX_MODELS,
     key="models",
+    help="fusion:… entries are fused runs kept by the Fuse these button; they compare on a whole split.",
 )
 dataset_version = workbench.dataset_version(store, dataset)
+if FUSED_KEY in st.session_state:
+    st.success(workbench.as_markdown(st.session_state.pop(FUSED_KEY)))
 
 rankers = {}
 for model in models:
-    ranker = current_ranker(store, url, model, dataset)
+    ranker = None if model in fused else current_ranker(store, url, model, dataset)
     if ranker is not None:
         rankers[model] = ranker
+        right.caption(workbench.as_markdown(workbench.version_in_use(store, model, dataset)))
 ready = len(rankers) == len(models) and compare.MIN_MODELS <= len(models) <= compare.MAX_MODELS
+split_ready = len(rankers) == len(set(models) - set(fused)) and compare.MIN_MODELS <= len(models) <= compare.MAX_MODELS
 if len(models) < compare.MIN_MODELS:
     st.info("Choose two or three models to compare.")
 
 view = st.radio("Compare on", [ONE, SPLIT], horizontal=True, key="view")
 
 if view == ONE:
+    if set(models) & set(fused):
+        st.info("Fused runs have no model to rank a new question with: compare them on the whole split.")
     chosen_question = question_input(store, url, dataset, dataset_version)
     if st.button("Compare", type="primary", disabled=not ready, key="compare_question"):
         st.session_state.pop(QUESTION_KEY, None)
@@ -90,37 +104,85 @@ else:
     clean = right.checkbox(
         "Clean questions only", key="clean", help="Only questions with a relevant and a non-relevant candidate"
     )
-    if st.button("Compare on the split", type="primary", disabled=not ready, key="compare_split"):
+    chosen = [q for q in questions if q.split == split]
+    source = st.radio("Compare", [MODELS, SEEDS], horizontal=True, key="runs_source")
+    if source == MODELS:
+        clicked = st.button("Compare on the split", type="primary", disabled=not split_ready, key="compare_split")
+
+        def compare_now() -> compare.SplitComparison:
+            runs = {m: stored_runs.load_tagged_run(store, dataset, m, split) if m in fused
+                    else experiments.score_questions(rankers[m], chosen) for m in models}
+            return compare.compare_runs(runs, chosen, metric=metric, clean=clean)
+    else:
+        groups = stored_runs.seed_groups(store, dataset, split, config.seed_runs_dir() / dataset)
+        if not groups:
+            st.info(f"No seed runs of {workbench.as_markdown(f'{dataset} {split}')}: `python -m qa_core evaluate` "
+                    "keeps one per model version in the store, and `benchmarks/rankers.py` one per seed in "
+                    f"{workbench.as_markdown(str(config.seed_runs_dir() / dataset))}.")
+        picked_groups = st.multiselect(
+            "Runs of one model against another's (the first is the reference)", list(groups),
+            format_func=lambda g: f"{g} ({len(groups[g])}: {', '.join(r.label for r in groups[g])})",
+            max_selections=compare.MAX_MODELS, key="seed_groups",
+        )
+        clicked = st.button("Compare the seed runs", type="primary", key="compare_seeds",
+                            disabled=not compare.MIN_MODELS <= len(picked_groups) <= compare.MAX_MODELS)
+
+        def compare_now() -> compare.SplitComparison:
+            runs = {g: stored_runs.load_runs(store, groups[g]) for g in picked_groups}
+            return compare.compare_seed_runs(runs, chosen, metric=metric, clean=clean)
+    if clicked:
         st.session_state.pop(SPLIT_KEY, None)
         try:
-            with st.spinner("Scoring the split…"):
-                chosen = [q for q in questions if q.split == split]
-                st.session_state[SPLIT_KEY] = compare.compare_split(rankers, chosen, metric=metric, clean=clean)
+            with st.spinner("Scoring and testing…"):
+                st.session_state[SPLIT_KEY] = (dataset, split, compare_now())
         except (InputError, NotTrainedError) as error:
             st.error(workbench.as_markdown(str(error)))
 
-    result = st.session_state.get(SPLIT_KEY)
-    if result is not None:
+    if st.session_state.get(SPLIT_KEY) is not None:
+        shown_dataset, shown_split, result = st.session_state[SPLIT_KEY]
         reference = result.models[0]
-        st.subheader("Means")
-        st.dataframe(result.means, column_config={m: st.column_config.NumberColumn(m, format="%.4f") for m in METRICS})
-        st.subheader(f"Per question: {result.metric} against {reference}")
-        st.caption(
-            f"Δ = model − {reference} per question; a win is Δ > 0. Significance: scipy's paired t-test "
-            "(ttest_rel) and Wilcoxon signed-rank test (wilcoxon, zero differences dropped), both "
-            f"two-sided, over the {result.summaries[0].questions} questions"
-            + (" with a relevant and a non-relevant candidate." if result.clean else " with gold labels.")
+        st.subheader("Means with 95% bootstrap intervals")
+        st.dataframe(result.significance.systems_table(), key="means",
+                     column_config={c: st.column_config.NumberColumn(c, format="%.4f")
+                                    for c in result.significance.systems_table().columns})
+        st.subheader(f"Every pair on {result.metric}")
+        st.caption(workbench.as_markdown(
+            f"Δ = model − vs per question; a win is Δ > 0. {result.significance.describe()} "
+            + ("Seed runs: each model's per-question values averaged over its runs. " if not result.runs else "")
+            + ("Questions with a relevant and a non-relevant candidate." if result.clean else "Questions with gold labels.")
+        ))
+        st.dataframe(
+            compare.summary_table(result), hide_index=True, key="summary",
+            column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in ("mean Δ", "MDD")},
         )
-        st.dataframe(compare.summary_table(result), hide_index=True, key="summary")
+
+        st.subheader(f"Per question: {result.metric} against {reference}")
+        other = (st.selectbox("Model to chart against the reference", result.models[1:], key="chart_model")
+                 if len(result.models) > 2 else result.models[1])
+        left, right = st.columns(2)
+        with left:
+            bars = st.plotly_chart(compare.delta_figure(result, other), on_select="rerun", selection_mode="points",
+                                   key="delta_chart")
+        with right:
+            points = st.plotly_chart(compare.scatter_figure(result, other), on_select="rerun",
+                                     selection_mode="points", key="scatter_chart")
+        ask_model = next((m for m in (other, reference) if m in names), names[0])
+        for qid in compare.selected_questions([*bars.selection.points, *points.selection.points])[:LINKED]:
+            st.link_button(f"Open {qid} in Ask", workbench.ask_url(shown_dataset, qid, ask_model), icon=":material/search:",
+                           type="primary", key=f"ask-{qid}")
+
         left, right = st.columns(2)
         only = left.toggle("Only questions where the models disagree", value=True, key="only_disagreements")
-        different_top1 = left.checkbox("… a different top-1 candidate", value=True, key="different_top1")
+        different_top1 = "same top-1" in result.per_question and left.checkbox(
+            "… a different top-1 candidate", value=True, key="different_top1")
         threshold = right.slider(f"… or |Δ {result.metric}| above", 0.0, 1.0, 0.1, 0.05, key="threshold")
-        table = compare.disagreements(result, threshold, different_top1) if only else result.per_question
+        most = int(right.number_input("… at most, largest |Δ| first", 1, 10_000, 50, key="most"))
+        table = compare.disagreements(result, threshold, different_top1, most) if only else result.per_question
         st.caption(f"{len(table)} of {len(result.per_question)} questions")
         st.dataframe(
-            table,
+            table.assign(ask=[workbench.ask_url(shown_dataset, qid, ask_model) for qid in table.index]),
             column_config={
+                "ask": st.column_config.LinkColumn("open", display_text="Ask", width="small"),
                 "question": st.column_config.TextColumn("question", width="large"),
                 **{m: st.column_config.NumberColumn(m, format="%.4f") for m in result.models},
                 **{
@@ -130,3 +192,26 @@ else:
             },
             key="per_question",
         )
+
+        members = [m for m in result.models if m in rankers and m in result.runs]
+        if source == MODELS and len(members) >= compare.MIN_MODELS:
+            st.subheader("Fuse these")
+            left, right = st.columns([3, 1])
+            method = left.selectbox("Fusion", list(fusion.METHOD_LABELS), format_func=fusion.METHOD_LABELS.get,
+                                    key="fusion_method")
+            if right.button("Fuse these", key="fuse", help=f"ranx fusion of {', '.join(members)}, tuned on DEV; "
+                            "kept in the store and offered in the model list"):
+                try:
+                    with st.spinner("Scoring DEV and tuning the fusion…"):
+                        dev = [q for q in questions if q.split == "dev"]
+                        recipe, fused_dev, fused_split = stored_runs.build_fusion(
+                            {m: rankers[m] for m in members}, dev, {m: result.runs[m] for m in members}, method)
+                        compared = [q for q in questions if q.split == shown_split]
+                        stored_runs.save_fusion(store, shown_dataset, recipe,
+                                                {"dev": (dev, fused_dev), shown_split: (compared, fused_split)})
+                    st.session_state[FUSED_KEY] = (
+                        f"Kept {recipe.tag} (DEV MAP {recipe.dev_map:.4f}, {recipe.params or 'no parameters'}): "
+                        "choose it in the model list to compare it like any model.")
+                    st.rerun()
+                except InputError as error:
+                    st.error(workbench.as_markdown(str(error)))

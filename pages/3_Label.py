@@ -2,7 +2,7 @@
 agreement between annotators; a review view where a reviewer settles conflicts.
 
 Widgets and layout only; the queue, its leases and the agreement coefficients are
-``qa_core.labeling`` and the store's (``db/labeling.py``): every judgement is written at once with
+``qa_core.services.labeling`` and the store's (``db/labeling.py``): every judgement is written at once with
 history, and two browser sessions are never handed the same pair at once (each session holds its
 pair through a lease in the store). Data text is shown as escaped markdown, never as HTML.
 """
@@ -15,8 +15,8 @@ import pandas as pd
 import streamlit as st
 
 from db.base import MAX_LABEL, MIN_LABEL
-from pages import get_ranker, open_store, require_datasets, show_not_trained
-from qa_core import labeling, workbench
+from pages import get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
+from qa_core.services import labeling, workbench
 from qa_core.types import InputError, NotTrainedError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
@@ -76,7 +76,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
     order = st.selectbox(
         "Queue order", labeling.STRATEGIES, key="order", format_func=lambda s: f"{s}: {ORDER_HELP[s]}"
     )
-    names = workbench.model_names(store)
+    names = workbench.model_names(store, dataset)
     chosen: list[str] = []
     if order == "uncertainty":
         chosen = [st.selectbox("Model", names, key="order_model")]
@@ -86,7 +86,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
     for model in chosen:
         try:
             scores[model] = get_scores(
-                store, url, model, dataset, workbench.model_version_key(store, model), workbench.dataset_version(store, dataset)
+                store, url, model, dataset, workbench.model_version_key(store, model, dataset), workbench.dataset_version(store, dataset)
             )
         except NotTrainedError as error:
             show_not_trained(error, model, dataset)
@@ -231,7 +231,7 @@ datasets = require_datasets(store)
 # One holder id per browser session: the store leases the pair on screen to it.
 st.session_state.setdefault(HOLDER, f"session-{uuid.uuid4().hex}")
 left, right = st.columns(2)
-dataset = left.selectbox("Dataset", datasets, key="label_dataset")
+dataset = pick_dataset(left, datasets, key="label_dataset")
 remembered = st.session_state.get(ANNOTATOR)
 known = sorted({name for judged in store.current_labels(dataset).values() for name in judged} | {remembered} - {None})
 options = [*known, NEW_NAME]

@@ -1,7 +1,7 @@
 """Train: retrain a model from the stored labels (plus gold if chosen), watch it, promote or roll back.
 
-Widgets and layout only; the work is in ``qa_core.jobs`` (the training runs in its own process,
-so the page never freezes), ``qa_core.retraining`` and ``qa_core.labeling``. Data text is shown
+Widgets and layout only; the work is in ``qa_core.services.jobs`` (the training runs in its own process,
+so the page never freezes), ``qa_core.services.retraining`` and ``qa_core.services.labeling``. Data text is shown
 through ``st.dataframe`` or escaped markdown, never as HTML.
 """
 
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import open_store, require_datasets
-from qa_core import jobs, retraining, workbench
-from qa_core.labeling.curves import curve_figure, version_curve
+from pages import open_store, pick_dataset, pick_model, require_datasets
+from qa_core.rankers import registry
+from qa_core.services import jobs, retraining, workbench
+from qa_core.services.labeling.curves import curve_figure, version_curve
 from qa_core.types import InputError
 
 JOB_KEY = "train_job"
@@ -25,8 +26,8 @@ url, store = open_store()
 datasets = require_datasets(store)
 
 left, middle, right = st.columns(3)
-model = left.selectbox("Model", retraining.trainable_models(), key="train_model")
-dataset = middle.selectbox("Dataset", datasets, key="train_dataset")
+dataset = pick_dataset(middle, datasets, key="train_dataset")
+model = pick_model(left, store, dataset, key="train_model", options=registry.trainable())
 seed = int(right.number_input("Seed", min_value=0, value=1, step=1, key="train_seed"))
 left, right = st.columns(2)
 store_labels = left.checkbox("Use the labels collected in the store", value=True, key="train_store_labels")
@@ -37,15 +38,14 @@ gold_choice = right.radio(
     horizontal=True,
 )
 gold = retraining.GOLD_CHOICES[gold_choice]
-epochs = int(
-    st.number_input(
-        "Epochs (at most; early stopping on dev MAP may end sooner)",
-        min_value=1,
-        max_value=200,
-        value=retraining.default_epochs(model),
-        key=f"train_epochs_{model}",
+settings = {
+    name: int(
+        st.number_input(
+            retraining.SETTING_LABELS.get(name, name), min_value=1, max_value=1000, value=int(default), key=f"train_{name}_{model}"
+        )
     )
-)
+    for name, default in retraining.training_settings(model).items()
+}
 
 preview = retraining.label_preview(store, dataset, store_labels, gold)
 conflicts = retraining.conflicts_table(preview)
@@ -67,7 +67,7 @@ if st.button("Retrain", type="primary", key="train_start"):
             store_labels=store_labels,
             gold=gold,
             seed=seed,
-            model_config={"max_epochs": epochs},
+            model_config=settings,
         )
     except InputError as error:
         st.error(workbench.as_markdown(str(error)))
@@ -83,8 +83,8 @@ def show_job(job_id: int, was_active: bool) -> None:
         st.plotly_chart(retraining.training_figure(status.events), key=f"job_curve_{job_id}")
     job = status.job
     if job["status"] == "failed":
-        promoted = store.promoted_model(job["model"])
-        kept = f"version {promoted['version']} stays as it was" if promoted else "no version is registered"
+        promoted = store.promoted_model(job["model"], job["dataset"])
+        kept = f"version {promoted['version']} stays in use" if promoted else "no version is in use for its dataset"
         st.error(
             workbench.as_markdown(f"Training job {job_id} failed: {job['error']}. Nothing was registered; {kept}.")
         )
@@ -109,31 +109,31 @@ if versions.empty:
 else:
     st.dataframe(versions, hide_index=True)
     numbers = versions["version"].tolist()
-    promoted = store.promoted_model(model)
+    in_use = store.promoted_model(model, dataset)
     left, middle, right = st.columns([2, 1, 1])
     if st.session_state.get(f"train_versions_seen_{model}") != len(numbers):  # a new version: show it first
         st.session_state[f"train_versions_seen_{model}"] = len(numbers)
         st.session_state[f"train_version_{model}"] = numbers[0]
     chosen = left.selectbox("Version", numbers, key=f"train_version_{model}")
-    st.dataframe(retraining.comparison(store, model, int(chosen)))
-    already = promoted is not None and promoted["promoted"] and promoted["version"] == chosen
-    if middle.button("Promote", key="train_promote", disabled=already):
-        store.promote(model, int(chosen))
+    st.dataframe(retraining.comparison(store, model, int(chosen), dataset))
+    already = in_use is not None and in_use["promoted"] and in_use["version"] == chosen
+    if middle.button(f"Promote for {dataset}", key="train_promote", disabled=already):
+        store.promote(model, int(chosen), dataset)
         st.rerun()
-    target = store.rollback_target(model)
-    rollback_label = "Roll back" if target is None else f"Roll back to version {target['version']}"
-    rollback_help = "No earlier version was ever promoted." if target is None else None
+    target = store.rollback_target(model, dataset)
+    rollback_label = "Roll back" if target is None else f"Roll back {dataset} to version {target['version']}"
+    rollback_help = f"No earlier version was promoted for {dataset}." if target is None else None
     if right.button(rollback_label, key="train_rollback", disabled=target is None, help=rollback_help):
         try:
-            back = store.rollback(model)
-            st.toast(f"Version {back['version']} promoted again")
+            back = store.rollback(model, dataset)
+            st.toast(f"Version {back['version']} promoted again for {dataset}")
             st.rerun()
         except InputError as error:  # another session rolled back or promoted in between
             st.error(workbench.as_markdown(str(error)))
-    if promoted is not None and promoted["promoted"]:
-        st.caption(f"Ask and Compare use the promoted version: {model} version {promoted['version']}.")
-    else:
-        st.caption(f"No version is promoted: Ask and Compare use the newest, version {numbers[0]}.")
+    st.caption(
+        workbench.as_markdown(f"The pages use for {dataset}: {workbench.version_in_use(store, model, dataset)}. "
+                              "A version trained on another dataset is used for this one only once promoted here.")
+    )
 
     points = version_curve(store, model)
     if points:

@@ -1,6 +1,6 @@
 """Errors: a model's per-question metrics on a dataset split, worst first, and slices of them.
 
-Widgets and layout only; the work is in ``qa_core.errors``. Scores are cached per model version,
+Widgets and layout only; the work is in ``qa_core.services.errors``. Scores are cached per model version,
 dataset import and split (labels are read on every run, so new labels show at once); each worst
 question links to the Ask page with ``?dataset=...&qid=...&model=...``.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import current_ranker, get_questions, open_store, require_datasets
-from qa_core import errors, experiments, viz, workbench
+from pages import current_ranker, get_questions, open_store, pick_dataset, pick_model, require_datasets
+from qa_core.services import analysis, errors, experiments, viz, workbench
 
 ALL_SPLITS = "all splits"
 LINKED = 10  # worst questions listed as links to Ask under the table
@@ -28,7 +28,7 @@ def get_run(_ranker, _questions, url: str, model: str, model_version: str | None
 @st.cache_data(show_spinner="Analysing the questions…", max_entries=32)
 def get_profiles(_store, _questions, url: str, dataset: str, dataset_version: str, split: str,
                  classifiers: tuple[str | None, ...]):
-    return errors.question_profiles(_questions, workbench.question_analyzer(_store))
+    return errors.question_profiles(_questions, analysis.question_analyzer(_store))
 
 
 @st.cache_data(show_spinner="Measuring lexical overlap…", max_entries=32)
@@ -41,14 +41,14 @@ url, store = open_store()
 datasets = require_datasets(store)
 
 left, middle, right = st.columns(3)
-dataset = left.selectbox("Dataset", datasets, key="dataset")
+dataset = pick_dataset(left, datasets, key="dataset")
 dataset_version = workbench.dataset_version(store, dataset)
 splits = list(store.dataset_summary(dataset)["questions"])
 split_options = [*splits, ALL_SPLITS]
-split = middle.selectbox(
-    "Split", split_options, index=split_options.index("test") if "test" in splits else 0, key="split"
+split = middle.selectbox(  # keyed per dataset: another dataset's split never carries over
+    "Split", split_options, index=split_options.index("test") if "test" in splits else 0, key=f"split-{dataset}"
 )
-model = right.selectbox("Model", workbench.model_names(store), key="model")
+model = pick_model(right, store, dataset, key="model")
 clean = st.toggle(
     "Only questions with a correct and a wrong candidate",
     value=True,
@@ -59,7 +59,7 @@ clean = st.toggle(
 ranker = current_ranker(store, url, model, dataset)
 if ranker is None:
     st.stop()
-model_version = workbench.model_version_key(store, model)
+model_version = workbench.model_version_key(store, model, dataset)
 
 questions = get_questions(store, url, dataset, dataset_version)
 if split != ALL_SPLITS:
@@ -68,7 +68,7 @@ if not questions:
     st.info(workbench.as_markdown(f"Dataset {dataset} has no questions in {split}."))
     st.stop()
 run = get_run(ranker, questions, url, model, model_version, dataset, dataset_version, split)
-profiles = get_profiles(store, questions, url, dataset, dataset_version, split, workbench.classifier_version_key(store))
+profiles = get_profiles(store, questions, url, dataset, dataset_version, split, analysis.classifier_version_key(store))
 overlaps = get_overlaps(questions, url, dataset, dataset_version, split)
 qrels, sources = errors.store_labels(store, dataset)
 table = errors.error_table(run, qrels, profiles, overlaps, sources, clean=clean)

@@ -3,18 +3,34 @@ the page header with its clear messages. Streamlit does not list ``__init__.py``
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
 from db.store import Store
-from qa_core import config, workbench
+from qa_core import config
 from qa_core.rankers.base import Ranker
+from qa_core.services import workbench
 from qa_core.types import Candidate, InputError, NotTrainedError
 
+PAGES_DIR = Path(__file__).resolve().parent
 TYPED, PICKED = "Type a question", "Pick a dataset question"
+MODELS_KEPT = 6  # loaded (model version, dataset) pairs the server keeps; older ones are dropped
 NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
+
+
+def page_summaries() -> list[tuple[str, str]]:
+    """(path, first sentence of its docstring) of every page, in sidebar order: the landing page's
+    links, so that adding a page means adding its file."""
+    pages = []
+    for path in sorted(PAGES_DIR.glob("[0-9]*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or path.stem
+        first = " ".join(doc.split("\n\n")[0].split())
+        pages.append((f"pages/{path.name}", first.split(". ")[0].rstrip(".")))
+    return pages
 
 
 @st.cache_resource(show_spinner="Opening the store…")
@@ -25,16 +41,17 @@ def get_store(url: str) -> Store:
     return store
 
 
-@st.cache_resource(show_spinner="Loading the model…")
+@st.cache_resource(show_spinner="Loading the model…", max_entries=MODELS_KEPT)
 def get_ranker(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str):
     """Rankers are shared by all sessions; a new model version or a re-import loads a new one."""
-    return workbench.load_ranker(_store, model, fit_on=dataset)
+    return workbench.load_ranker(_store, model, dataset)
 
 
 def load_ranker(store: Store, url: str, model: str, dataset: str) -> Ranker:
     """``model``'s current version for ``dataset``, through ``get_ranker``'s cache."""
     return get_ranker(
-        store, url, model, dataset, workbench.model_version_key(store, model), workbench.dataset_version(store, dataset)
+        store, url, model, dataset, workbench.model_version_key(store, model, dataset),
+        workbench.dataset_version(store, dataset),
     )
 
 
@@ -71,6 +88,30 @@ def open_store(show_device: bool = True) -> tuple[str, Store]:
         st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
         st.stop()
         raise  # st.stop() raises; this line only tells type checkers so
+
+
+LAST_DATASET = "last_dataset"
+
+
+def pick_dataset(container, datasets: Sequence[str], key: str) -> str:
+    """The dataset select box of a page, starting on the dataset last used on any page (pages keep
+    their own widget keys, which Streamlit forgets on leaving the page)."""
+    if key not in st.session_state and st.session_state.get(LAST_DATASET) in datasets:
+        st.session_state[key] = st.session_state[LAST_DATASET]
+    dataset = container.selectbox("Dataset", datasets, key=key)
+    st.session_state[LAST_DATASET] = dataset
+    return dataset
+
+
+def pick_model(container, store: Store, dataset: str, key: str, options: Sequence[str] | None = None) -> str:
+    """A page's model select box over ``options`` (default: every model, those ready for ``dataset``
+    first), starting on the model last promoted for it; the version in use is said under it."""
+    options = list(options) if options is not None else workbench.model_names(store, dataset)
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = workbench.default_model(store, options, dataset)
+    model = container.selectbox("Model", options, key=key)
+    container.caption(workbench.as_markdown(workbench.version_in_use(store, model, dataset)))
+    return model
 
 
 def require_datasets(store: Store) -> list[str]:

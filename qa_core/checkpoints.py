@@ -7,33 +7,58 @@ never a truncated file that a later load or evaluation would read.
 
 from __future__ import annotations
 
+import errno
 import os
+import pickle
+import re
 import tempfile
-from collections.abc import Iterator
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
-from qa_core.types import InputError
+from qa_core import config
+from qa_core.types import InputError, StorageError
 
 CHECKPOINT_FORMAT = 1
+T = TypeVar("T")
 
 
 @contextmanager
 def atomic_file(path: str | Path, mode: str = "wb", **open_kwargs: Any) -> Iterator[IO[Any]]:
-    """A handle on a temporary file beside ``path`` that replaces ``path`` when the block succeeds."""
+    """A handle on a temporary file beside ``path`` that replaces ``path`` when the block succeeds.
+
+    A filesystem error (disk full, no permission, a folder or a file in the way) is one
+    ``StorageError`` naming ``path``, never the temporary file.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; give the name of a file to write")
+    temp_name = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, mode, **open_kwargs) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
+    except BaseException as error:
+        if temp_name is not None:
+            Path(temp_name).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise write_error(path, error) from None
         raise
+
+
+def write_error(path: Path, error: OSError) -> StorageError:
+    """One sentence for a failed write of ``path``."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return StorageError(f"cannot write {path}: the disk is full ({error.strerror}); nothing was written")
+    return StorageError(f"cannot write {path}: {error.strerror or error}")
 
 
 def save_checkpoint(kind: str, state: dict[str, Any], path: str | Path) -> Path:
@@ -46,18 +71,140 @@ def save_checkpoint(kind: str, state: dict[str, Any], path: str | Path) -> Path:
 
 
 def load_checkpoint(path: str | Path) -> tuple[str, dict[str, Any]]:
-    """``(kind, state)`` of a checkpoint, on the CPU; a missing or damaged file raises ``InputError``.
+    """``(kind, state)`` of a checkpoint, on the CPU; a missing, damaged, foreign or unsafe file
+    raises ``InputError``.
 
-    ``weights_only=False`` because states hold vocabularies and configs besides tensors: load only
-    checkpoints this installation wrote (the store records where they are).
+    ``weights_only=True``: only tensors and plain data (dicts, lists, tuples, strings, numbers) are
+    unpickled, so a file crafted to run code, or holding objects of another program, is refused
+    before anything in it runs. Every state this project writes is plain data (vocabularies as
+    lists, configs as dicts, arrays as tensors), including files written before this check.
     """
     import torch
 
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"checkpoint {path} is a folder, not a file")
     if not path.is_file():
         raise InputError(f"checkpoint not found: {path}")
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=False)
-        return str(payload["kind"]), payload["state"]
-    except Exception as exc:  # torch and pickle raise many types for a damaged file
-        raise InputError(f"checkpoint {path} is corrupt or not a Rerank Lab checkpoint ({exc})") from exc
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if "GLOBAL" in str(exc):  # the weights-only unpickler met a class or function reference
+            raise InputError(
+                f"checkpoint {path} was refused: it holds Python objects other than tensors and plain data "
+                "(a file from elsewhere, or made to run code); nothing in it was loaded or run"
+            ) from None
+        raise InputError(f"checkpoint {path} is corrupt or not a Rerank Lab checkpoint (unreadable pickle)") from None
+    except Exception as exc:  # torch and zipfile raise many types for a damaged file
+        raise InputError(f"checkpoint {path} is corrupt or not a Rerank Lab checkpoint ({type(exc).__name__})") from None
+    if not (
+        isinstance(payload, dict)
+        and payload.get("format") == CHECKPOINT_FORMAT
+        and isinstance(payload.get("kind"), str)
+        and isinstance(payload.get("state"), dict)
+    ):
+        raise InputError(
+            f"checkpoint {path} is not a Rerank Lab checkpoint (expected format {CHECKPOINT_FORMAT} with a kind and a state)"
+        )
+    return payload["kind"], payload["state"]
+
+
+def rebuild(path: str | Path, kind: str, from_state: Callable[[dict[str, Any]], T], state: dict[str, Any]) -> T:
+    """``from_state(state)``, with a state that does not fit the model's current code (a field
+    missing or unknown, tensors of another shape, wrong types) turned into ``InputError``, so a
+    caller falls back to another version as it does for a damaged file."""
+    try:
+        return from_state(state)
+    except (KeyError, TypeError, ValueError, RuntimeError, AttributeError, IndexError) as exc:
+        detail = " ".join(str(exc).split())
+        detail = f"{type(exc).__name__}: {detail[:200]}{'…' if len(detail) > 200 else ''}"
+        raise InputError(
+            f"checkpoint {path} does not fit this version's {kind!r} model ({detail}); retrain it or use another version"
+        ) from None
+
+
+# ---------------------------------------------------------------------- names and clean-up
+
+# <labels>.<store id>.<random>.pt: labels are slugs of model, dataset etc. (for people), the
+# store id says whose file it is (stores sharing a data folder), the random part makes it unique.
+_NAME = re.compile(r"^(?P<labels>[A-Za-z0-9_-]+)\.(?:(?P<owner>[0-9a-f]{12})\.)?(?P<token>[0-9a-f]{12})\.pt$")
+_TEMPORARY = re.compile(r"^\..+\.tmp$")  # ``atomic_file``'s temporaries: .<name>.<random>.tmp
+GC_GRACE_MINUTES = 60.0
+
+
+def slug(text: str, limit: int = 40) -> str:
+    """A file-name-safe form of a user-given name: letters, digits, ``_`` and ``-`` only."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_-")[:limit] or "x"
+
+
+def new_checkpoint_path(*labels: str, owner: str | None = None) -> Path:
+    """A new, unique checkpoint file name in ``data/models``: ``labels`` (model, dataset, ...)
+    sanitised, ``owner`` the writing store's ``store_id``. Never outside the data folder."""
+    if owner is not None and not re.fullmatch(r"[0-9a-f]{12}", owner):
+        raise ValueError(f"a store id is 12 hexadecimal digits, got {owner!r}")
+    parts = ["-".join(slug(label) for label in labels) or "model", *([owner] if owner else []), uuid.uuid4().hex[:12]]
+    return config.inside_data_dir(config.checkpoint_dir() / (".".join(parts) + ".pt"))
+
+
+@dataclass
+class CleanUp:
+    """What ``collect_garbage`` deleted (or, dry, would delete) and what it kept, and why."""
+
+    deleted: list[Path] = field(default_factory=list)
+    freed_bytes: int = 0
+    registered: int = 0  # checkpoints this store's registry uses: never touched
+    recent: list[Path] = field(default_factory=list)  # younger than the grace period
+    not_ours: list[Path] = field(default_factory=list)  # marked by another store
+    unmarked: list[Path] = field(default_factory=list)  # no store mark (older names); kept unless asked
+
+
+def collect_garbage(
+    folder: Path,
+    *,
+    owner: str,
+    registered: set[Path],
+    grace_minutes: float = GC_GRACE_MINUTES,
+    include_unmarked: bool = False,
+    dry_run: bool = False,
+) -> CleanUp:
+    """Delete what killed or failed trainings left in ``folder``.
+
+    The rule (other stores may share the folder):
+    - a temporary file of ``atomic_file`` (``.NAME.RANDOM.tmp``) older than the grace period:
+      its writer died (a write takes seconds), whichever store it was;
+    - a ``.pt`` file marked with ``owner`` (this store) that no version of this store registers,
+      older than the grace period (a finishing training registers its file seconds after writing it);
+    - with ``include_unmarked``, also unregistered ``.pt`` files without any store mark (names from
+      before marks existed), older than the grace period: only safe when no other store uses the
+      folder, since they may be its registered models.
+    Never: a file this store registers, or one marked by another store.
+    """
+    report = CleanUp()
+    cutoff = time.time() - grace_minutes * 60
+    keep = {path.resolve() for path in registered}
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if not path.is_file():
+            continue
+        if path.suffix == ".pt" and not _TEMPORARY.match(path.name):
+            if path.resolve() in keep:
+                report.registered += 1
+                continue
+            name = _NAME.match(path.name)
+            mark = name["owner"] if name else None
+            if mark is not None and mark != owner:
+                report.not_ours.append(path)
+                continue
+            if mark is None and not include_unmarked:
+                report.unmarked.append(path)
+                continue
+        elif not _TEMPORARY.match(path.name):
+            continue
+        stat = path.stat()
+        if stat.st_mtime > cutoff:
+            report.recent.append(path)
+            continue
+        report.deleted.append(path)
+        report.freed_bytes += stat.st_size
+        if not dry_run:
+            path.unlink(missing_ok=True)
+    return report

@@ -1,6 +1,8 @@
-"""Command line: ``python -m qa_core data|train|train-classifier|evaluate|rank|models``.
+"""Command line: ``python -m qa_core data|train|train-classifier|evaluate|rank|compare|models|gc``.
 
-Bad input ends with one clear ``error:`` line and exit status 2, never a traceback.
+Exit status: 0 done; 2 bad input, or the database or the disk refused (one clear ``error:`` line
+on stderr, never a traceback, nothing half written); 130 interrupted (Ctrl-C); 1 only for a bug
+(with its traceback). Results are JSON lines on stdout; notes for people go to stderr.
 """
 
 from __future__ import annotations
@@ -11,10 +13,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from qa_core import config, workbench
-from qa_core.types import InputError, NotTrainedError
+from qa_core import config
+from qa_core.checkpoints import GC_GRACE_MINUTES, collect_garbage, new_checkpoint_path
+from qa_core.services import analysis, workbench
+from qa_core.types import InputError, NotTrainedError, StorageError
 
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+ORPHAN_EXAMPLES = 5
 
 
 def _emit(record: dict) -> None:
@@ -29,6 +35,8 @@ def _store(args: argparse.Namespace):
 
     try:
         return Store(args.db)
+    except InputError as error:  # an unreadable URL: the message repeats none of it
+        raise InputError(f"cannot open the store: {error}") from None
     except (ArgumentError, SQLAlchemyError) as error:
         url = workbench.masked_url(args.db)
         reason = str(getattr(error, "orig", None) or error).splitlines()[0]
@@ -40,8 +48,25 @@ def cmd_data_import(args: argparse.Namespace) -> None:
 
     dataset = load_dataset(Path(args.path), fmt=args.format, name=args.name)
     store = _store(args)
-    store.import_dataset(dataset, replace=args.replace)
-    _emit({"imported": dataset.name, **store.dataset_summary(dataset.name)})
+    report = store.import_dataset(dataset, replace=args.replace)
+    _emit({"imported": dataset.name, **store.dataset_summary(dataset.name), "import": report.summary()})
+    if report.moved:
+        print(f"note: {len(report.moved)} candidates kept their labels under another id (rows moved in the file)",
+              file=sys.stderr)
+    if report.retired:
+        examples = ", ".join(f"{qid}/{doc_id} ({labels} labels)" for qid, doc_id, labels in report.retired[:ORPHAN_EXAMPLES])
+        more = f" and {len(report.retired) - ORPHAN_EXAMPLES} more" if len(report.retired) > ORPHAN_EXAMPLES else ""
+        print(
+            f"note: {len(report.retired)} candidates are no longer in the file: {examples}{more}; their "
+            f"{report.orphaned_labels} labels are kept (list them: python -m qa_core data orphans --data {dataset.name})",
+            file=sys.stderr,
+        )
+
+
+def cmd_data_orphans(args: argparse.Namespace) -> None:
+    """Labels kept on candidates that a re-import retired, one JSON line each."""
+    for record in _store(args).orphaned_labels(args.data):
+        _emit(record)
 
 
 def cmd_data_demo(args: argparse.Namespace) -> None:
@@ -59,12 +84,12 @@ def cmd_data_import_run(args: argparse.Namespace) -> None:
 
 
 def cmd_data_import_qrels(args: argparse.Namespace) -> None:
-    from qa_core.data.importers import read_qrels
+    from qa_core.data.importers import read_qrels_located
 
-    qrels = read_qrels(Path(args.path))
+    qrels, lines = read_qrels_located(Path(args.path))
     annotator = args.annotator or f"qrels:{Path(args.path).name}"
-    labels = _store(args).import_qrels(args.data, qrels, annotator)
-    _emit({"labels": labels, "annotator": annotator})
+    result = _store(args).import_qrels(args.data, qrels, annotator, lines=lines, path=args.path)
+    _emit({"labels": result.added, "unchanged": result.unchanged, "annotator": annotator})
 
 
 def cmd_data_export(args: argparse.Namespace) -> None:
@@ -83,11 +108,11 @@ def cmd_data_list(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from qa_core.experiments import train_ranker
+    from qa_core.services.experiments import EVAL_SPLIT, train_ranker, version_record
 
     store = _store(args)
     if args.job is not None:
-        from qa_core.jobs import run_job
+        from qa_core.services.jobs import run_job
 
         _emit({"job": args.job, "model_version_id": run_job(store, args.job)})
         return
@@ -95,15 +120,30 @@ def cmd_train(args: argparse.Namespace) -> None:
         raise InputError("train needs --model and --data (or --job ID for a job queued in the store)")
     dataset = store.load_dataset(args.data)
     outcome = train_ranker(
-        args.model, dataset, seed=args.seed, train_split=args.train_split, dev_split=args.dev_split
+        args.model,
+        dataset,
+        seed=args.seed,
+        train_split=args.train_split,
+        dev_split=args.dev_split,
+        checkpoint=new_checkpoint_path(args.model, args.data, f"seed{args.seed}", owner=store.store_id),
+        analyzer=analysis.analyzer_for(store, args.model),
+    )
+    training_data, metrics = version_record(
+        outcome,
+        dataset,
+        dataset.split(EVAL_SPLIT),
+        seed=args.seed,
+        train_split=args.train_split,
+        dev_split=args.dev_split,
+        extra={"labels": "gold", "trained_by": "cli"},
     )
     version_id = store.register_model(
         args.model,
         kind=args.model,
         checkpoint_path=str(outcome.checkpoint),
-        training_data={"dataset": args.data, "train": args.train_split, "dev": args.dev_split, "seed": args.seed},
-        metrics={**outcome.metrics, "train_seconds": outcome.report.get("seconds")},
-        promote=not args.no_promote,
+        training_data=training_data,
+        metrics=metrics,
+        promote=not args.no_promote,  # for the dataset it was trained on
     )
     version = next(v["version"] for v in store.model_versions(args.model) if v["id"] == version_id)
     _emit({"model": args.model, "version": version, "model_version_id": version_id,
@@ -111,8 +151,6 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def cmd_train_classifier(args: argparse.Namespace) -> None:
-    import time
-
     from qa_core.classifiers import training
 
     folder = args.path
@@ -122,10 +160,12 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
             raise InputError("no --path given and no shared data folder (../shared/data or RERANK_LAB_SHARED_DATA)")
         folder = shared / args.classifier
     train = training.train_question_classifier if args.classifier == "question_class" else training.train_focus_tagger
+    store = _store(args)  # before the training: a store that cannot be opened says so at once
+    path = new_checkpoint_path(args.classifier, f"seed{args.seed}", owner=store.store_id)
+    config.ensure_free_space(path.parent, f"training {args.classifier}")
     outcome = train(Path(folder), seed=args.seed, progress=not args.quiet)
-    path = config.checkpoint_dir() / f"{args.classifier}-seed{args.seed}-{int(time.time())}.pt"
     outcome.model.save(path)
-    version = _store(args).register_model(
+    version = store.register_model(
         args.classifier,
         kind=args.classifier,
         checkpoint_path=str(path),
@@ -139,24 +179,25 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> None:
     """Metrics as one JSON line; the run is kept in the store (with the model version that made it)
     and, with ``--run-out``, written as a TREC run."""
-    from qa_core.experiments import require_split, score_and_evaluate
     from qa_core.rankers import registry
+    from qa_core.services.experiments import require_split, score_and_evaluate
 
     store = _store(args)
     version_id = None
-    if not workbench.looks_like_path(args.model) and registry.ranker_class(args.model).trainable:
-        from qa_core.jobs import load_promoted
+    if not workbench.looks_like_path(args.model) and registry.ranker_class(args.model).capabilities.trainable:
+        from qa_core.services.jobs import load_promoted
 
-        if store.promoted_model(args.model) is None:
+        if store.promoted_model(args.model, args.data) is None:
             raise NotTrainedError(
-                f"model {args.model!r} is not trained yet; train it with: {workbench.train_command(args.model, args.data)}"
+                f"model {args.model!r} has no version trained on or promoted for {args.data!r}; train it with: "
+                f"{workbench.train_command(args.model, args.data)}"
             )
-        loaded = load_promoted(store, args.model)
+        loaded = load_promoted(store, args.model, args.data)
         if loaded.notice is not None:
             print(loaded.notice, file=sys.stderr)
         ranker, version_id = loaded.ranker, loaded.version["id"]
     else:
-        ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
+        ranker = workbench.load_ranker(store, args.model, args.data)
     questions = require_split(store.load_dataset(args.data), args.split)
     run, result = score_and_evaluate(ranker, questions, clean=args.clean)
     if args.run_out:
@@ -170,26 +211,127 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def cmd_rank(args: argparse.Namespace) -> None:
+    from qa_core.services.ranking import rank_pool
+
     store = _store(args)
     question = workbench.check_question(args.question)
-    ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
+    ranker = workbench.load_ranker(store, args.model, args.data)
     candidates = workbench.candidates_for_question(store, args.data, question, k=args.candidates)
-    table = workbench.rank(ranker, question, candidates).head(args.top)
-    for row in table.to_dict("records"):
+    for scored in rank_pool(ranker, question, candidates, model=args.model).scored[: args.top]:
         # One line per candidate whatever the text holds (newlines, tabs): the output is read line-wise.
-        print(f"{row['rank']:>3}  {row['score']:.4f}  {' '.join(row['text'].split())}")
+        print(f"{scored.rank:>3}  {scored.score:.4f}  {' '.join(scored.candidate.text.split())}")
 
 
 def cmd_models(args: argparse.Namespace) -> None:
-    from qa_core.rankers import available
+    from qa_core.rankers import registry
 
+    if args.table:
+        print(registry.models_table())
+        return
     store = _store(args)
-    for name in available():
+    for name in registry.available():
         _emit({"model": name, "versions": store.model_versions(name)})
 
 
+def cmd_gc(args: argparse.Namespace) -> None:
+    """Delete the temporary and unregistered checkpoint files that killed or failed trainings
+    left in data/models (the rule: ``qa_core.checkpoints.collect_garbage``)."""
+    store = _store(args)
+    registered = {Path(version["checkpoint_path"]) for version in store.model_versions()}
+    report = collect_garbage(
+        config.checkpoint_dir(),
+        owner=store.store_id,
+        registered=registered,
+        grace_minutes=args.older_than,
+        include_unmarked=args.unmarked,
+        dry_run=args.dry_run,
+    )
+    verb = "would_delete" if args.dry_run else "deleted"
+    for path in report.deleted:
+        _emit({verb: str(path)})
+    _emit({
+        verb: len(report.deleted),
+        "freed_bytes": report.freed_bytes,
+        "kept_registered": report.registered,
+        "kept_recent": len(report.recent),
+        "kept_other_store": len(report.not_ours),
+        "kept_unmarked": len(report.unmarked),
+    })
+
+
+def cmd_compare(args: argparse.Namespace) -> None:
+    """Print the significance table (``qa_core.significance``) of TREC run files and registered
+    models (scored on the split's own pools) against the split's gold labels."""
+    from qa_core.data.importers import read_trec_run
+    from qa_core.evaluation import qrels_from_questions
+    from qa_core.rankers import registry
+    from qa_core.services.experiments import require_split, score_questions
+    from qa_core.significance import compare_runs
+
+    store = _store(args)
+    questions = [q for q in require_split(store.load_dataset(args.data), args.split) if q.candidates]
+    qrels = qrels_from_questions(questions)
+    if not qrels:
+        raise InputError(f"split {args.split!r} of dataset {args.data!r} has no gold labels to compare against")
+    runs = {}
+    for source in args.runs:
+        if source in runs:
+            raise InputError(f"{source!r} is named twice")
+        if source in registry.available() or source.endswith(".pt"):
+            runs[source] = score_questions(workbench.load_ranker(store, source, args.data), questions)
+        elif Path(source).is_file():
+            run = {qid: {doc: score for doc, _, score in docs} for qid, docs in read_trec_run(Path(source)).items()}
+            if not run.keys() & qrels.keys():
+                raise InputError(f"no question of split {args.split!r} of dataset {args.data!r} is in the run",
+                                 path=source)
+            runs[source] = run
+        else:
+            raise InputError(f"{source!r} is neither a run file nor a registered model "
+                             f"({', '.join(registry.available())})")
+    print(compare_runs(runs, qrels, metrics=args.metric, clean=args.clean).render(args.format), end="")
+
+
+def _add_compare_parser(commands) -> None:
+    from qa_core.evaluation import METRICS
+    from qa_core.significance import FORMATS
+
+    compare = commands.add_parser(
+        "compare", help="compare runs and models on a split: means with 95%% CIs, randomisation and t-tests "
+        "(Holm-adjusted), W/T/L, minimum detectable difference"
+    )
+    compare.add_argument("runs", nargs="+", metavar="RUN_OR_MODEL", help="TREC run files (.gz too) or registered models: {models}")
+    compare.add_argument("--data", required=True)
+    compare.add_argument("--split", default="test")
+    compare.add_argument("--metric", nargs="+", choices=METRICS, default=list(METRICS))
+    compare.add_argument("--clean", action="store_true", help="drop questions with no or only correct candidates")
+    compare.add_argument("--format", choices=FORMATS, default="table")
+    compare.set_defaults(func=cmd_compare)
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Fills ``{models}`` and ``{trainable}`` in help texts from the ranker registry, and only when
+    help is printed: importing every model takes seconds that other commands should not pay."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        if text and ("{models}" in text or "{trainable}" in text):
+            from qa_core.rankers import registry
+
+            text = text.replace("{models}", ", ".join(registry.available()))
+            text = text.replace("{trainable}", ", ".join(registry.trainable()))
+        return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every (sub)command's parser, with the registry-aware help."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m qa_core", description=__doc__)
+    parser = _Parser(prog="python -m qa_core", description=__doc__)
     parser.add_argument("--db", default=None, help="SQLAlchemy URL of the store (default: RERANK_LAB_DB or SQLite in the data folder)")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -217,9 +359,12 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--out", required=True)
     exp.set_defaults(func=cmd_data_export)
     data.add_parser("list", help="datasets in the store").set_defaults(func=cmd_data_list)
+    orphans = data.add_parser("orphans", help="labels kept on candidates that a re-import no longer holds")
+    orphans.add_argument("--data", required=True)
+    orphans.set_defaults(func=cmd_data_orphans)
 
     train = commands.add_parser("train", help="train a model and register it in the store")
-    train.add_argument("--model")
+    train.add_argument("--model", help="one of: {trainable}")
     train.add_argument("--data")
     train.add_argument("--seed", type=int, default=1)
     train.add_argument("--train-split", default="train")
@@ -241,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
     classify.set_defaults(func=cmd_train_classifier)
 
     ev = commands.add_parser("evaluate", help="evaluate a model on a split; prints one JSON line")
-    ev.add_argument("--model", required=True, help="a registered name or a checkpoint path")
+    ev.add_argument("--model", required=True, help="a checkpoint path or one of: {models}")
     ev.add_argument("--data", required=True)
     ev.add_argument("--split", default="test")
     ev.add_argument("--clean", action="store_true", help="drop questions with no or only correct candidates")
@@ -251,12 +396,35 @@ def build_parser() -> argparse.ArgumentParser:
     rank = commands.add_parser("rank", help="rank BM25 candidates of a dataset's collection for a question")
     rank.add_argument("question")
     rank.add_argument("--data", default="demo")
-    rank.add_argument("--model", default="overlap")
+    rank.add_argument("--model", default="overlap", help="a checkpoint path or one of: {models}")
     rank.add_argument("--candidates", type=int, default=50, help="BM25 candidates to rerank")
     rank.add_argument("--top", type=int, default=10)
     rank.set_defaults(func=cmd_rank)
 
-    commands.add_parser("models", help="registered models and their versions").set_defaults(func=cmd_models)
+    models = commands.add_parser("models", help="registered models and their versions")
+    models.add_argument("--table", action="store_true", help="print the markdown table of models (README) instead")
+    models.set_defaults(func=cmd_models)
+
+    gc = commands.add_parser(
+        "gc",
+        help="delete stale temporary and unregistered checkpoint files of this store in data/models",
+        description=(
+            "Deletes, in data/models, temporary files (.NAME.RANDOM.tmp) older than --older-than minutes, "
+            "and checkpoint files marked with this store's id that none of its model versions uses, older "
+            "than --older-than minutes. Never touches a registered checkpoint of this store or a file "
+            "marked by another store sharing the folder; files without a store mark (older names) only "
+            "with --unmarked."
+        ),
+    )
+    gc.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
+    gc.add_argument("--older-than", type=float, default=GC_GRACE_MINUTES, metavar="MINUTES",
+                    help=f"grace period: newer files are kept (default {GC_GRACE_MINUTES:.0f})")
+    gc.add_argument("--unmarked", action="store_true",
+                    help="also unregistered files without a store mark: only when no other store shares the folder")
+    gc.set_defaults(func=cmd_gc)
+
+
+    _add_compare_parser(commands)
     return parser
 
 
@@ -269,15 +437,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.db is None:
         args.db = config.database_url()
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from db.base import describe_database_error
+
     try:
         args.func(args)
     except (InputError, NotTrainedError) as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:  # a path the user gave cannot be read or written (no such folder, a file in the way)
-        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {_one_line(where + (exc.strerror or str(exc)))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except SQLAlchemyError as exc:  # outside the store's own sessions (the store turns its own into StorageError)
+        reason = describe_database_error(exc) if hasattr(exc, "orig") else str(exc)
+        print(f"error: {_one_line(str(StorageError(reason)))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     return 0

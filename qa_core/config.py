@@ -1,11 +1,25 @@
-"""Where things live: data folder, database URL, the shared benchmark data."""
+"""Where things live: data folder, database URL, the shared benchmark data; and the checks that
+keep what the program writes inside the data folder and stop a long job before the disk is full."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+from urllib.parse import quote
+
+from qa_core.types import InputError, StorageError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
+MIN_FREE_MB = 200
+"""Free disk space (MB) a training needs before it starts (``RERANK_LAB_MIN_FREE_MB`` overrides):
+room for its checkpoint (SM-CNN's is ~10 MB, the largest models' ~100 MB) and the store's writes."""
 
 
 def data_dir() -> Path:
@@ -20,6 +34,71 @@ def database_url() -> str:
     return os.environ.get("RERANK_LAB_DB") or f"sqlite:///{data_dir() / 'rerank_lab.sqlite'}"
 
 
+def parse_database_url(url: str) -> URL:
+    """``sqlalchemy.engine.make_url``, also for a password holding an unencoded ``@``.
+
+    URLs want ``%40`` there, but people paste passwords as they are: the user part then ends at
+    the LAST ``@`` before the host (as browsers read it). A URL that still cannot be parsed raises
+    ``InputError`` without repeating any of it, so no part of a password reaches a message.
+    """
+    from sqlalchemy.engine import make_url
+
+    scheme, separator, rest = url.partition("://")
+    user_part, _, host_part = rest.rpartition("@")
+    if separator and "@" in user_part and not rest.startswith("/"):
+        user, _, password = user_part.partition(":")
+        url = f"{scheme}://{quote(user, safe='')}:{quote(password, safe='')}@{host_part}"
+    try:
+        return make_url(url)
+    except Exception:  # ArgumentError, ValueError (a port that is not a number), ...
+        raise InputError(
+            "the database URL cannot be read; expected dialect://user:password@host:port/database "
+            "(or sqlite:///path/to/file.sqlite)"
+        ) from None
+
+
+def inside_data_dir(path: Path) -> Path:
+    """``path`` if it lies inside the data folder once resolved (``..`` and symlinks followed),
+    else ``InputError``: names built from user input (dataset, model) never write elsewhere."""
+    root = data_dir().resolve()
+    if not path.resolve().is_relative_to(root):
+        raise InputError(f"refused to write {path}: it is outside the data folder {root}")
+    return path
+
+
+def min_free_bytes() -> int:
+    try:
+        return int(float(os.environ.get("RERANK_LAB_MIN_FREE_MB", MIN_FREE_MB)) * 1024 * 1024)
+    except ValueError:
+        raise InputError(f"RERANK_LAB_MIN_FREE_MB must be a number of megabytes, got {os.environ['RERANK_LAB_MIN_FREE_MB']!r}") from None
+
+
+def watch_free_space(folder: Path, what: str, callback: Callable[[T], None] | None) -> Callable[[T], None]:
+    """``callback`` (if any) behind a free-space check at every call (a training's progress
+    points): a disk that fills during a long run stops it at once, not at its end."""
+
+    def checked(point: T) -> None:
+        ensure_free_space(folder, what)
+        if callback is not None:
+            callback(point)
+
+    return checked
+
+
+def ensure_free_space(folder: Path, what: str) -> None:
+    """``StorageError`` when the disk holding ``folder`` has less than ``min_free_bytes()`` free,
+    so a long job stops before it starts instead of failing at its end."""
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free, needed = shutil.disk_usage(probe).free, min_free_bytes()
+    if free < needed:
+        raise StorageError(
+            f"only {free / 2**20:,.0f} MB free on the disk of {folder}; {what} needs at least "
+            f"{needed / 2**20:,.0f} MB (RERANK_LAB_MIN_FREE_MB): free some space first"
+        )
+
+
 def shared_data_dir() -> Path | None:
     """The benchmark data beside the checkout (``../shared/data``), if present."""
     path = Path(os.environ.get("RERANK_LAB_SHARED_DATA", PROJECT_ROOT.parent / "shared" / "data"))
@@ -30,3 +109,9 @@ def checkpoint_dir() -> Path:
     path = data_dir() / "models"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def seed_runs_dir() -> Path:
+    """Per-seed TREC runs, one folder per dataset (``RERANK_LAB_SEED_RUNS``, default the benchmarks' kept
+    runs, ``benchmarks/results/runs``): the Compare page compares seeds of one model with another's."""
+    return Path(os.environ.get("RERANK_LAB_SEED_RUNS", PROJECT_ROOT / "benchmarks" / "results" / "runs"))

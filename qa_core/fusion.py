@@ -1,50 +1,163 @@
-"""Score-level ensembles of rankers: z-normalised sums of runs, members chosen on DEV.
+"""Score-level fusion of rankers' runs through ranx: weighted sums of normalised scores, RRF and
+CombMNZ, with members and parameters chosen on DEV only.
 
 Runs are ``{qid: {doc_id: score}}`` (ir-measures' dict form). Scores of different models live on
-different scales (a CNN's logit, BM25's sum of IDFs, an SVM margin), so each run is standardised
-per question before summing. ``ranx.fuse`` has this ("zmuv" + "wsum"), but it would pull
-matplotlib, seaborn, ir_datasets and fastparquet into the app for a dozen lines of arithmetic.
+different scales (a CNN's logit, BM25's sum of IDFs, an SVM margin), so a weighted sum normalises each
+run per question first: z-scores (ranx's "zmuv": minus the mean, over the population std) or
+min-max. ranx does the arithmetic (``ranx.fuse``) and the DEV grid searches (``ranx.optimize_fusion``:
+weights in steps of 0.1 summing to 1, RRF's k from 10 to 100); what stays here is checking that the
+members score the same pools, converting runs, and ``select_members``, the benchmark ensemble's
+DEV-only choice of members (ranx has no member selection).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from qa_core.evaluation import evaluate
+from qa_core.evaluation import Qrels, Run, evaluate
 from qa_core.types import InputError
 
-Run = Mapping[str, Mapping[str, float]]
-Qrels = Mapping[str, Mapping[str, int]]
+if TYPE_CHECKING:  # ranx takes seconds to import: imported where used
+    import ranx
+
+# name -> (ranx normalisation, ranx method): the fusions the Compare page offers
+METHODS = {
+    "rrf": (None, "rrf"),
+    "combmnz": ("min-max", "mnz"),
+    "wsum-minmax": ("min-max", "wsum"),
+    "wsum-zscore": ("zmuv", "wsum"),
+}
+METHOD_LABELS = {
+    "rrf": "RRF (k tuned on DEV)",
+    # Every member scores every candidate of a pool, so CombMNZ ranks as CombSUM does here.
+    "combmnz": "CombMNZ (min-max scores)",
+    "wsum-minmax": "weighted sum, min-max scores (weights tuned on DEV)",
+    "wsum-zscore": "weighted sum, z-scores (weights tuned on DEV)",
+}
+WEIGHT_STEP = 0.1  # ranx's grid for weighted sums
+
+
+def _to_ranx(run: Run, name: str) -> ranx.Run:
+    from ranx import Run as RanxRun
+
+    return RanxRun({qid: dict(docs) for qid, docs in run.items() if docs}, name=name)
+
+
+def _from_ranx(run: ranx.Run, like: Run) -> dict[str, dict[str, float]]:
+    """Back to plain dicts, keeping ``like``'s questions without candidates (ranx drops them)."""
+    fused = run.to_dict()
+    return {qid: {doc: float(score) for doc, score in fused.get(qid, {}).items()} for qid in like}
+
+
+def _check_pools(runs: Mapping[str, Run]) -> None:
+    names = list(runs)
+    first = {qid: set(docs) for qid, docs in runs[names[0]].items()}
+    for name in names[1:]:
+        if {qid: set(docs) for qid, docs in runs[name].items()} != first:
+            raise InputError(f"runs {names[0]!r} and {name!r} do not score the same question-candidate pairs")
 
 
 def znorm(run: Run) -> dict[str, dict[str, float]]:
-    """Each question's scores minus their mean, over their (population) std; a constant pool gets 0s."""
-    normalised = {}
-    for qid, scores in run.items():
-        values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
-        std = values.std()
-        z = (values - values.mean()) / std if std > 0 else np.zeros_like(values)
-        normalised[qid] = dict(zip(scores, z.tolist()))
-    return normalised
+    """Each question's scores minus their mean, over their (population) std; a constant pool gets 0s
+    (ranx's "zmuv")."""
+    from ranx import normalize
+
+    return _from_ranx(normalize(_to_ranx(run, "run"), "zmuv"), run)
 
 
-def fuse(runs: Mapping[str, Run], weights: Mapping[str, float]) -> dict[str, dict[str, float]]:
-    """Weighted sum of the members' z-normalised runs; every member must score the same pools."""
+def fuse(runs: Mapping[str, Run], weights: Mapping[str, float], norm: str = "zmuv") -> dict[str, dict[str, float]]:
+    """Weighted sum of the members' normalised runs (ranx ``wsum``); every member must score the
+    same pools."""
+    from ranx import fuse as ranx_fuse
+    from ranx import normalize
+
     members = [name for name, weight in weights.items() if weight]
     if not members:
         raise InputError("an ensemble needs at least one member with a non-zero weight")
-    normalised = {name: znorm(runs[name]) for name in members}
-    first = normalised[members[0]]
-    for name in members[1:]:
-        if {q: set(d) for q, d in normalised[name].items()} != {q: set(d) for q, d in first.items()}:
-            raise InputError(f"runs {members[0]!r} and {name!r} do not score the same question-candidate pairs")
-    return {
-        qid: {doc: sum(weights[name] * normalised[name][qid][doc] for name in members) for doc in docs}
-        for qid, docs in first.items()
-    }
+    _check_pools({name: runs[name] for name in members})
+    like = runs[members[0]]
+    converted = [_to_ranx(runs[name], name) for name in members]
+    if len(members) == 1:  # ranx.fuse wants two runs or more; one member is its normalised run, scaled
+        single = _from_ranx(normalize(converted[0], norm), like)
+        return {qid: {doc: weights[members[0]] * score for doc, score in docs.items()} for qid, docs in single.items()}
+    fused = ranx_fuse(converted, norm=norm, method="wsum", params={"weights": [float(weights[n]) for n in members]})
+    return _from_ranx(fused, like)
+
+
+# ---------------------------------------------------------------------- fusions tuned on DEV
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """A fusion recipe: method (a ``METHODS`` key), members in order, parameters ranx chose on DEV."""
+
+    method: str
+    members: tuple[str, ...]
+    params: dict = field(default_factory=dict)  # {"weights": [...]} or {"k": ...}; empty for CombMNZ
+    dev_map: float | None = None  # the fused DEV run's MAP (trec_eval semantics)
+
+    @property
+    def tag(self) -> str:
+        """The store tag of runs made with this recipe (the Compare page lists them by it)."""
+        return f"fusion:{self.method}({'+'.join(self.members)})"
+
+
+def _dev_questions(dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> list[str]:
+    """DEV questions ranx can tune on: judged, scored by every member, with a relevant candidate."""
+    return [
+        qid for qid, grades in dev_qrels.items()
+        if any(grade > 0 for grade in grades.values()) and all(run.get(qid) for run in dev_runs.values())
+    ]
+
+
+def tune_fusion(method: str, dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> Fusion:
+    """Choose the method's parameters on DEV with ``ranx.optimize_fusion`` (by ranx's MAP; ties in the
+    grid go to the later setting, as ranx does) and report the fused DEV run's MAP."""
+    from ranx import Qrels as RanxQrels
+    from ranx import optimize_fusion
+
+    if method not in METHODS:
+        raise InputError(f"unknown fusion {method!r}; choose one of {', '.join(METHODS)}")
+    members = tuple(dev_runs)
+    if len(members) < 2:
+        raise InputError("a fusion needs two or more models")
+    _check_pools(dev_runs)
+    qids = _dev_questions(dev_runs, dev_qrels)
+    if not qids:
+        raise InputError("no DEV question has a relevant candidate: there is nothing to tune the fusion on")
+    norm, ranx_method = METHODS[method]
+    params: dict = {}
+    if ranx_method in ("wsum", "rrf"):
+        runs = [_to_ranx({qid: dev_runs[name][qid] for qid in qids}, name) for name in members]
+        qrels = RanxQrels({qid: dict(dev_qrels[qid]) for qid in qids})
+        extra = {"step": WEIGHT_STEP} if ranx_method == "wsum" else {}
+        params = optimize_fusion(qrels, runs, norm=norm, method=ranx_method, metric="map", show_progress=False,
+                                 **extra)
+        params = {key: list(value) if isinstance(value, tuple) else value for key, value in params.items()}
+    recipe = Fusion(method, members, params)
+    dev_map = evaluate(apply_fusion(recipe, dev_runs), dev_qrels).aggregate["map"]
+    return Fusion(method, members, params, dev_map)
+
+
+def apply_fusion(recipe: Fusion, runs: Mapping[str, Run]) -> dict[str, dict[str, float]]:
+    """The recipe's fusion of ``runs`` (member name -> run over the same pools)."""
+    from ranx import fuse as ranx_fuse
+
+    missing = [name for name in recipe.members if name not in runs]
+    if missing:
+        raise InputError(f"the fusion needs runs of {', '.join(missing)}")
+    members = {name: runs[name] for name in recipe.members}
+    _check_pools(members)
+    norm, ranx_method = METHODS[recipe.method]
+    converted = [_to_ranx(run, name) for name, run in members.items()]
+    fused = ranx_fuse(converted, norm=norm, method=ranx_method, params=dict(recipe.params))
+    return _from_ranx(fused, members[recipe.members[0]])
+
+
+# ---------------------------------------------------------------------- the benchmark ensemble's members
 
 
 def rank_members(dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> list[str]:

@@ -10,7 +10,9 @@ class Candidate:
     """One candidate answer of a question's pool.
 
     ``label`` is graded gold relevance (0 = not relevant) or ``None`` when unjudged.
-    ``first_stage_rank`` is 1-based, as in a TREC run.
+    ``first_stage_rank`` is 1-based, as in a TREC run. ``positional_id``: the file had no id, so
+    ``doc_id`` was made up from the position; the store then knows the candidate by its question
+    and text rather than by that id (a re-import of reordered rows keeps every label on its text).
     """
 
     doc_id: str
@@ -20,6 +22,7 @@ class Candidate:
     first_stage_score: float | None = None
     source: str = ""
     url: str | None = None
+    positional_id: bool = field(default=False, compare=False)
 
 
 @dataclass
@@ -49,6 +52,11 @@ class Dataset:
         return len(self.questions)
 
 
+MAX_NAME_CHARS = 200
+"""Longest name or id the store keeps (dataset, annotator, model, question and candidate ids,
+split): they are indexed, and PostgreSQL refuses index rows over 2,704 bytes."""
+
+
 class InputError(ValueError):
     """Bad user input (file, question, option): the message is shown to the user as is."""
 
@@ -59,6 +67,11 @@ class InputError(ValueError):
         super().__init__(where + message)
         self.path = path
         self.line = line
+
+
+class StorageError(InputError):
+    """The database or the disk could not do what was asked (full, read-only, unreachable,
+    locked for too long): shown to the user like ``InputError``, as one sentence."""
 
 
 class NotTrainedError(RuntimeError):

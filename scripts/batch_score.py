@@ -32,10 +32,10 @@ from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from qa_core import config, workbench  # noqa: E402
+from qa_core import config  # noqa: E402
 from qa_core.data.exporters import write_trec_run_chunks  # noqa: E402
 from qa_core.rankers.base import Ranker  # noqa: E402
-from qa_core.rankers.neural import NeuralRanker  # noqa: E402
+from qa_core.services import workbench  # noqa: E402
 from qa_core.text.nlp import Parsed, default_cache, parse_many, text_key  # noqa: E402
 from qa_core.types import InputError, NotTrainedError  # noqa: E402
 
@@ -159,7 +159,7 @@ def batch_score(
         raise InputError("file not found", path=str(source))
     loader = DataLoader(ParsedChunks(source, texts, chunk_pairs), batch_size=None, num_workers=workers,
                         persistent_workers=False)
-    device = torch.device(ranker.device) if isinstance(ranker, NeuralRanker) else torch.device("cpu")
+    device = torch.device(ranker.device)
     amp_dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
 
     def runs() -> Iterator[dict[str, dict[str, float]]]:
@@ -189,8 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         store = workbench.open_store(args.db or config.database_url())
-        ranker = workbench.load_ranker(store, args.model, fit_on=args.data)
-        if args.device and isinstance(ranker, NeuralRanker):
+        ranker = workbench.load_ranker(store, args.model, args.data)
+        if args.device:
             ranker.to(args.device)
         texts = store_texts(store, args.data) if args.data else None
         lines = batch_score(args.input, ranker, args.out, texts=texts, workers=args.workers,

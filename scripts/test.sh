@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The one test command (README, .ci/run): system packages, .venv, lint, then the whole pytest suite.
+# The one test command (README, .ci/run): system packages, .venv, lint, import layers, then the whole pytest suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/system-deps.sh
 bash scripts/setup.sh --deps-only
 .venv/bin/ruff check .
+.venv/bin/lint-imports --no-cache
 set +e
 .venv/bin/python -m pytest "$@"
 status=$?

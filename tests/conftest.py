@@ -55,6 +55,15 @@ def isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
 PG_SUPERUSER = "postgres"
 
 
+def head_revision() -> str:
+    """The newest migration, as Alembic's script directory names it."""
+    from alembic.script import ScriptDirectory
+
+    from db.session import alembic_config
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
 @pytest.fixture
 def store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A fresh data folder and SQLite store for the app, through the environment as in production

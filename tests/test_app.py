@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,12 +11,14 @@ from streamlit.testing.v1 import AppTest
 
 from db.store import Store
 from qa_core.data.demo import load_demo
-from qa_core.experiments import train_ranker
+from qa_core.services.experiments import train_ranker
 from qa_core.types import Candidate, Dataset, Question
 from tests.pages import ASK, LANDING, markdown, open_page
 
 ERRORS = "pages/5_Errors.py"  # relative to app.py: its links to Ask resolve against the entrypoint
-DEMO_QUESTION, DEMO_ANSWER = "who discovered penicillin", "Alexander Fleming"
+# A question both baselines answer first among the demo's BM25 candidates ("who discovered
+# penicillin" is not: BM25 ranks "Some patients are allergic to penicillin." first, Fleming 8th).
+DEMO_QUESTION, DEMO_ANSWER = "who developed the theory of relativity", "Albert Einstein"
 SCRIPT = "<script>alert(1)</script>"
 SISTINE = "demo-33"  # "Who painted the ceiling of the Sistine Chapel?", a test question
 
@@ -44,10 +47,29 @@ def tiny_smcnn(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def register(store_url: str, checkpoint: Path) -> None:
+@pytest.fixture(scope="module")
+def tiny_tree_kernel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tree kernel on the demo corpus with a one-point grid (the wh-word rules analyse questions)."""
+    path = tmp_path_factory.mktemp("tree_kernel") / "tree-kernel.pt"
+    config = {"cs": [1.0], "feature_weights": [1.0]}
+    train_ranker("tree_kernel", load_demo(), model_config=config, checkpoint=path, progress=False)
+    return path
+
+
+def register(store_url: str, checkpoint: Path, model: str = "smcnn") -> None:
     store = Store(store_url)
-    store.register_model("smcnn", "smcnn", str(checkpoint), {"dataset": "demo"}, {}, promote=True)
+    store.register_model(model, model, str(checkpoint), {"dataset": "demo"}, {}, promote=True)
     store.close()
+
+
+def ranking_option(table, rank: int) -> str:
+    """The explain picker's label of the candidate at ``rank`` (as ``ranking.option_label`` names it)."""
+    from qa_core.rankers.base import ScoredCandidate
+    from qa_core.services.ranking import option_label
+
+    row = table.iloc[rank - 1]
+    candidate = Candidate("", row["text"], label=int(row["gold_label"]))
+    return option_label(ScoredCandidate(candidate, float(row["score"]), rank, rank - 1))
 
 
 def test_landing_page_imports_demo_and_lists_it(store_url):
@@ -136,9 +158,10 @@ def test_candidate_text_is_escaped_not_rendered(store_url):
     text = markdown(app)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "<script>" not in text
-    # Plotly renders HTML in tick labels and hover text: the token labels must arrive escaped.
-    labels = [label for chart in charts(app) for label in chart["layout"]["xaxis"].get("ticktext", [])]
-    assert "&lt;" in labels and not any("<" in label for label in labels)
+    # Plotly renders HTML in cell text, tick labels and hover text: the words must arrive escaped.
+    weights = titled(app, "idf per answer word")[0]["data"][0]
+    words = [word for row in weights["text"] for word in row if word]
+    assert "&lt;" in words and not any("<" in word for word in words)
     arcs = titled(app, "REL links")[0]
     words = [text for trace in arcs["data"] for text in trace.get("text") or [] if text]
     assert "&lt;" in words and not any("<" in text for text in words)
@@ -155,12 +178,14 @@ def test_link_opens_the_question_ranked_with_class_focus_and_arcs(store_url):
     assert len(table) == 6 and table["gold_label"].notna().all()
     text = markdown(app)
     assert "Who painted the ceiling of the Sistine Chapel?" in text
-    assert "Question class: **HUM** · focus: **Who**" in text
+    # Word overlap reads no question analysis: the class and focus shown are the store's, said so.
+    assert "Question class: **HUM** · focus: **Who**" in text and "this model does not read them" in text
     arcs = titled(app, "REL links")
-    assert len(arcs) == 5  # one per explained candidate
-    kinds = {trace.get("name") for chart in arcs for trace in chart["data"]}
-    assert {"REL (shared lemma)", "REL-FOCUS-HUM (focus → entity)"} <= kinds  # "Raphael" is a PERSON
+    assert len(arcs) == 1  # the opened candidate's, computed on demand
+    kinds = {trace["name"] for chart in arcs for trace in chart["data"] if trace.get("name")}
+    assert kinds == {"REL (shared lemma)"}  # the model's own links: it matches words, no focus links
     assert titled(app, "idf per answer word")  # the overlap model's heatmap over the answer words
+    assert not [toggle for toggle in app.toggle if toggle.key.endswith("-trees")]  # it compares no trees
 
 
 @pytest.mark.parametrize(
@@ -179,7 +204,7 @@ def test_bad_link_is_reported_and_ignored(store_url, params, problems):
 
 
 def test_latest_stored_label_is_shown_next_to_gold(store_url):
-    from qa_core import workbench
+    from qa_core.services import workbench
 
     question = next(q for q in load_demo().questions if q.qid == SISTINE)
     wrong = next(c for c in question.candidates if c.label == 0)
@@ -196,13 +221,36 @@ def test_latest_stored_label_is_shown_next_to_gold(store_url):
     assert table["stored_label"].isna().sum() == len(table) - 1
 
 
-def test_rel_tagged_trees_on_demand(store_url):
-    app = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap")
+def test_tree_kernel_draws_its_own_focus_links_and_trees(store_url, tiny_tree_kernel):
+    register(store_url, tiny_tree_kernel, "tree_kernel")
+    app = open_page(ASK, dataset="demo", qid=SISTINE, model="tree_kernel")
+    assert not app.error, [e.value for e in app.error]
+    assert "read by this model" in markdown(app)  # the class and focus come from its own analyzer
+    kinds = {trace.get("name") for chart in titled(app, "REL links") for trace in chart["data"]}
+    assert {"REL (shared lemma)", "REL-FOCUS-HUM (focus → entity)"} <= kinds  # "Raphael" is a PERSON
     assert not app.code
     app.toggle(key="r1-1-trees").set_value(True).run()
     trees = [code.value for code in app.code]
     assert len(trees) == 2 and all(tree.startswith("(S ") for tree in trees)
-    assert "REL-FOCUS-HUM" in trees[0] and "(REL-NNP chapel)" in trees[1]
+    assert "REL-FOCUS-HUM" in trees[0] and re.search(r"\(REL-FOCUS-HUM \(NNP \w+\)\)", trees[1])  # its top answer's person
+
+
+def test_any_candidate_opens_and_the_missed_answers_filter(store_url):
+    app = open_page(ASK, dataset="demo", qid=SISTINE, model="bm25")
+    table = app.dataframe[0].value
+    last = len(table)
+    app.selectbox(key="r1-open").select(last).run()
+    assert not app.exception, app.exception
+    assert f"**#{last}** · score {table['score'].iloc[-1]:.4f}" in markdown(app)
+    assert len(titled(app, "bm25 per answer word")) == 1 and len(titled(app, "REL links")) == 1
+    # The filter keeps the right answers ranked below a wrong one, and only those.
+    gold = table["gold_label"].tolist()
+    expected = [r for r, g in zip(table["rank"], gold) if g > 0 and 0 in gold[: r - 1]]
+    app.toggle(key="r1-missed").set_value(True).run()
+    if expected:
+        assert app.selectbox(key="r1-open").options == [ranking_option(table, r) for r in expected]
+    else:
+        assert any("No right answer is ranked below a wrong one" in info.value for info in app.info)
 
 
 def submit_edit(app: AppTest, rank: int, text: str) -> AppTest:
@@ -239,14 +287,17 @@ def test_trained_smcnn_shows_matrix_and_saliency_heatmaps(store_url, tiny_smcnn)
     app = open_page(ASK, dataset="demo", qid=SISTINE, model="smcnn")
     assert not app.error, [e.value for e in app.error]
     matrices = titled(app, "similarity: question words × answer words")
-    assert len(matrices) == 5
+    assert len(matrices) == 1  # the opened candidate's
     cosine = [value for row in matrices[0]["data"][0]["z"] for value in row]
     assert all(-1.0001 <= value <= 1.0001 for value in cosine) and max(cosine) > 0.99  # raw cosines, shared words = 1
     saliency = titled(app, "saliency per answer word")[0]["data"][0]
-    assert max(abs(v) for v in saliency["z"][0]) == pytest.approx(1.0)  # colour: scaled to this candidate
-    assert any("saliency: " in text for text in saliency["text"][0])  # hover: the raw value
+    assert max(abs(v) for row in saliency["z"] for v in row if v is not None) == pytest.approx(1.0)  # colour: scaled
+    assert "saliency: %{customdata" in saliency["hovertemplate"]  # hover: the raw value
+    raw = [v for row in saliency["customdata"] for v in row if v is not None]
+    assert max(raw) > 0 and max(raw) != pytest.approx(1.0)  # raw gradient norms, not the scaled colours
+    assert titled(app, "saliency per question word")  # SM-CNN's question side too
     submit_edit(app, 1, "Michelangelo painted the ceiling of the Sistine Chapel.")
-    assert app.metric and len(titled(app, "similarity: question words × answer words")) == 6
+    assert app.metric and len(titled(app, "similarity: question words × answer words")) == 2
 
 
 # ---------------------------------------------------------------------------------- Errors
@@ -256,22 +307,22 @@ def test_errors_page_lists_worst_questions_first_with_links_to_ask(store_url):
     app = errors_page()
     app.selectbox(key="model").select("overlap").run()
     assert not app.exception, app.exception
-    assert app.selectbox(key="split").value == "test"
+    assert app.selectbox(key="split-demo").value == "test"
     worst = app.dataframe[0].value
-    assert len(worst) == 8 and set(worst["split"]) == {"test"}
+    assert len(worst) == 28 and set(worst["split"]) == {"test"}
     assert list(worst["AP"]) == sorted(worst["AP"]) and worst["AP"].iloc[0] < worst["AP"].iloc[-1]
     assert worst["ask"].iloc[0] == f"/Ask?dataset=demo&qid={worst['qid'].iloc[0]}&model=overlap"
     links = app.get("page_link")
-    assert len(links) == 8 and all(link.proto.page == "Ask" for link in links)
+    assert len(links) == 10 and all(link.proto.page == "Ask" for link in links)  # the ten worst are linked
     assert links[0].proto.query_string == f"dataset=demo&qid={worst['qid'].iloc[0]}&model=overlap"
     slices = [frame.value for frame in app.dataframe[1:]]
     assert [frame.columns[0] for frame in slices] == ["question class", "question length", "lexical overlap", "label source"]
-    assert {"HUM", "LOC", "NUM"} <= set(slices[0]["question class"]) and slices[0]["questions"].sum() == 8
+    assert {"HUM", "LOC", "NUM"} <= set(slices[0]["question class"]) and slices[0]["questions"].sum() == 28
     assert len(titled(app, "mean AP by")) == 4
 
 
 def test_errors_label_source_follows_the_store(store_url):
-    from qa_core import workbench
+    from qa_core.services import workbench
 
     demo = {q.qid: q for q in load_demo().questions}
     store = Store(store_url)
@@ -297,7 +348,7 @@ def test_errors_page_without_model_or_labels_says_why(store_url):
     store.close()
     app = errors_page()
     app.selectbox(key="model").select("smcnn").run()
-    assert any("not trained" in info.value for info in app.info) and not app.dataframe
+    assert any("no version trained on or promoted for" in info.value for info in app.info) and not app.dataframe
     assert any("python -m qa_core train --model smcnn" in code.value for code in app.code)
     app.selectbox(key="model").select("overlap")
     app.selectbox(key="dataset").select("unlabelled").run()

@@ -1,4 +1,7 @@
-"""Bad input everywhere a user can give it: the CLI (as a process), the importers and the Ask page.
+"""Bad input everywhere a user can give it: the CLI (as a process), the importers, the store API and
+the Ask and Label pages; and the faults a careful user or an attacker meets (issue 14): checkpoints
+made to run code or of the wrong shape, names too long for the database or holding NUL, a full
+disk (a real tmpfs in a private mount namespace), a database that refuses writes.
 
 Every case asserts the same contract: a clear message (one ``error:`` line on stderr, naming the
 file and line for files), no traceback, nothing partial written and nothing lost (every row of the
@@ -17,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
 from streamlit.testing.v1 import AppTest
 
 from db.store import Store
@@ -25,8 +30,8 @@ from qa_core.cli import main
 from qa_core.data.demo import load_demo
 from qa_core.data.importers import load_dataset, read_qrels, read_trec_run
 from qa_core.rankers import registry
-from qa_core.types import Candidate, Dataset, InputError, Question
-from tests.pages import ASK, markdown, open_page
+from qa_core.types import Candidate, Dataset, InputError, Question, StorageError
+from tests.pages import ASK, LABEL, markdown, open_page
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = "<script>alert(1)</script>"
@@ -194,12 +199,54 @@ FILE_CASES = {
     "qrels-grade-word": FileCase({"q.qrels": b"demo-01 0 demo-01-2 relevant\n"}, "q.qrels", 1, "grade", "import-qrels"),
     "qrels-judged-twice": FileCase({"q.qrels": b"demo-01 0 demo-01-2 1\ndemo-01 0 demo-01-2 0\n"}, "q.qrels", 2,
                                    "twice", "import-qrels"),
-    "qrels-unknown-doc": FileCase({"q.qrels": b"demo-01 0 demo-01-2 1\ndemo-01 0 nope 1\n"}, "q.qrels", None, "nope",
+    "qrels-unknown-doc": FileCase({"q.qrels": b"demo-01 0 demo-01-2 1\ndemo-01 0 nope 1\n"}, "q.qrels", 2, "nope",
                                   "import-qrels"),
-    "qrels-grade-9": FileCase({"q.qrels": b"demo-01 0 demo-01-2 1\ndemo-01 0 demo-01-3 9\n"}, "q.qrels", None,
+    "qrels-grade-9": FileCase({"q.qrels": b"demo-01 0 demo-01-2 1\ndemo-01 0 demo-01-3 9\n"}, "q.qrels", 2,
                               "outside 0..4", "import-qrels"),
+    # issue 14: grades, documents and questions the store refuses name the file and line
+    "qrels-grade-7": FileCase({"q.qrels": b"demo-01 0 demo-01-2 1\ndemo-01 0 demo-01-3 1\ndemo-01 0 demo-01-4 7\n"},
+                              "q.qrels", 3, "grade 7", "import-qrels"),
+    "qrels-negative-grade": FileCase({"q.qrels": b"demo-01 0 demo-01-2 -1\n"}, "q.qrels", 1, "outside 0..4",
+                                     "import-qrels"),
+    "qrels-unknown-question": FileCase({"q.qrels": b"demo-01 0 demo-01-2 1\nnosuch 0 demo-01-2 1\n"}, "q.qrels", 2,
+                                       "nosuch", "import-qrels"),
+    "qrels-a-folder": FileCase({"d/q.qrels": b"demo-01 0 demo-01-2 1\n"}, "d", None, "is a folder", "import-qrels"),
+    "run-a-folder": FileCase({"d/r.run": b"demo-01 Q0 demo-01-0 1 3.5 t\n"}, "d", None, "is a folder", "import-run"),
+    "run-negative-rank": FileCase({"r.run": b"demo-01 Q0 demo-01-0 1 3.5 t\ndemo-01 Q0 demo-01-1 -3 3.0 t\n"}, "r.run",
+                                  2, "non-negative", "import-run"),
+    "csv-field-over-the-csv-limit": FileCase({"p.csv": CSV_HEAD + b"q,ok,1\nq," + b"x" * 131_073 + b",0\n"}, "p.csv", 3,
+                                             "131,072 characters"),
+    "csv-quoted-field-over-the-limit": FileCase(
+        {"p.csv": CSV_HEAD + b'q,"' + b"y\n" * 70_000 + b'",1\n'}, "p.csv", 2, "longer than"),
+    "csv-contradicting-gold": FileCase({"p.csv": CSV_HEAD + b"q,same text,1\nq,other,0\nq,same text,0\n"}, "p.csv", 4,
+                                       "on line 2"),
+    "jsonl-contradicting-gold": FileCase(
+        {"p.jsonl": JSONL_OK + JSONL_OK.replace(b"1}", b"0}")}, "p.jsonl", 2, "gold label 0 here but 1"),
+    "wikiqa-contradicting-gold": FileCase(
+        {f"w/train/{name}": data for name, data in {**WIKIQA_OK, "b.toks": b"it is a play\nit is a play\n",
+                                                    "sim.txt": b"1\n0\n"}.items()}, "w", 2, "gold label"),
+    "trecqa-contradicting-gold": FileCase(
+        {"t.xml": b"<QApairs id='1'>\n<question>\nwho wrote hamlet\n</question>\n<positive>\nShakespeare\n</positive>\n"
+                  b"<negative>\nShakespeare\n</negative>\n</QApairs>\n"}, "t.xml", 8, "gold label 0 here but 1"),
+    "semeval-contradicting-gold": FileCase(
+        {"s.xml": SEMEVAL_HEAD + (SEMEVAL_REL % b"Relevant").replace(b"</Thread>\n", b"")
+                  + b'    <RelQuestion RELQ_ID="Q1_R2" RELQ_RANKING_ORDER="2" RELQ_RELEVANCE2ORGQ="Irrelevant">\n'
+                  b"      <RelQSubject>visa time</RelQSubject>\n    </RelQuestion>\n  </Thread>\n</OrgQuestion>\n</xml>\n"},
+        "s.xml", 10, "gold label"),
+    "jsonl-nul-in-candidate": FileCase({"p.jsonl": JSONL_OK.replace(b"Shakespeare", b"Shake\\u0000speare")}, "p.jsonl",
+                                       1, "NUL"),
+    "jsonl-nul-in-question": FileCase({"p.jsonl": JSONL_OK.replace(b"who wrote", b"who\\u0000wrote")}, "p.jsonl", 1,
+                                      "NUL"),
+    "jsonl-doc-id-too-long": FileCase(
+        {"p.jsonl": JSONL_OK.replace(b"}", b', "doc_id": "' + b"d" * 300 + b'"}')}, "p.jsonl", 1, "at most 200"),
+    "jsonl-qid-too-long": FileCase(
+        {"p.jsonl": JSONL_OK.replace(b"}", b', "qid": "' + b"q" * 10_000 + b'"}')}, "p.jsonl", 1, "at most 200"),
+    "jsonl-rank-negative": FileCase({"p.jsonl": JSONL_OK.replace(b"}", b', "rank": -2}')}, "p.jsonl", 1, "rank"),
 }
-STORE_LEVEL = {"run-unknown-doc", "qrels-unknown-doc", "qrels-grade-9"}  # well-formed files the store refuses
+STORE_LEVEL = {  # well-formed files the store refuses
+    "run-unknown-doc", "qrels-unknown-doc", "qrels-grade-9", "qrels-grade-7", "qrels-negative-grade",
+    "qrels-unknown-question",
+}
 
 
 def write_case(case: FileCase, folder: Path) -> Path:
@@ -222,7 +269,8 @@ def test_cli_refuses_malformed_file_and_changes_nothing(env: Env, capsys: pytest
     before = snapshot(env.url)
     args = ["data", case.command, str(target)] + (["--data", "demo"] if case.command != "import" else [])
     err = assert_refused(cli_in_process(capsys, *args), case.needle)
-    if name not in STORE_LEVEL:
+    assert ".tmp" not in err
+    if name not in STORE_LEVEL or case.line is not None:
         where = str(_expected_path(case, target))
         assert (f"{where}, line {case.line}:" if case.line else f"{where}:") in err
     assert snapshot(env.url) == before
@@ -282,7 +330,7 @@ CLI_CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
     "rank-corrupt-checkpoint": (lambda f: ["rank", "who painted the mona lisa", "--model",
                                            str(_corrupt_checkpoint(f)), "--data", "demo"], ("corrupt",)),
     "rank-untrained-model": (lambda f: ["rank", "who painted the mona lisa", "--model", "smcnn", "--data", "demo"],
-                             ("not trained", "python -m qa_core train --model smcnn")),
+                             ("no version trained on or promoted for", "python -m qa_core train --model smcnn")),
     "evaluate-no-positives": (lambda f: ["evaluate", "--model", "overlap", "--data", "nopos"], ("no relevant",)),
     "train-no-positives": (lambda f: ["train", "--model", "smcnn", "--data", "nopos"], ("no relevant", "'train'")),
     "import-existing-name": (lambda f: ["data", "import", str(ROOT / "qa_core/data/demo_corpus.jsonl"), "--name",
@@ -418,3 +466,378 @@ def test_ask_reports_a_corrupt_checkpoint_and_keeps_the_store(env: Env):
     assert "no version of model 'smcnn' could be loaded" in errors and "corrupt" in errors
     assert app.button[0].disabled
     assert snapshot(env.url) == before
+
+
+# ------------------------------------------------------------------------------ issue 14: more CLI input
+
+
+class RunsCode:
+    """Unpickling this creates ``marker``: a checkpoint made to run code."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return open, (str(self.marker), "w")
+
+
+def _saved(folder: Path, name: str, payload: object) -> Path:
+    path = folder / name
+    torch.save(payload, path)
+    return path
+
+
+def _folder(folder: Path, name: str = "a-folder") -> Path:
+    path = folder / name
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def _qrels(folder: Path) -> Path:
+    path = folder / "ok.qrels"
+    path.write_text("demo-01 0 demo-01-2 1\n")
+    return path
+
+
+DEMO_FILE = str(ROOT / "qa_core/data/demo_corpus.jsonl")
+IN_PROCESS_CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
+    "import-empty-name": (lambda f: ["data", "import", DEMO_FILE, "--name", ""], ("name is empty",)),
+    "import-blank-name": (lambda f: ["data", "import", DEMO_FILE, "--name", "   "], ("name is empty",)),
+    "import-name-of-10000-characters": (lambda f: ["data", "import", DEMO_FILE, "--name", "n" * 10_000],
+                                        ("too long", "10,000", "limit is 200")),
+    "import-a-folder-as-csv": (lambda f: ["data", "import", str(_folder(f)), "--format", "csv"], ("is a folder",)),
+    "import-qrels-annotator-too-long": (lambda f: ["data", "import-qrels", str(_qrels(f)), "--data", "demo",
+                                                   "--annotator", "a" * 300], ("too long",)),
+    "import-qrels-unknown-dataset": (lambda f: ["data", "import-qrels", str(_qrels(f)), "--data", "nosuch"],
+                                     ("unknown dataset",)),
+    "import-run-unknown-dataset": (lambda f: ["data", "import-run", str(_run(f)), "--data", "nosuch"],
+                                   ("unknown dataset",)),
+    "export-qrels-to-a-folder": (lambda f: ["data", "export", "--data", "demo", "--out", str(_folder(f))],
+                                 ("is a folder",)),
+    "export-jsonl-to-a-folder": (lambda f: ["data", "export", "--data", "demo", "--format", "jsonl", "--out",
+                                            str(_folder(f))], ("is a folder",)),
+    "orphans-of-an-unknown-dataset": (lambda f: ["data", "orphans", "--data", "nosuch"], ("unknown dataset",)),
+    "evaluate-code-running-checkpoint": (lambda f: ["evaluate", "--model", str(_saved(f, "evil.pt", RunsCode(f / "ran"))),
+                                                    "--data", "demo"], ("refused", "evil.pt")),
+    "evaluate-checkpoint-of-none": (lambda f: ["evaluate", "--model", str(_saved(f, "none.pt", None)), "--data", "demo"],
+                                    ("not a Rerank Lab checkpoint",)),
+    "evaluate-zero-byte-checkpoint": (lambda f: ["evaluate", "--model", str(_zero_bytes(f)), "--data", "demo"],
+                                      ("corrupt", "zero.pt")),
+    "evaluate-a-folder-as-checkpoint": (lambda f: ["evaluate", "--model", str(_folder(f, "dir.pt")), "--data", "demo"],
+                                        ("is a folder",)),
+    "evaluate-foreign-checkpoint": (lambda f: ["evaluate", "--model", str(_saved(f, "tensor.pt", torch.zeros(3))),
+                                               "--data", "demo"], ("not a Rerank Lab checkpoint",)),
+    "evaluate-checkpoint-with-empty-state": (
+        lambda f: ["evaluate", "--model", str(_saved(f, "hollow.pt", {"format": 1, "kind": "smcnn", "state": {}})),
+                   "--data", "demo"], ("does not fit", "hollow.pt")),
+    "db-url-with-at-in-password": (lambda f: ["--db", "postgresql+psycopg://bob:s3@cr3t@127.0.0.1:1/db", "data",
+                                              "list"], ("cannot open the store",)),
+    "db-url-with-a-word-for-a-port": (lambda f: ["--db", "postgresql://bob:p@ss:w0rd@127.0.0.1:port/db", "data",
+                                                 "list"], ("cannot open the store",)),
+}
+
+
+def _run(folder: Path) -> Path:
+    path = folder / "ok.run"
+    path.write_text("demo-01 Q0 demo-01-0 1 3.5 bm25\n")
+    return path
+
+
+def _zero_bytes(folder: Path) -> Path:
+    path = folder / "zero.pt"
+    path.write_bytes(b"")
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(IN_PROCESS_CASES))
+def test_cli_refuses_more_bad_arguments_and_changes_nothing(env: Env, capsys: pytest.CaptureFixture, name: str):
+    make_args, needles = IN_PROCESS_CASES[name]
+    before = snapshot(env.url)
+    err = assert_refused(cli_in_process(capsys, *make_args(env.folder)), *needles)
+    assert ".tmp" not in err and not (env.folder / "ran").exists()
+    assert snapshot(env.url) == before
+
+
+@pytest.mark.parametrize("url", ["postgresql+psycopg://bob:s3@cr3t@127.0.0.1:1/db", "postgresql://bob:p@ss:w0rd@h:port/db"])
+def test_a_database_url_never_shows_its_password(env: Env, capsys: pytest.CaptureFixture, url: str):
+    """The issue's case: an '@' in the password printed part of it (and a ValueError traceback)."""
+    err = assert_refused(cli_in_process(capsys, "--db", url, "data", "list"), "cannot open the store")
+    secret = url.split("bob:", 1)[1].rsplit("@", 1)[0]
+    assert all(part not in err for part in (secret, *secret.split("@"), *secret.split(":")) if len(part) > 2)
+
+
+def test_importing_the_same_qrels_twice_adds_nothing(env: Env, capsys: pytest.CaptureFixture):
+    qrels = _qrels(env.folder)
+    first = cli_in_process(capsys, "data", "import-qrels", str(qrels), "--data", "demo", "--annotator", "trec")
+    assert first.returncode == 0 and json.loads(first.stdout)["labels"] == 1
+    before = snapshot(env.url)
+    again = cli_in_process(capsys, "data", "import-qrels", str(qrels), "--data", "demo", "--annotator", "trec")
+    assert again.returncode == 0 and json.loads(again.stdout) == {"labels": 0, "unchanged": 1, "annotator": "trec"}
+    assert snapshot(env.url) == before
+
+
+def test_training_is_refused_before_it_starts_when_the_disk_is_nearly_full(env: Env, monkeypatch: pytest.MonkeyPatch,
+                                                                           capsys: pytest.CaptureFixture):
+    """Free space below the threshold (here set above the disk's size): refused at once, not after the run."""
+    monkeypatch.setenv("RERANK_LAB_MIN_FREE_MB", str(100 * 2**20))  # 100 TB
+    before = snapshot(env.url)
+    err = assert_refused(cli_in_process(capsys, "train", "--model", "smcnn", "--data", "demo"),
+                         "MB free", "RERANK_LAB_MIN_FREE_MB")
+    assert "training smcnn" in err
+    assert snapshot(env.url) == before
+    assert not list((env.folder / "data" / "models").glob("*"))
+
+
+# ------------------------------------------------------------------------------ issue 14: the store API
+
+
+def _one_question(**changes: object) -> Dataset:
+    """A valid one-question dataset with one field changed (``name``, ``qid``, ``doc_id``, texts, rank, labels)."""
+    fields = {"name": "fresh", "qid": "q1", "question": "who wrote it", "doc_id": "d1", "candidate": "she did",
+              "rank": 1, "second": ("d2", "he did", 0), **changes}
+    first = Candidate(str(fields["doc_id"]), str(fields["candidate"]), label=1, first_stage_rank=fields["rank"])
+    doc_id, text, label = fields["second"]
+    return Dataset(str(fields["name"]), [Question(str(fields["qid"]), str(fields["question"]),
+                                                  [first, Candidate(doc_id, text, label=label)])])
+
+
+STORE_CASES: dict[str, tuple[Callable[[Store, int], object], str]] = {
+    "dataset-name-of-10000-characters": (lambda s, c: s.import_dataset(_one_question(name="d" * 10_000)), "too long"),
+    "dataset-name-with-nul": (lambda s, c: s.import_dataset(_one_question(name="a\x00b")), "NUL"),
+    "question-id-too-long": (lambda s, c: s.import_dataset(_one_question(qid="q" * 300)), "too long"),
+    "candidate-id-with-nul": (lambda s, c: s.import_dataset(_one_question(doc_id="d\x001")), "NUL"),
+    "question-text-with-nul": (lambda s, c: s.import_dataset(_one_question(question="who\x00")), "NUL"),
+    "candidate-text-with-nul": (lambda s, c: s.import_dataset(_one_question(candidate="she\x00did")), "NUL"),
+    "negative-first-stage-rank": (lambda s, c: s.import_dataset(_one_question(rank=-4)), "first-stage rank"),
+    "contradicting-gold-labels": (lambda s, c: s.import_dataset(_one_question(second=("d2", "she did", 0))),
+                                  "gold label"),
+    "annotator-of-10000-characters": (lambda s, c: s.add_label(c, "a" * 10_000, 1), "too long"),
+    "annotator-with-nul": (lambda s, c: s.add_label(c, "ann\x00", 1), "NUL"),
+    "note-with-nul": (lambda s, c: s.add_label(c, "ann", 1, note="fine\x00"), "NUL"),
+    "adjudicator-too-long": (lambda s, c: s.adjudicate(c, 1, "r" * 300), "too long"),
+    "model-name-too-long": (lambda s, c: s.register_model("m" * 300, "smcnn", "/x.pt", {}, {}), "too long"),
+    "model-name-with-nul": (lambda s, c: s.register_model("m\x00", "smcnn", "/x.pt", {}, {}), "NUL"),
+    "queue-holder-too-long": (lambda s, c: s.claim_candidate(c, "ann", holder="h" * 300), "too long"),
+    "job-dataset-name-too-long": (lambda s, c: s.create_job("smcnn", "d" * 300, {}), "too long"),
+    "qrels-annotator-with-nul": (lambda s, c: s.import_qrels("demo", {"demo-01": {"demo-01-0": 1}}, "a\x00"), "NUL"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STORE_CASES))
+def test_store_refuses_what_the_database_cannot_hold_before_it_sees_it(database_url: str, name: str):
+    """Names too long for the indexes and NUL characters: one InputError, on SQLite and PostgreSQL
+    (where they used to surface as DataError / ProgramLimitExceeded), and nothing written."""
+    store = Store(database_url)
+    try:
+        store.import_dataset(load_demo())
+        candidate = store.find_candidate_id("demo", "demo-01", "demo-01-0")
+        store.add_label(candidate, "alice", 2)
+        before = snapshot(database_url)
+        action, needle = STORE_CASES[name]
+        with pytest.raises(InputError, match=needle) as caught:
+            action(store, candidate)
+        assert type(caught.value) is InputError and len(str(caught.value)) < 300
+        assert snapshot(database_url) == before
+    finally:
+        store.close()
+
+
+# ------------------------------------------------------------------------------ issue 14: a full disk, a read-only database
+# A real full disk: a small tmpfs mounted in a private mount namespace (``unshare``), seen only by
+# the process under test; the rest of the machine is untouched.
+
+FULL_DISK_PRELUDE = """
+import json, os, sys
+from pathlib import Path
+from db.store import Store
+from qa_core.data.demo import load_demo
+from qa_core.types import StorageError
+
+disk = Path(sys.argv[1])
+
+def fill():
+    with open(disk / "filler", "wb", buffering=0) as handle:
+        try:
+            while True:
+                handle.write(b"x" * 4096)
+        except OSError:  # ENOSPC: the disk is full
+            pass
+
+def free():
+    (disk / "filler").unlink()
+"""
+
+
+def _unshare_prefix() -> list[str]:
+    return ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-r", "-m"]
+
+
+@pytest.fixture(scope="module")
+def full_disk_runner() -> Callable[..., subprocess.CompletedProcess]:
+    """``run(folder, script, size)``: ``python -c PRELUDE+script FOLDER`` with FOLDER a fresh tmpfs of ``size``."""
+    probe = subprocess.run([*_unshare_prefix(), "sh", "-c", "mount -t tmpfs -o size=1m tmpfs /mnt"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs in a private namespace here: {probe.stderr.strip()}")
+
+    def run(folder: Path, script: str, size: str = "2m", env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        folder.mkdir(exist_ok=True)
+        mount = 'mount -t tmpfs -o size="$1" tmpfs "$2" && shift 2 && exec "$@"'
+        command = [*_unshare_prefix(), "sh", "-c", mount, "sh", size, str(folder),
+                   sys.executable, "-c", FULL_DISK_PRELUDE + script, str(folder)]
+        return subprocess.run(command, cwd=ROOT, env={**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)},
+                              capture_output=True, text=True, timeout=600)
+
+    return run
+
+
+def _json_result(result: subprocess.CompletedProcess) -> dict:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_labelling_on_a_full_disk_reports_it_and_keeps_every_saved_label(tmp_path: Path, full_disk_runner):
+    result = _json_result(full_disk_runner(tmp_path / "disk", """
+store = Store(f"sqlite:///{disk / 'store.sqlite'}")
+store.import_dataset(load_demo())
+rows = store.candidate_rows("demo")
+saved = [store.add_label(rows[i].candidate_id, "ann", 1) for i in range(10)]
+error = None
+fill()
+for i in range(5000):
+    try:
+        saved.append(store.add_label(rows[i % len(rows)].candidate_id, "ann", i % 5))
+    except Exception as exc:
+        error = exc
+        break
+free()
+store.close()
+store = Store(f"sqlite:///{disk / 'store.sqlite'}")
+found = {h["id"] for row in rows for h in store.label_history(row.candidate_id)}
+print(json.dumps({"saved": len(saved), "error": type(error).__name__, "message": str(error),
+                  "found": len(found), "lost": len(set(saved) - found)}))
+"""))
+    assert result["error"] == "StorageError", result
+    assert "disk is full" in result["message"] and "\n" not in result["message"]
+    assert result["saved"] >= 10 and result["lost"] == 0 and result["found"] == result["saved"]
+
+
+def test_importing_on_a_full_disk_reports_it_and_changes_nothing(tmp_path: Path, full_disk_runner):
+    result = _json_result(full_disk_runner(tmp_path / "disk", """
+from qa_core.types import Candidate, Dataset, Question
+store = Store(f"sqlite:///{disk / 'store.sqlite'}")
+store.import_dataset(load_demo())
+store.add_label(store.candidate_rows("demo")[0].candidate_id, "ann", 3)
+big = Dataset("big", [Question(f"q{i}", f"question {i} " * 20, [Candidate(f"d{j}", f"answer {i} {j} " * 30)
+                                                                  for j in range(20)]) for i in range(200)])
+fill()
+try:
+    store.import_dataset(big)
+    error = None
+except Exception as exc:
+    error = exc
+free()
+print(json.dumps({"error": type(error).__name__, "message": str(error), "datasets": store.dataset_names(),
+                  "labels": store.current_labels("demo") != {}}))
+"""))
+    assert result["error"] == "StorageError" and "disk is full" in result["message"]
+    assert result["datasets"] == ["demo"] and result["labels"]
+
+
+def test_a_disk_that_fills_during_training_stops_it_at_once(tmp_path: Path, full_disk_runner):
+    """Checkpoints on a small disk that something else fills after the first progress point: the
+    next point stops the training, long before its last epoch, and no file is left behind."""
+    result = _json_result(full_disk_runner(tmp_path / "disk", """
+from qa_core.services.experiments import train_ranker
+points = []
+def filled_after_the_first(point):
+    points.append(point)
+    if len(points) == 1:
+        fill()
+try:
+    train_ranker("smcnn", load_demo(), progress=False, callback=filled_after_the_first,
+                 model_config={"max_epochs": 6, "patience": 6})
+    error = None
+except Exception as exc:
+    error = exc
+print(json.dumps({"error": type(error).__name__, "message": str(error), "points": len(points),
+                  "models": sorted(p.name for p in (disk / "data" / "models").iterdir())}))
+""", size="64m", env={"RERANK_LAB_DATA": str(tmp_path / "disk" / "data"), "RERANK_LAB_MIN_FREE_MB": "1"}))
+    assert result["error"] == "StorageError" and "MB free" in result["message"], result
+    assert result["points"] == 1 and result["models"] == []
+
+
+def test_a_checkpoint_that_does_not_fit_on_the_disk_is_one_sentence(tmp_path: Path, full_disk_runner):
+    """Where the disk fills between the check and the write: one sentence naming the checkpoint,
+    no temporary file left, and the CLI's one ``error:`` line."""
+    result = _json_result(full_disk_runner(tmp_path / "disk", """
+from qa_core.checkpoints import new_checkpoint_path
+from qa_core.cli import EXIT_BAD_INPUT
+from qa_core.services.experiments import train_ranker
+from qa_core.rankers import registry
+outcome = train_ranker("smcnn", load_demo(), progress=False, model_config={"max_epochs": 1})
+fill()
+target = new_checkpoint_path("smcnn", "demo")
+try:
+    registry.save(outcome.ranker, target)
+    error = None
+except Exception as exc:
+    error = exc
+print(json.dumps({"error": type(error).__name__, "message": str(error), "target": str(target),
+                  "left": sorted(p.name for p in target.parent.iterdir() if p != outcome.checkpoint)}))
+""", size="64m", env={"RERANK_LAB_DATA": str(tmp_path / "disk" / "data"), "RERANK_LAB_MIN_FREE_MB": "0"}))
+    assert result["error"] == "StorageError", result
+    assert result["message"].startswith(f"cannot write {result['target']}: the disk is full")
+    assert result["left"] == []
+
+
+def read_only(url: str) -> str:
+    """The same database, refusing every write from now on: PostgreSQL's read-only default for new
+    sessions (open ones are ended), SQLite opened read-only."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return f"sqlite:///file:{parsed.database}?mode=ro&uri=true"
+    admin = create_engine(parsed.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:  # generated test database name, no user input
+            connection.execute(text(f'ALTER DATABASE "{parsed.database}" SET default_transaction_read_only = on'))
+            connection.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :name"),
+                               {"name": parsed.database})
+    finally:
+        admin.dispose()
+    return url
+
+
+@pytest.fixture
+def refusing_store(database_url: str) -> str:
+    """URL of a store holding the demo corpus and one label, whose database now refuses writes."""
+    store = Store(database_url)
+    store.import_dataset(load_demo())
+    store.add_label(store.find_candidate_id("demo", "demo-01", "demo-01-0"), "alice", 2)
+    store.close()
+    return read_only(database_url)
+
+
+def test_a_database_that_refuses_writes_is_one_sentence(refusing_store: str, capsys: pytest.CaptureFixture):
+    store = Store(refusing_store)
+    try:
+        candidate = store.find_candidate_id("demo", "demo-01", "demo-01-1")
+        for write in (lambda: store.add_label(candidate, "bob", 1), lambda: store.import_dataset(load_demo(), replace=True),
+                      lambda: store.register_model("smcnn", "smcnn", "/x.pt", {}, {})):
+            with pytest.raises(StorageError, match="read-only, so nothing was saved"):
+                write()
+        assert store.current_labels("demo") == {store.find_candidate_id("demo", "demo-01", "demo-01-0"): {"alice": 2}}
+    finally:
+        store.close()
+    demo_file = str(ROOT / "qa_core/data/demo_corpus.jsonl")
+    assert_refused(cli_in_process(capsys, "--db", refusing_store, "data", "import", demo_file, "--name", "demo",
+                                  "--replace"), "read-only")
+
+
+def test_the_label_page_says_when_the_database_refuses_a_label(refusing_store: str, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("RERANK_LAB_DB", refusing_store)
+    app = open_page(LABEL)
+    app.text_input(key="new_annotator").input("carol").run()
+    assert not app.exception, app.exception
+    errors = " ".join(e.value for e in app.error)
+    assert "read-only, so nothing was saved" in errors and "Traceback" not in errors

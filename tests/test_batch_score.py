@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from db.store import Store
-from qa_core import workbench
 from qa_core.data.demo import load_demo
 from qa_core.data.importers import read_trec_run
-from qa_core.experiments import train_ranker
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
+from qa_core.services import workbench
+from qa_core.services.experiments import train_ranker
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("batch_score", ROOT / "scripts" / "batch_score.py")
@@ -90,7 +90,7 @@ def test_trec_run_input_takes_texts_from_the_store(env: Path, capsys):
                              "--workers", "0", "--chunk-pairs", "7"])
     assert code == 0, capsys.readouterr().err
     # The script loads a baseline as the app does: fitted (IDF) on the dataset named by --data.
-    assert_same_run(out, expected_run(workbench.load_ranker(store, "overlap", fit_on="demo")))
+    assert_same_run(out, expected_run(workbench.load_ranker(store, "overlap", "demo")))
 
 
 @pytest.mark.parametrize(

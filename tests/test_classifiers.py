@@ -349,14 +349,14 @@ def _write_label_files(folder: Path) -> None:
 
 def test_cli_trains_registers_and_the_analysis_finds_them(tmp_path: Path, monkeypatch, capsys):
     from db.store import Store
-    from qa_core.classifiers.analysis import default_analyzer
     from qa_core.cli import main
+    from qa_core.services.analysis import question_analyzer
 
     monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     monkeypatch.setenv("RERANK_LAB_DB", url)
     _write_label_files(tmp_path / "labels")
-    assert default_analyzer().source == "heuristic"  # nothing registered yet
+    assert question_analyzer(Store(url)).source == "heuristic"  # nothing registered yet
 
     for name in ("question_class", "question_focus"):
         code = main(["train-classifier", name, "--path", str(tmp_path / "labels"), "--seed", "2", "--quiet"])
@@ -371,8 +371,8 @@ def test_cli_trains_registers_and_the_analysis_finds_them(tmp_path: Path, monkey
     assert record is not None and record["metrics"]["test_accuracy"] >= 0.0
     assert store.promoted_model("question_focus")["training_data"]["seed"] == 2
     assert record["version"] == store.promoted_model("question_focus")["version"] == 1
+    analyzer = question_analyzer(store)
     store.close()
-    analyzer = default_analyzer()
     assert analyzer.source == "classifiers"
     assert analyzer.analyse("Who wrote Hamlet ?").qclass in COARSE_CLASSES
 
@@ -387,13 +387,13 @@ def test_tree_kernel_keeps_its_trained_question_analysis_in_the_checkpoint(small
 
     demo = load_demo()
     analyzer = QuestionAnalyzer(small_classifier, small_tagger)
-    ranker = TreeKernelRanker(TreeKernelConfig(cs=(1.0,), feature_weights=(1.0,)), analyzer=analyzer)
-    report = ranker.fit(demo.split("train"), demo.split("dev"), progress=False)
+    ranker = TreeKernelRanker(TreeKernelConfig(cs=(1.0,), feature_weights=(1.0,)))
+    report = ranker.fit(demo.split("train"), demo.split("dev"), analyzer=analyzer, progress=False)
     assert report["analyzer"] == "classifiers"
     loaded = registry.load(registry.save(ranker, tmp_path / "tk.pt"))
     assert isinstance(loaded.analyzer, QuestionAnalyzer) and loaded.analyzer.source == "classifiers"
     question = demo.split("test")[0]
     np.testing.assert_allclose(loaded.score(question.text, question.candidates),
                                ranker.score(question.text, question.candidates))
-    assert loaded.explain(question.text, question.candidates[0]).links == ranker.explain(
-        question.text, question.candidates[0]).links
+    assert loaded.explain(question.text, question.candidates, 0).links == ranker.explain(
+        question.text, question.candidates, 0).links

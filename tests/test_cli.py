@@ -114,7 +114,7 @@ def test_import_qrels_adds_labels_and_a_bad_file_adds_none(cli_env, capsys, tmp_
     good.write_text("demo-01 0 demo-01-0 2\ndemo-01 0 demo-01-1 0\n")
     code, out, err = run_cli("data", "import-qrels", str(good), "--data", "demo", "--annotator", "ann", capsys=capsys)
     assert code == 0, err
-    assert json.loads(out) == {"labels": 2, "annotator": "ann"}
+    assert json.loads(out) == {"labels": 2, "unchanged": 0, "annotator": "ann"}
 
     bad = tmp_path / "bad.qrels"
     bad.write_text("demo-01 0 demo-01-2 1\ndemo-01 0 no-such-doc 1\n")

@@ -1,4 +1,4 @@
-"""qa_core.compare on hand-computed examples: fixed-score rankers, so every AP is known by hand."""
+"""qa_core.services.compare on hand-computed examples: fixed-score rankers, so every AP is known by hand."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from qa_core import compare
+from qa_core import significance
 from qa_core.rankers.base import Ranker
+from qa_core.services import compare
 from qa_core.types import Candidate, InputError, Question
 
 SCRIPT = "<script>alert(1)</script>"
@@ -19,12 +20,13 @@ class Fixed(Ranker):
     name = "fixed"
 
     def __init__(self, scores: dict[str, float]):
+        super().__init__()
         self.scores = scores
 
-    def score(self, question, candidates):
-        return np.array([self.scores[c.doc_id] for c in candidates], dtype=float)
+    def score_pools(self, pools):
+        return [np.array([self.scores[c.doc_id] for c in candidates], dtype=float) for _, candidates in pools]
 
-    def explain(self, question, candidate):
+    def explain(self, question, candidates, index):
         raise NotImplementedError
 
 
@@ -74,24 +76,31 @@ def test_win_tie_loss_counts_near_zero_as_tie():
     assert compare.win_tie_loss([]) == (0, 0, 0)
 
 
-def test_paired_tests_are_scipys_and_report_undefined_cases(split):
-    t_test, wilcoxon = split.summaries[0].tests
+def test_paired_tests_are_the_t_test_and_the_randomisation_test(split):
+    # The Wilcoxon test is gone (issue 17): IR compares systems with the randomisation test.
+    t_test, randomisation = split.summaries[0].tests
     expected_t = stats.ttest_rel(split.per_question["other"], split.per_question["ref"])
     assert t_test.name == "paired t-test" and t_test.p_value == pytest.approx(expected_t.pvalue)
-    assert wilcoxon.name == "Wilcoxon signed-rank"
-    assert wilcoxon.p_value == pytest.approx(stats.wilcoxon(split.per_question["other"], split.per_question["ref"]).pvalue)
     assert 0.0 < t_test.p_value <= 1.0  # one loss and two wins: far from significant
     assert t_test.p_value > 0.5
+    # Randomisation, exact: deltas -1/2, +1/2, +1/6 (q3 ties); every one of the 2^3 sign flips has
+    # |sum| >= 1/6, so p = 1. Two models: one pair, so Holm changes nothing.
+    assert randomisation.name == "randomisation" and randomisation.p_value == pytest.approx(1.0)
+    assert randomisation.holm_p == randomisation.p_value and t_test.holm_p == t_test.p_value
+    assert split.summaries[0].mdd > abs(split.summaries[0].mean_delta)
+    assert split.significance.ci_low.at["ref", "map"] <= split.means.loc["ref", "map"]
 
-    better = compare.paired_tests([0.9, 0.8, 0.95, 0.7, 0.85, 0.9, 0.8, 0.99], [0.1, 0.2, 0.15, 0.3, 0.1, 0.2, 0.25, 0.1])
-    assert all(test.p_value < 0.01 for test in better)
+    eight_wins = ([0.9, 0.8, 0.95, 0.7, 0.85, 0.9, 0.8, 0.99], [0.1, 0.2, 0.15, 0.3, 0.1, 0.2, 0.25, 0.1])
+    assert significance.t_test(*eight_wins).p_value < 0.01
+    assert significance.randomisation_test(*eight_wins).p_value == pytest.approx(2 / 256)  # exact
 
-    tied = compare.paired_tests([0.5, 1.0], [0.5, 1.0])
-    assert all(test.p_value is None and test.note == "every question ties" for test in tied)
-    single = compare.paired_tests([1.0], [0.5])
+    tied = significance.t_test([0.5, 1.0], [0.5, 1.0])
+    assert tied.p_value is None and tied.note == "every question ties"
+    assert significance.randomisation_test([0.5, 1.0], [0.5, 1.0]).p_value == 1.0
+    single = [significance.t_test([1.0], [0.5]), significance.randomisation_test([1.0], [0.5])]
     assert all(test.p_value is None and "two or more" in test.note for test in single)
-    constant = compare.paired_tests([1.0, 0.5, 0.7], [0.5, 0.0, 0.2])  # every difference +0.5
-    assert constant[0].p_value is None and "variance" in constant[0].note
+    constant = significance.t_test([1.0, 0.5, 0.7], [0.5, 0.0, 0.2])  # every difference +0.5
+    assert constant.p_value is None and "variance" in constant.note
 
 
 def test_disagreement_filter(split):
@@ -140,3 +149,54 @@ def test_one_question_side_by_side_and_bump_chart():
     assert by_name["text b"] == [2, 1]
     assert all("<script>" not in trace.name and "<script>" not in trace.hovertext for trace in figure.data)
     assert figure.layout.yaxis.autorange == "reversed"
+
+
+# ---------------------------------------------------------------------- runs, seed groups, charts
+
+
+def test_compare_runs_matches_compare_split_and_scores_missing_questions_zero(split):
+    runs = split.runs
+    again = compare.compare_runs(runs, QUESTIONS, metric="map")
+    assert again.per_question.equals(split.per_question)
+    partial = {"ref": runs["ref"], "other": {qid: docs for qid, docs in runs["other"].items() if qid != "q1"}}
+    result = compare.compare_runs(partial, QUESTIONS, metric="map")
+    assert result.per_question.loc["q1", "other"] == 0.0  # trec_eval -c
+    assert result.per_question.loc["q1", "top-1 other"] == "" and not result.per_question.loc["q1", "same top-1"]
+
+
+def test_seed_groups_average_per_question_before_comparing(split):
+    ref, other = split.runs["ref"], split.runs["other"]
+    result = compare.compare_seed_runs({"ref": [ref, ref], "other": [ref, other]}, QUESTIONS, metric="map")
+    # other's seeds: one as ref, one as other -> per question the mean of both APs.
+    expected = (split.per_question["ref"] + split.per_question["other"]) / 2
+    assert result.per_question["other"].tolist() == pytest.approx(expected.tolist())
+    assert "same top-1" not in result.per_question and result.runs == {}
+    assert list(compare.disagreements(result, threshold=0.2).index) == ["q1", "q2"]  # no top-1 to compare
+    with pytest.raises(InputError, match="no runs of other"):
+        compare.compare_seed_runs({"ref": [ref], "other": []}, QUESTIONS)
+
+
+def test_three_models_are_tested_pairwise_with_holm():
+    result = compare.compare_split({"ref": REFERENCE, "other": OTHER, "same": REFERENCE}, QUESTIONS, metric="map")
+    table = compare.summary_table(result)
+    assert [(row.vs, row.model) for row in table.itertuples()] == [("ref", "other"), ("ref", "same"), ("other", "same")]
+    assert (table["randomisation p (Holm)"] >= table["randomisation p"]).all()
+    assert set(table["metric"]) == {"map"} and table["verdict"].str.contains("significant").all()
+
+
+def test_disagreements_keep_the_largest(split):
+    assert list(compare.disagreements(split, threshold=0.1, different_top1=False, most=2).index) == ["q1", "q2"]
+
+
+def test_delta_and_scatter_figures_carry_qids_sorted_and_escaped():
+    questions = [*QUESTIONS[:3], Question("q4", SCRIPT, QUESTIONS[3].candidates, split="test")]
+    result = compare.compare_split({"ref": REFERENCE, "other": OTHER}, questions, metric="map")
+    (bars,) = compare.delta_figure(result, "other").data
+    assert list(bars.y) == pytest.approx([0.5, 1 / 6, 0.0, -0.5])  # largest win first
+    assert [point[0] for point in bars.customdata] == ["q2", "q4", "q3", "q1"]
+    assert all("<script>" not in text for text in bars.hovertext) and any("&lt;script&gt;" in t for t in bars.hovertext)
+    diagonal, points = compare.scatter_figure(result, "other").data
+    assert list(points.x) == pytest.approx([1.0, 0.5, 1.0, 1 / 3]) and list(points.y) == pytest.approx([0.5, 1.0, 1.0, 0.5])
+    assert [point[0] for point in points.customdata] == ["q1", "q2", "q3", "q4"]
+    clicked = [{"curve_number": 0, "point_index": 1, "customdata": ["q4"]}, {"customdata": ["q4"]}, {"x": 3}]
+    assert compare.selected_questions(clicked) == ["q4"]

@@ -1,15 +1,20 @@
 """Concurrency on real databases (SQLite in WAL mode and PostgreSQL), with threads and with
 processes: 8 writers x 500 labels lose, duplicate and reorder nothing; sessions labelling the same
-queue at once never hold, and so never label, the same pair twice."""
+queue at once never hold, and so never label, the same pair twice; labelling processes racing
+``data import --replace`` (reordered, shrunk, restored files) lose nothing and meet no error."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import random
+import subprocess
 import sys
 import threading
 import types
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -18,11 +23,14 @@ from sqlalchemy import select
 
 from db.models import LabelRetractionRow, LabelRow, QueueClaimRow
 from db.store import Store
-from qa_core.labeling import LabelingSession, QueuePolicy
+from qa_core.data.importers import load_dataset
+from qa_core.services.labeling import LabelingSession, QueuePolicy
 from qa_core.types import Candidate, Dataset, Question
 
 WRITERS, LABELS_PER_WRITER, UNDO_EVERY = 8, 500, 100
 JOIN_TIMEOUT_S = 240
+ROOT = Path(__file__).resolve().parent.parent
+RACE_WRITERS, RACE_MIN_LABELS = 3, 100
 
 
 def conc_dataset(questions: int, per_question: int) -> Dataset:
@@ -56,13 +64,23 @@ def run_parallel(kind: str, target: Callable[..., None], jobs: list[tuple[Any, .
         assert errors == []
         assert not any(thread.is_alive() for thread in threads)
         return
-    # Fresh processes, as separate app processes would be (no engine or connection inherited from
-    # this one), forked from a server that has the store imported already: 8 cold interpreter
-    # starts would cost more than the test itself on 2 cores.
+    run_processes([(target, args) for args in jobs])
+
+
+def process_context() -> Any:
+    """Fresh processes, as separate app processes would be (no engine or connection inherited from
+    this one), forked from a server that has the store imported already: 8 cold interpreter
+    starts would cost more than the test itself on 2 cores."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])
-    barrier = context.Barrier(len(jobs))
-    processes = [context.Process(target=target, args=(*args, barrier)) for args in jobs]
+    return context
+
+
+def run_processes(calls: list[tuple[Callable[..., None], tuple[Any, ...]]]) -> None:
+    """Run every ``target(*args, barrier)`` in its own process at once; fail when any fails."""
+    context = process_context()
+    barrier = context.Barrier(len(calls))
+    processes = [context.Process(target=target, args=(*args, barrier)) for target, args in calls]
     # A child re-runs the parent's __main__ file unless __main__ is importable by name; Streamlit's
     # AppTest (tests/test_app.py) leaves a page script there, which must not run in the workers.
     with mock.patch.dict(sys.modules, {"__main__": types.ModuleType("__main__")}):
@@ -74,7 +92,7 @@ def run_parallel(kind: str, target: Callable[..., None], jobs: list[tuple[Any, .
     for process in processes:
         if process.is_alive():
             process.kill()
-    assert codes == [0] * len(jobs)
+    assert codes == [0] * len(calls)
 
 
 # --------------------------------------------------------------------------- workers (top level: pickled by name)
@@ -109,6 +127,51 @@ def label_queue(url_or_store: str | Store, holder: str, barrier: Any) -> None:
     finally:
         if isinstance(url_or_store, str):
             store.close()
+
+
+def label_until_stopped(url: str, writer: int, out: str, stop: Any, barrier: Any) -> None:
+    """Label the dataset's candidates (as they were when it started) until the imports are done,
+    recording every (label id, candidate id, text) that ``add_label`` returned."""
+    store = Store(url)
+    try:
+        rows = store.candidate_rows("race")
+        barrier.wait(timeout=120)
+        written, i = [], 0
+        while i < RACE_MIN_LABELS or not stop.is_set():
+            row = rows[(7 * i + writer) % len(rows)]
+            written.append((store.add_label(row.candidate_id, f"w{writer}", i % 5, note=f"{writer}:{i}"),
+                            row.candidate_id, row.candidate))
+            i += 1
+        Path(out).write_text(json.dumps(written))
+    finally:
+        store.close()
+
+
+def reimport_with_the_cli(url: str, files: list[str], stop: Any, barrier: Any) -> None:
+    """``python -m qa_core data import FILE --name race --replace`` for each file, as a user runs it."""
+    try:
+        barrier.wait(timeout=120)
+        for path in files:
+            subprocess.run([sys.executable, "-m", "qa_core", "--db", url, "data", "import", path, "--name", "race",
+                            "--replace"], cwd=ROOT, check=True, capture_output=True, timeout=JOIN_TIMEOUT_S)
+    finally:
+        stop.set()
+
+
+def race_files(folder: Path) -> list[str]:
+    """The same questions reordered, then with a tenth of the candidates dropped and some new, then
+    as at first: files without ids, so candidates are known by their text."""
+    rng = random.Random(14)
+    rows = [(f"question number {q}", f"answer {q}.{c}", int(c == 0)) for q in range(40) for c in range(8)]
+
+    def write(name: str, chosen: list[tuple[str, str, int]]) -> str:
+        path = folder / name
+        path.write_text("question,candidate,label\n" + "".join(f"{q},{c},{label}\n" for q, c, label in chosen))
+        return str(path)
+
+    shuffled = sorted(rows, key=lambda row: (row[0], rng.random()))
+    shrunk = [row for row in shuffled if rng.random() > 0.1] + [(f"question number {q}", f"new {q}", 0) for q in range(5)]
+    return [write("base.csv", rows), write("shuffled.csv", shuffled), write("shrunk.csv", shrunk), write("again.csv", rows)]
 
 
 # --------------------------------------------------------------------------- tests
@@ -170,3 +233,26 @@ def test_sessions_never_hold_the_same_pair_at_once(store: Store, database_url: s
 def _labels(store: Store) -> list[tuple[int, str]]:
     with store.session_scope() as session:
         return [(candidate_id, note) for candidate_id, note in session.execute(select(LabelRow.candidate_id, LabelRow.note))]
+
+
+def test_labels_written_during_replace_imports_all_survive(store: Store, database_url: str, tmp_path: Path) -> None:
+    """The issue's case: labelling processes and ``data import --replace`` at once used to lose
+    committed labels (and, on PostgreSQL, hand writers ForeignKeyViolation errors)."""
+    base, *replacements = race_files(tmp_path)
+    store.import_dataset(load_dataset(base, name="race"))
+    stop = process_context().Event()
+    outs = [tmp_path / f"writer{w}.json" for w in range(RACE_WRITERS)]
+    run_processes(
+        [(label_until_stopped, (database_url, w, str(outs[w]), stop)) for w in range(RACE_WRITERS)]
+        + [(reimport_with_the_cli, (database_url, replacements, stop))]
+    )
+
+    written = [tuple(entry) for out in outs for entry in json.loads(out.read_text())]
+    assert len(written) >= RACE_WRITERS * RACE_MIN_LABELS
+    with store.session_scope() as session:
+        stored = {label_id: candidate_id for label_id, candidate_id in session.execute(select(LabelRow.id, LabelRow.candidate_id))}
+    assert len(stored) == len(written)  # 0 lost, 0 extra
+    assert all(stored.get(label_id) == candidate_id for label_id, candidate_id, _ in written)
+    texts = {row.candidate_id: row.candidate for row in store.candidate_rows("race")}
+    assert all(texts[candidate_id] == text for _, candidate_id, text in written)  # on the same text, current again
+    assert store.orphaned_labels("race") == []

@@ -4,6 +4,8 @@ the README's screenshot."""
 
 from __future__ import annotations
 
+import re
+
 from tests.conftest import BROWSER_TIMEOUT_MS
 
 DEMO_QUESTION, DEMO_ANSWER = "who discovered penicillin", "Alexander Fleming"
@@ -31,3 +33,32 @@ def test_ask_page_ranks_a_typed_question(running_app, page, screenshot_dir):
     assert "Traceback" not in page.content()
     arcs.scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot_dir / "ask.png"))
+
+
+FIRST_QUESTION = "which scientist discovered penicillin"  # what a newcomer types first (issue 16)
+FIRST_ANSWER = "Alexander Fleming discovered penicillin in 1928 at St Mary's Hospital in London."
+
+
+def test_the_demo_smcnn_answers_the_first_typed_question(running_app, page):
+    """The SM-CNN that `make run` trains on the bundled demo corpus ranks the Fleming sentence first
+    for a question that is not in the corpus, and shows its saliency per answer word."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{running_app.url}/Ask")
+    question = page.get_by_role("textbox", name="Your question")
+    expect(question).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    page.get_by_test_id("stSelectbox").filter(has_text="Model").click()
+    page.get_by_role("option", name="smcnn", exact=True).click()
+    question.fill(FIRST_QUESTION)
+    question.press("Enter")  # commits the value (a rerun) before the click
+    page.get_by_role("button", name="Rank").click()
+    expect(page.get_by_text("Ranked candidates")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_text(re.compile(r"^smcnn on demo · \d+ candidates"))).to_be_visible()
+    # The grid draws on a canvas; the explanation opened below it is the first-ranked candidate's.
+    opened = page.get_by_test_id("stMarkdownContainer").filter(has_text=re.compile(r"^#1 · score \d\.\d{4}"))
+    expect(opened).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    shown = opened.locator("xpath=following::*[@data-testid='stMarkdownContainer'][1]")
+    expect(shown).to_have_text(FIRST_ANSWER)
+    titles = page.locator(".js-plotly-plot .gtitle")
+    expect(titles.filter(has_text="saliency per answer word").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    assert "Traceback" not in page.content()

@@ -32,6 +32,6 @@ def test_train_page_retrains_and_registers_a_new_version(running_app, page, scre
     expect(page.get_by_text(f"version {newest['version']} registered")).to_be_visible()
     # The job's loss / dev-MAP curve and the versions' MAP-vs-labels curve, once the page has rerun.
     expect(page.locator(".js-plotly-plot")).to_have_count(2, timeout=BROWSER_TIMEOUT_MS)
-    expect(page.get_by_text("Ask and Compare use")).to_have_count(1)
+    expect(page.get_by_text("The pages use for demo:")).to_have_count(1)
     assert "Traceback" not in page.content()
     page.screenshot(path=str(screenshot_dir / "train.png"), full_page=True)

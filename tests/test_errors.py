@@ -1,4 +1,4 @@
-"""qa_core.errors on hand-written pools: per-question metrics worst first, slices, label sources."""
+"""qa_core.services.errors on hand-written pools: per-question metrics worst first, slices, label sources."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from qa_core import errors, experiments
 from qa_core.rankers import registry
+from qa_core.services import errors, experiments
 from qa_core.types import Candidate, Dataset, Question
 
 QUESTIONS = [

@@ -1,4 +1,5 @@
-"""Score-level ensembles: per-question z-normalisation, weighted sums, member selection on DEV."""
+"""Score-level fusion through ranx: per-question z-normalisation, weighted sums, RRF, CombMNZ, member
+selection and parameters chosen on DEV."""
 
 from __future__ import annotations
 
@@ -54,3 +55,44 @@ def test_a_misleading_run_is_left_out_and_members_are_ranked_by_dev_map():
     assert rank_members({"wrong": reversed_, "right": right}, qrels) == ["right", "wrong"]
     weights, dev_map = select_members({"right": right, "wrong": reversed_}, qrels)
     assert weights == {"right": 1.0} and dev_map == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------------- ranx fusions tuned on DEV
+
+
+def test_rrf_and_combmnz_by_hand():
+    from qa_core.fusion import Fusion, apply_fusion
+
+    # RRF with k = 60: q1 ranks a, b, c under A and b, a, c under B -> a and b both 1/61 + 1/62.
+    rrf = apply_fusion(Fusion("rrf", ("A", "B"), {"k": 60}), {"A": RUN_A, "B": RUN_B})
+    assert rrf["q1"]["a"] == pytest.approx(1 / 61 + 1 / 62) and rrf["q1"]["c"] == pytest.approx(2 / 63)
+    # CombMNZ on min-max scores: q1 A gives a 1, b 0.5, c 0; B gives b 1, a 0.75, c 0; both runs have
+    # every candidate, so each sum is doubled.
+    mnz = apply_fusion(Fusion("combmnz", ("A", "B")), {"A": RUN_A, "B": RUN_B})
+    assert mnz["q1"] == pytest.approx({"a": 2 * 1.75, "b": 2 * 1.5, "c": 0.0})
+
+
+def test_weighted_sum_is_tuned_on_dev_and_keeps_the_tag():
+    from qa_core.fusion import apply_fusion, tune_fusion
+
+    recipe = tune_fusion("wsum-zscore", {"A": RUN_A, "B": RUN_B}, QRELS)
+    weights = recipe.params["weights"]
+    assert sum(weights) == pytest.approx(1.0) and 0 < weights[0] < 1  # both members are needed
+    assert recipe.dev_map == pytest.approx(1.0)  # each alone has 0.75
+    assert recipe.tag == "fusion:wsum-zscore(A+B)"
+    fused = apply_fusion(recipe, {"A": RUN_A, "B": RUN_B})
+    by_hand = fuse({"A": RUN_A, "B": RUN_B}, dict(zip("AB", weights)))
+    assert all(fused[qid] == pytest.approx(by_hand[qid]) for qid in QRELS)
+    assert tune_fusion("rrf", {"A": RUN_A, "B": RUN_B}, QRELS).params["k"] in range(10, 101, 10)
+
+
+def test_tuning_refuses_what_it_cannot_tune():
+    from qa_core.fusion import tune_fusion
+
+    with pytest.raises(InputError, match="unknown fusion"):
+        tune_fusion("borda", {"A": RUN_A, "B": RUN_B}, QRELS)
+    with pytest.raises(InputError, match="two or more"):
+        tune_fusion("rrf", {"A": RUN_A}, QRELS)
+    unjudged = {qid: dict.fromkeys(grades, 0) for qid, grades in QRELS.items()}
+    with pytest.raises(InputError, match="relevant candidate"):
+        tune_fusion("wsum-minmax", {"A": RUN_A, "B": RUN_B}, unjudged)

@@ -252,6 +252,12 @@ def test_unknown_format_lists_the_formats(tmp_path):
 # ----------------------------------------------------------------------------------- exporters
 
 
+def test_trec_runs_numbered_from_zero_or_with_gaps_read_as_positions(tmp_path):
+    path = tmp_path / "zero.run"
+    path.write_text("q1 Q0 b 4 1.0 t\nq1 Q0 a 0 3.0 t\nq1 Q0 c 9 0.5 t\n")
+    assert read_trec_run(path) == {"q1": [("a", 1, 3.0), ("b", 2, 1.0), ("c", 3, 0.5)]}
+
+
 def test_trec_run_round_trip_with_deterministic_ties(tmp_path):
     run = {"q1": {"b": 0.5, "a": 0.5, "c": 2.0}, "q2": {"x": 1 / 3}}
     path = tmp_path / "out" / "run.txt"
@@ -298,11 +304,11 @@ def test_failed_export_keeps_the_old_file(tmp_path):
 def test_demo_corpus_shape():
     demo = load_demo()
     assert demo.name == "demo" and demo.source == str(DEMO_PATH)
-    assert {s: len(demo.split(s)) for s in demo.splits} == {"dev": 8, "test": 8, "train": 24}
+    assert {s: len(demo.split(s)) for s in demo.splits} == {"dev": 28, "test": 28, "train": 139}
     assert demo.questions[0].text == "Who painted the Mona Lisa?"
     for question in demo.questions:
         labels = [c.label for c in question.candidates]
-        assert 6 <= len(labels) <= 10, question.qid
+        assert 5 <= len(labels) <= 10, question.qid
         assert 1 <= labels.count(1) <= 2 and set(labels) == {0, 1}, question.qid
     rows = [json.loads(line) for line in DEMO_PATH.read_text(encoding="utf-8").splitlines()]
     assert {tuple(sorted(row)) for row in rows} == {("candidate", "doc_id", "label", "qid", "question", "split")}

@@ -18,10 +18,11 @@ from sqlalchemy import func, select, update
 from db.base import now
 from db.models import LabelRow, TrainingJobRow
 from db.store import Store
-from qa_core import jobs, workbench
 from qa_core.cli import main
 from qa_core.data.demo import load_demo
-from qa_core.experiments import train_ranker
+from qa_core.services import jobs, workbench
+from qa_core.services.experiments import train_ranker
+from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError, NotTrainedError
 
 FAST = {"max_epochs": 1}
@@ -49,7 +50,7 @@ def promote_v1(store: Store, checkpoint: Path, folder: Path) -> dict:
     path = folder / "smcnn-v1.pt"
     shutil.copy(checkpoint, path)
     store.register_model("smcnn", "smcnn", path, {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
-    return store.promoted_model("smcnn")
+    return store.promoted_model("smcnn", "demo")
 
 
 def wait_until(condition, what: str, timeout: float = WAIT_S):
@@ -78,20 +79,21 @@ def test_job_succeeds_and_registers_an_unpromoted_version(
     assert job["started_at"] <= job["finished_at"] and job["phase"] == "done"
 
     version = demo_store.model_version(job["model_version_id"])
-    assert (version["name"], version["version"], version["promoted"]) == ("smcnn", 2, False)
+    assert (version["name"], version["version"], version["promoted_for"]) == ("smcnn", 2, [])
     assert 0.0 <= version["metrics"]["dev_map"] <= 1.0 and "test_gold_map" in version["metrics"]
     assert version["training_data"]["labels"] == {"adjudicated": 1, "labels": 0, "gold": 245}
     assert version["training_data"]["job"] == job_id
     assert Path(version["checkpoint_path"]).is_file()
-    assert demo_store.promoted_model("smcnn")["id"] == current["id"]  # registered, not promoted
+    assert demo_store.promoted_model("smcnn", "demo")["id"] == current["id"]  # registered, not promoted
 
     events = demo_store.job_events(job_id)
-    assert events and events[-1]["epoch"] == 1 and 0.0 <= events[-1]["dev_map"] <= 1.0
-    assert demo_store.job_events(job_id, after_id=events[-1]["id"]) == []
+    last = events[-1].event
+    assert (last.step, last.total, last.unit) == (1, 1, "epoch") and 0.0 <= last.dev_map <= 1.0
+    assert demo_store.job_events(job_id, after_id=events[-1].id) == []
     assert [j["id"] for j in demo_store.jobs("smcnn")] == [job_id]
 
-    demo_store.promote("smcnn", 2)
-    assert workbench.load_ranker(demo_store, "smcnn").score("who painted it?", ["Leonardo"]).shape == (1,)
+    demo_store.promote("smcnn", 2, "demo")
+    assert workbench.load_ranker(demo_store, "smcnn", "demo").score("who painted it?", ["Leonardo"]).shape == (1,)
 
 
 def test_job_with_bad_input_fails_with_a_clear_error(demo_store: Store, trained_checkpoint: Path, tmp_path: Path) -> None:
@@ -101,7 +103,7 @@ def test_job_with_bad_input_fails_with_a_clear_error(demo_store: Store, trained_
     job = jobs.wait_for_job(demo_store, job_id, WAIT_S)
     assert job["status"] == "failed"
     assert "no labels to train on in split 'train'" in job["error"]
-    assert demo_store.model_versions("smcnn") == [current]
+    assert [v["id"] for v in demo_store.model_versions("smcnn")] == [current["id"]]
 
     for kwargs, message in [
         ({"model": "overlap", "dataset": "demo"}, "nothing to train"),
@@ -117,9 +119,10 @@ def test_job_with_bad_input_fails_with_a_clear_error(demo_store: Store, trained_
 def test_progress_fraction_for_the_progress_bar() -> None:
     job = {"status": "running", "model": "smcnn", "params": {"config": {"max_epochs": 4}}}
     assert jobs.progress_fraction(job, []) == 0.0
-    assert jobs.progress_fraction(job, [{"epoch": 1}, {"epoch": 3}]) == 0.75
-    default = {**job, "params": {"config": {}}}  # SM-CNN's own max_epochs (25)
-    assert jobs.progress_fraction(default, [{"epoch": 5}]) == pytest.approx(5 / 25)
+    assert jobs.progress_fraction(job, [TrainingEvent(1, 4), TrainingEvent(3, 4)]) == 0.75
+    grid = [TrainingEvent(6, 24, "grid point", dev_map=0.5, detail={"C": 1.0})]  # the tree kernel's steps
+    assert jobs.progress_fraction(job, grid) == pytest.approx(6 / 24)
+    assert jobs.progress_fraction(job, [TrainingEvent(2)]) == 0.0  # nothing planned: no false progress
     assert jobs.progress_fraction({**job, "status": "failed"}, []) == 1.0
 
 
@@ -155,14 +158,14 @@ def test_job_killed_at_a_random_point_leaves_model_and_store_intact(
 
     failed = wait_until(lambda: (j := demo_store.job(job_id))["status"] == "failed" and j, "the job to be marked failed")
     assert "ended without reporting" in failed["error"], f"seed {seed}"
-    assert demo_store.model_versions("smcnn") == [current], f"seed {seed}"
+    assert [v["id"] for v in demo_store.model_versions("smcnn")] == [current["id"]], f"seed {seed}"
     assert Path(current["checkpoint_path"]).read_bytes() == checkpoint_bytes
     assert demo_store.label_history(candidate) == history
     with demo_store.session_scope() as session:
         assert session.scalar(select(func.count()).select_from(LabelRow)) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback: the promoted checkpoint loads
-        assert workbench.load_ranker(demo_store, "smcnn") is not None
+        assert workbench.load_ranker(demo_store, "smcnn", "demo") is not None
     assert len(demo_store.job_events(job_id)) >= kill_after_events
 
 
@@ -178,15 +181,15 @@ def test_cancel_stops_the_process_and_fails_the_job(demo_store: Store) -> None:
 def test_finish_is_one_transaction_that_a_dead_verdict_blocks(store: Store) -> None:
     """A job declared dead (here: marked failed) cannot register its model afterwards, and the
     rolled-back registration leaves the promoted flag where it was."""
-    store.register_model("smcnn", "smcnn", "/ckpt/1.pt", {}, {}, promote=True)
+    store.register_model("smcnn", "smcnn", "/ckpt/1.pt", {"dataset": "demo"}, {}, promote=True)
     job_id = store.create_job("smcnn", "demo", {"promote": True})
     store.start_job(job_id)
-    store.add_job_event(job_id, epoch=1, batch=3, loss=float("nan"), dev_map=0.5)
-    assert store.job_events(job_id)[0]["loss"] is None
+    store.add_job_event(job_id, TrainingEvent(1, 2, batch=3, loss=float("nan"), dev_map=0.5))
+    assert store.job_events(job_id)[0].event.loss is None
     assert store.fail_job(job_id, "declared dead") is True
     with pytest.raises(InputError, match="no longer running"):
         store.finish_job(job_id, kind="smcnn", checkpoint_path="/ckpt/2.pt", training_data={}, metrics={}, promote=True)
-    assert [(v["version"], v["promoted"]) for v in store.model_versions("smcnn")] == [(1, True)]
+    assert [(v["version"], v["promoted_for"]) for v in store.model_versions("smcnn")] == [(1, ["demo"])]
     assert store.job(job_id)["status"] == "failed"
     with pytest.raises(InputError, match="only a queued job"):
         store.start_job(job_id)
@@ -226,31 +229,31 @@ def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(
     store: Store, trained_checkpoint: Path, tmp_path: Path
 ) -> None:
     with pytest.raises(NotTrainedError):
-        jobs.load_promoted(store, "smcnn")
-    paths = {v: tmp_path / f"v{v}.pt" for v in (1, 2, 3)}
-    for path in paths.values():
+        jobs.load_promoted(store, "smcnn", "demo")
+    paths = {v: tmp_path / f"v{v}.pt" for v in (1, 2, 3, 4)}
+    for version, path in paths.items():
         shutil.copy(trained_checkpoint, path)
-        store.register_model("smcnn", "smcnn", path, {}, {})
-    store.promote("smcnn", 1)
-    store.promote("smcnn", 2)  # version 3 is newer but was never promoted
+        store.register_model("smcnn", "smcnn", path, {"dataset": "other" if version == 4 else "demo"}, {})
+    store.promote("smcnn", 1, "demo")
+    store.promote("smcnn", 2, "demo")  # version 3 is newer but was never promoted; 4 is another dataset's
 
-    assert jobs.load_promoted(store, "smcnn").notice is None
+    assert jobs.load_promoted(store, "smcnn", "demo").notice is None
     paths[2].write_bytes(b"not a checkpoint")
-    loaded = jobs.load_promoted(store, "smcnn")
-    assert (loaded.version["version"], loaded.wanted["version"], loaded.fell_back) == (1, 2, True)
+    loaded = jobs.load_promoted(store, "smcnn", "demo")
+    assert (loaded.version["version"], loaded.wanted["version"]) == (1, 2)
     assert "version 2" in loaded.notice and "corrupt" in loaded.notice and "version 1 is used" in loaded.notice
     with pytest.warns(jobs.CheckpointFallbackWarning, match="version 1 is used"):
-        ranker = workbench.load_ranker(store, "smcnn")
+        ranker = workbench.load_ranker(store, "smcnn", "demo")
     assert ranker.score("who painted the mona lisa?", ["Leonardo painted it."]).shape == (1,)
 
     paths[2].unlink()
     paths[1].unlink()
-    loaded = jobs.load_promoted(store, "smcnn")
-    assert loaded.version["version"] == 3 and "not found" in loaded.notice
+    loaded = jobs.load_promoted(store, "smcnn", "demo")
+    assert loaded.version["version"] == 3 and "not found" in loaded.notice  # the newest trained on demo
     paths[3].unlink()
     with pytest.raises(InputError, match="no version of model 'smcnn' could be loaded"):
-        workbench.load_ranker(store, "smcnn")
-    assert store.promoted_model("smcnn")["version"] == 2  # loading never changes the registry
+        workbench.load_ranker(store, "smcnn", "demo")  # never the version trained on another dataset
+    assert store.promoted_model("smcnn", "demo")["version"] == 2  # loading never changes the registry
 
 
 def _dead_pid() -> int:

@@ -12,7 +12,8 @@ import pytest
 from db.base import CandidateRecord, LabelRecord
 from db.store import Store
 from qa_core.data.demo import load_demo
-from qa_core.labeling import (
+from qa_core.rankers import registry
+from qa_core.services.labeling import (
     LabelingSession,
     QueuePolicy,
     agreement_report,
@@ -24,9 +25,8 @@ from qa_core.labeling import (
     training_dataset,
     training_labels,
 )
-from qa_core.labeling.strategies import spread_across_questions, uncertainty_order
-from qa_core.labeling.training_labels import ResolvedLabel, resolve_labels
-from qa_core.rankers import registry
+from qa_core.services.labeling.strategies import spread_across_questions, uncertainty_order
+from qa_core.services.labeling.training_labels import ResolvedLabel, resolve_labels
 from qa_core.types import Candidate, Dataset, InputError, Question
 
 

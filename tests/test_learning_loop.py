@@ -1,4 +1,4 @@
-"""The learning loop (qa_core.labeling.curves): the simulated annotator on the demo corpus improves
+"""The learning loop (qa_core.services.labeling.curves): the simulated annotator on the demo corpus improves
 on its seed model, writes its labels through the store, and the queue strategies it uses are
 deterministic under a seed; curve summaries and the registry curve."""
 
@@ -10,8 +10,9 @@ import pytest
 
 from db.store import Store
 from qa_core.data.demo import load_demo
-from qa_core.labeling import training_labels
-from qa_core.labeling.curves import (
+from qa_core.rankers import registry
+from qa_core.services.labeling import training_labels
+from qa_core.services.labeling.curves import (
     ANNOTATOR,
     CurvePoint,
     curve_figure,
@@ -22,8 +23,7 @@ from qa_core.labeling.curves import (
     simulate_loop,
     version_curve,
 )
-from qa_core.labeling.strategies import STRATEGIES, model_scores
-from qa_core.rankers import registry
+from qa_core.services.labeling.strategies import STRATEGIES, model_scores
 from qa_core.types import InputError
 
 FAST = {"max_epochs": 8, "patience": 3}
@@ -80,7 +80,7 @@ def test_strategies_pick_deterministically_under_a_seed(demo_store: Store, commi
     assert first == pick_round(strategy, records, 20, seed=7, scores=wanted)
     if strategy in ("random", "diversity"):
         assert first != pick_round(strategy, records, 20, seed=8, scores=wanted)
-    if strategy == "diversity":  # 20 pairs from 20 different questions (the demo has 24)
+    if strategy == "diversity":  # 20 pairs from 20 different questions (the demo has 139)
         qid_of = {r.candidate_id: r.qid for r in records}
         assert len({qid_of[c] for c in first}) == 20
 
@@ -118,7 +118,7 @@ def test_version_curve_reads_the_registry(demo_store: Store, tmp_path: Path) -> 
         "smcnn", "smcnn", tmp_path / "c.pt", {"train_labels": 20}, {"dev_map": 0.5, "test_gold_map": 0.4}, promote=True
     )
     rows = version_curve(demo_store, "smcnn")
-    assert [(r["version"], r["labels"], r["dev_map"], r["test_map"], r["promoted"]) for r in rows] == [
-        (3, 20, 0.5, 0.4, True),
-        (1, 50, 0.6, None, False),
+    assert [(r["version"], r["labels"], r["dev_map"], r["test_map"], r["in_use_for"]) for r in rows] == [
+        (3, 20, 0.5, 0.4, ["*"]),  # trained on no dataset: in use for every one
+        (1, 50, 0.6, None, []),
     ]

@@ -10,7 +10,7 @@ from torch import nn
 from qa_core.nn.encoders import ConvEncoder, WordEmbedding
 from qa_core.rankers import registry
 from qa_core.rankers.neural import NeuralRanker
-from qa_core.rankers.smcnn import SMCNN, SMCNNConfig, SMCNNRanker, expected_parameter_count
+from qa_core.rankers.smcnn import SMCNN, SMCNNConfig, SMCNNRanker
 from qa_core.training.loop import weight_decay_groups
 from qa_core.types import Candidate, NotTrainedError, Question
 
@@ -46,7 +46,7 @@ def _tiny_dataset() -> tuple[list[Question], list[Question]]:
 @pytest.fixture(scope="module")
 def trained_smcnn() -> SMCNNRanker:
     train, dev = _tiny_dataset()
-    ranker = SMCNNRanker(max_epochs=2)
+    ranker = SMCNNRanker(SMCNNConfig(max_epochs=2))
     ranker.fit(train, dev, seed=1, progress=False)
     return ranker
 
@@ -59,12 +59,12 @@ def test_baseline_ranks_the_hand_made_pool(name):
     ranker = registry.create(name)
     scores = ranker.score(QUESTION, POOL)
     assert scores.dtype == np.float64 and scores.shape == (3,)
-    assert [r.corpus_id for r in ranker.rank(QUESTION, POOL)] == EXPECTED_ORDER
+    assert [r.index for r in ranker.rank(QUESTION, POOL)] == EXPECTED_ORDER
 
 
 @pytest.mark.parametrize("name", ["bm25", "overlap"])
 def test_baseline_explains_with_matched_token_weights_and_links(name):
-    explanation = registry.create(name).explain(QUESTION, POOL[1])
+    explanation = registry.create(name).explain(QUESTION, POOL, 1)  # IDF from the pool, as its score
     tokens, weights = explanation.answer_tokens, explanation.answer_weights
     assert len(weights) == len(tokens)
     by_token = dict(zip(tokens, weights))
@@ -79,7 +79,7 @@ def test_overlap_fit_learns_idf_from_the_training_texts():
     ranker.fit(train, dev)
     restored = type(ranker).from_state(ranker.state())
     assert np.array_equal(ranker.score(QUESTION, POOL), restored.score(QUESTION, POOL))
-    assert [r.corpus_id for r in ranker.rank(QUESTION, POOL)][0] == 1
+    assert [r.index for r in ranker.rank(QUESTION, POOL)][0] == 1
 
 
 # ---------------------------------------------------------------------------------- checkpoints
@@ -89,7 +89,7 @@ def test_every_registered_ranker_round_trips_through_a_checkpoint(tmp_path, trai
     train, dev = _tiny_dataset()
     for name in registry.available():
         ranker = trained_smcnn if name == "smcnn" else registry.create(name)
-        if ranker.trainable and name != "smcnn":
+        if ranker.capabilities.trainable and name != "smcnn":
             ranker.fit(train, dev, seed=1, progress=False)
         loaded = registry.load(registry.save(ranker, tmp_path / f"{name}.pt"))
         assert type(loaded) is type(ranker)
@@ -116,7 +116,7 @@ def test_untrained_smcnn_refuses_to_score(tmp_path):
     with pytest.raises(NotTrainedError, match="train"):
         ranker.score(QUESTION, POOL)
     with pytest.raises(NotTrainedError):
-        ranker.explain(QUESTION, POOL[1])
+        ranker.explain(QUESTION, [POOL[1]], 0)
     with pytest.raises(NotTrainedError):
         registry.save(ranker, tmp_path / "never.pt")
 
@@ -163,8 +163,8 @@ def test_padding_does_not_change_a_random_encoding():
 def test_smcnn_parameter_count_matches_the_paper_scale():
     model = SMCNN(torch.randn(1000, 50), SMCNNConfig())
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    # 2 conv (100*50*5 + 100) + M 100*100 + hidden 205*205 + 205 + output 205*2 + 2
-    assert trainable == expected_parameter_count(filters=100, width=5, dim=50) == 102_842
+    conv, join = 100 * 50 * 5 + 100, 2 * 100 + 1 + 4  # join: both sentences, their similarity, 4 overlap features
+    assert trainable == 2 * conv + 100 * 100 + (join * join + join) + (join * 2 + 2) == 102_842
     assert model.question_encoder is not model.answer_encoder
     assert model.similarity.shape == (100, 100)
     assert model.embedding.weight.requires_grad is False
@@ -189,7 +189,7 @@ def test_smcnn_scores_are_probabilities_and_explain_gives_saliency(trained_smcnn
     assert [len(p) for p in pools] == [3, 2, 0]
     np.testing.assert_allclose(pools[0], scores, rtol=1e-5)
 
-    explanation = trained_smcnn.explain(QUESTION, POOL[1])
+    explanation = trained_smcnn.explain(QUESTION, [POOL[1]], 0)
     assert explanation.weight_kind == "saliency"
     assert explanation.score == pytest.approx(scores[1], rel=1e-5)
     assert len(explanation.answer_weights) == len(explanation.answer_tokens)

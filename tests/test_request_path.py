@@ -7,7 +7,7 @@ import multiprocessing
 from pathlib import Path
 
 from db.store import Store
-from qa_core import workbench
+from qa_core.services import workbench
 from qa_core.text.nlp import ParseCache, parse_many
 from qa_core.types import Candidate, Dataset, Question
 

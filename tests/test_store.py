@@ -17,6 +17,7 @@ from db.models import Base, CandidateRow, LabelRow, RunScoreRow
 from db.session import downgrade, make_engine, upgrade
 from db.store import Store
 from qa_core.types import Candidate, Dataset, InputError, Question
+from tests.conftest import head_revision
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -129,10 +130,15 @@ def test_duplicate_name_and_replace(store: Store) -> None:
     store.add_label(store.find_candidate_id("demo", "q2", "d4"), "ann", 1)
     replacement = small_dataset()
     replacement.questions.pop()  # q2 and its candidates disappear
-    store.import_dataset(replacement, replace=True)
+    report = store.import_dataset(replacement, replace=True)
     assert store.load_dataset("demo") == replacement
     new_id = store.find_candidate_id("demo", "q1", "d2")
+    assert new_id == kept  # updated in place, not re-inserted
     assert store.current_labels("demo") == {new_id: {"ann": 2}}
+    assert (report.matched, [(qid, doc) for qid, doc, _ in report.retired], report.orphaned_labels) == (
+        3, [("q2", "d1"), ("q2", "d4")], 1
+    )
+    assert [(o["qid"], o["doc_id"], o["value"]) for o in store.orphaned_labels("demo")] == [("q2", "d4", 1)]
 
 
 def test_bulk_import_of_ten_thousand_candidates(store: Store) -> None:
@@ -229,22 +235,40 @@ def test_export_labels_jsonl(store: Store, tmp_path: Path) -> None:
 
 
 def test_model_registry(store: Store) -> None:
-    assert store.promoted_model("smcnn") is None
+    assert store.promoted_model("smcnn", "demo") is None
     first = store.register_model("smcnn", "smcnn", "/ckpt/1.pt", {"dataset": "demo"}, {"map": 0.5})
     store.register_model("smcnn", "smcnn", "/ckpt/2.pt", {"dataset": "demo"}, {"map": 0.6})
-    store.register_model("bm25", "bm25", "/ckpt/bm25", {}, {})
+    store.register_model("question_class", "question_class", "/ckpt/qc", {"path": "x"}, {})
     assert [v["version"] for v in store.model_versions("smcnn")] == [1, 2]
-    assert store.promoted_model("smcnn")["version"] == 2  # newest when none is promoted
+    newest = store.promoted_model("smcnn", "demo")
+    assert (newest["version"], newest["promoted"]) == (2, False)  # newest trained on demo when none is promoted
 
-    store.promote("smcnn", 1)
-    promoted = store.promoted_model("smcnn")
-    assert (promoted["id"], promoted["version"], promoted["metrics"]) == (first, 1, {"map": 0.5})
-    store.register_model("smcnn", "smcnn", "/ckpt/3.pt", {}, {}, promote=True)
-    assert [(v["version"], v["promoted"]) for v in store.model_versions("smcnn")] == [(1, False), (2, False), (3, True)]
-    assert store.promoted_model("bm25")["version"] == 1
+    store.promote("smcnn", 1, "demo")
+    promoted = store.promoted_model("smcnn", "demo")
+    assert (promoted["id"], promoted["version"], promoted["metrics"], promoted["promoted"]) == (first, 1, {"map": 0.5}, True)
+    store.register_model("smcnn", "smcnn", "/ckpt/3.pt", {"dataset": "demo"}, {}, promote=True)
+    assert [(v["version"], v["promoted_for"]) for v in store.model_versions("smcnn")] == [(1, []), (2, []), (3, ["demo"])]
+    assert store.promoted_model("question_class")["version"] == 1  # models without a dataset serve every one ("*")
     with pytest.raises(InputError):
-        store.promote("smcnn", 9)
-    assert store.promoted_model("smcnn")["version"] == 3
+        store.promote("smcnn", 9, "demo")
+    assert store.promoted_model("smcnn", "demo")["version"] == 3
+
+
+def test_a_model_name_is_promoted_per_dataset(store: Store) -> None:
+    """Issue 22: training on TrecQA must not change what WikiQA's pages use, and roll back stays
+    within the dataset."""
+    wiki = store.register_model("smcnn", "smcnn", "/w1.pt", {"dataset": "wikiqa"}, {}, promote=True)
+    trec = store.register_model("smcnn", "smcnn", "/t2.pt", {"dataset": "trecqa"}, {}, promote=True)
+    assert store.promoted_model("smcnn", "wikiqa")["id"] == wiki
+    assert store.promoted_model("smcnn", "trecqa")["id"] == trec
+    assert store.promoted_model("smcnn", "demo") is None  # nothing trained on or promoted for it
+    assert store.rollback_target("smcnn", "trecqa") is None  # wikiqa's version was never promoted for trecqa
+    store.register_model("smcnn", "smcnn", "/w3.pt", {"dataset": "wikiqa"}, {}, promote=True)
+    assert store.rollback_target("smcnn", "wikiqa")["id"] == wiki
+    store.promote("smcnn", 2, "demo")  # a model trained on one dataset, explicitly promoted for another
+    assert store.promoted_model("smcnn", "demo")["checkpoint_path"] == "/t2.pt"
+    assert store.model_version(trec)["promoted_for"] == ["demo", "trecqa"]
+    assert [v["version"] for v in store.promotion_history("smcnn", "wikiqa")] == [3, 1]
 
 
 def test_concurrent_registrations_get_distinct_versions(store: Store) -> None:
@@ -337,11 +361,14 @@ def test_upgrade_from_0001_keeps_labels_and_models(database_url: str) -> None:
     store = Store(database_url)  # upgrades to head
     try:
         with store.engine.connect() as connection:
-            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == head_revision()
         assert store.current_labels("old") == {1: {"alice": 3, "bob": 0}}
         assert [h["value"] for h in store.label_history(1)] == [1, 3, 0]
-        promoted = store.promoted_model("smcnn")
-        assert (promoted["version"], promoted["promoted"], promoted["promoted_at"]) == (1, True, None)
+        promoted = store.promoted_model("smcnn")  # a version without a dataset: in use for every one
+        assert (promoted["version"], promoted["promoted"]) == (1, True)
+        assert [(v["version"], v["action"], v["promoted_at"]) for v in store.promotion_history("smcnn", "*")] == [
+            (1, "migrated", T0)
+        ]
         assert store.undo_last("alice") == {"label_id": 2, "candidate_id": 1, "value": 3}
         assert store.current_labels("old") == {1: {"alice": 1, "bob": 0}}
     finally:
@@ -422,19 +449,19 @@ def test_adjudications_and_replace_carry_work_over(store: Store) -> None:
 
 def test_rollback_promotes_the_previously_promoted_version(store: Store) -> None:
     for version in (1, 2, 3):
-        store.register_model("smcnn", "smcnn", f"/ckpt/{version}.pt", {}, {"dev_map": version / 10})
-    with pytest.raises(InputError, match="no earlier promoted"):
-        store.rollback("smcnn")
-    assert store.rollback_target("smcnn") is None
-    store.promote("smcnn", 1)
-    assert store.rollback_target("smcnn") is None, "the only version ever promoted is the current one"
-    store.promote("smcnn", 3)
-    assert store.rollback_target("smcnn")["version"] == 1
-    assert store.rollback("smcnn")["version"] == 1  # not 2, which was never promoted
-    assert store.promoted_model("smcnn")["version"] == 1
-    assert store.rollback("smcnn")["version"] == 3
-    assert [v["promoted"] for v in store.model_versions("smcnn")] == [False, False, True]
-    version_id = store.promoted_model("smcnn")["id"]
+        store.register_model("smcnn", "smcnn", f"/ckpt/{version}.pt", {"dataset": "demo"}, {"dev_map": version / 10})
+    with pytest.raises(InputError, match="no earlier version promoted"):
+        store.rollback("smcnn", "demo")
+    assert store.rollback_target("smcnn", "demo") is None
+    store.promote("smcnn", 1, "demo")
+    assert store.rollback_target("smcnn", "demo") is None, "the only version ever promoted is the current one"
+    store.promote("smcnn", 3, "demo")
+    assert store.rollback_target("smcnn", "demo")["version"] == 1
+    assert store.rollback("smcnn", "demo")["version"] == 1  # not 2, which was never promoted
+    assert store.promoted_model("smcnn", "demo")["version"] == 1
+    assert store.rollback("smcnn", "demo")["version"] == 3
+    assert [v["promoted_for"] for v in store.model_versions("smcnn")] == [[], [], ["demo"]]
+    version_id = store.promoted_model("smcnn", "demo")["id"]
     assert store.model_version(version_id)["checkpoint_path"] == "/ckpt/3.pt"
     with pytest.raises(InputError):
         store.model_version(version_id + 100)

@@ -9,18 +9,18 @@ import pytest
 
 from qa_core import config
 from qa_core.data.demo import load_demo
-from qa_core.experiments import evaluate_ranker, train_ranker
 from qa_core.rankers import registry
-from qa_core.rankers.base import Explanation, Link, Ranker
+from qa_core.rankers.base import Explanation
 from qa_core.rankers.tree_kernel import FEATURE_NAMES, TreeKernelConfig, TreeKernelRanker
+from qa_core.services.experiments import evaluate_ranker, train_ranker
 from qa_core.structure.pruning import explain_weights, prune_pair, prune_tree, scaled, token_weights
-from qa_core.structure.rel import links, rel_tag, set_default_analyzer
+from qa_core.structure.rel import analyze, rel_tag
 from qa_core.structure.trees import Tree
 from qa_core.text.features import IdfTable
-from qa_core.text.links import lexical_links
+from qa_core.text.links import Link, lexical_links
 from qa_core.text.nlp import parse_many
 from qa_core.text.similarity import SIMILARITY_NAMES, lcs_length, similarity_features
-from qa_core.types import NotTrainedError
+from qa_core.types import InputError, NotTrainedError
 
 TWAIN_Q = "Who wrote Tom Sawyer?"
 TWAIN_A = "Mark Twain wrote Tom Sawyer in 1876."
@@ -61,7 +61,7 @@ def test_checkpoint_round_trip_gives_the_same_scores(demo_outcome):
 
 
 def test_explain_gives_links_tagged_trees_and_linked_tokens(demo_outcome):
-    explanation = demo_outcome.ranker.explain(TWAIN_Q, TWAIN_A)
+    explanation = demo_outcome.ranker.explain(TWAIN_Q, [TWAIN_A], 0)
     assert explanation.weight_kind == "rel"
     assert explanation.score == pytest.approx(demo_outcome.ranker.score(TWAIN_Q, [TWAIN_A])[0])
     # Mark(0) Twain(1) wrote(2) Tom(3) Sawyer(4) in(5) 1876(6) .(7): "wrote", "Tom", "Sawyer" share
@@ -74,10 +74,10 @@ def test_explain_gives_links_tagged_trees_and_linked_tokens(demo_outcome):
 
 def test_untrained_ranker_refuses_to_score():
     ranker = registry.create("tree_kernel")
-    assert ranker.trainable
+    assert ranker.capabilities.trainable
     with pytest.raises(NotTrainedError):
         ranker.score(TWAIN_Q, [TWAIN_A])
-    with pytest.raises(ValueError, match="trees, features or both"):
+    with pytest.raises(InputError, match="trees, features or both"):
         TreeKernelRanker(TreeKernelConfig(use_trees=False, use_features=False)).fit(
             load_demo().split("train"), load_demo().split("dev"), progress=False
         )
@@ -94,33 +94,30 @@ def test_features_only_variant_trains_without_trees():
 # ----------------------------------------------------------------------------------------- links
 
 
-def test_links_api_spans_trees_and_injected_analysis():
-    result = links(TWAIN_Q, TWAIN_A)
-    assert result.answer_tokens == ["Mark", "Twain", "wrote", "Tom", "Sawyer", "in", "1876", "."]
-    assert (result.focus, result.qclass) == (0, "HUM")
+def test_rel_tagging_spans_trees_and_injected_analysis():
+    q, a = parse_many([TWAIN_Q, TWAIN_A])
+    assert list(a.tokens) == ["Mark", "Twain", "wrote", "Tom", "Sawyer", "in", "1876", "."]
+    assert analyze(q) == (0, "HUM")  # the wh-word rules by default
+    result = rel_tag(q, a, *analyze(q))
     spans = {(link.q_start, link.q_end, link.a_start, link.a_end, link.kind) for link in result.links}
     assert spans == {
         (1, 2, 2, 3, "REL"), (2, 3, 3, 4, "REL"), (3, 4, 4, 5, "REL"),
         (0, 1, 0, 2, "REL-FOCUS-HUM"), (0, 1, 3, 5, "REL-FOCUS-HUM"),
     }  # fmt: skip
-    assert result.question_tree == Tree.from_bracket(result.question_tree).to_bracket()
+    tree = result.question.to_bracket()
+    assert tree == Tree.from_bracket(tree).to_bracket()
     # The focus/class source is a parameter: a learned analyzer plugs in the same way.
-    located = links(TWAIN_Q, TWAIN_A, analyzer=lambda parsed: (3, "LOC"))
+    located = rel_tag(q, a, *analyze(q, lambda parsed: (3, "LOC")))
     assert [link.kind for link in located.links] == ["REL"] * 3  # no LOC entity in the answer
-    set_default_analyzer(lambda parsed: (None, None))  # what the trained classifiers will do
-    try:
-        assert [link.kind for link in links(TWAIN_Q, TWAIN_A).links] == ["REL"] * 3
-    finally:
-        set_default_analyzer(None)
-    assert links(TWAIN_Q, TWAIN_A).qclass == "HUM"
-    lexical_only = links(TWAIN_Q, TWAIN_A, use_focus=False)
-    assert "FOCUS" not in lexical_only.question_tree + lexical_only.answer_tree
+    assert [link.kind for link in rel_tag(q, a, *analyze(q, lambda parsed: (None, None))).links] == ["REL"] * 3
+    lexical_only = rel_tag(q, a)
+    assert "FOCUS" not in lexical_only.question.to_bracket() + lexical_only.answer.to_bracket()
 
 
 def test_one_lexical_rule_for_baselines_and_trees():
     q, a = parse_many([TWAIN_Q, TWAIN_A])
     assert rel_tag(q, a).links == lexical_links(q, a)
-    assert registry.create("overlap").explain(TWAIN_Q, TWAIN_A).links == lexical_links(q, a)
+    assert registry.create("overlap").explain(TWAIN_Q, [TWAIN_A], 0).links == lexical_links(q, a)
 
 
 TRECQA = config.shared_data_dir()
@@ -186,22 +183,15 @@ def test_pruning_follows_algorithm_1():
         prune_tree(TAGGED, [1.0], 0.5)
 
 
-def test_pruning_a_pair_with_weights_from_a_rankers_explain():
-    class Saliency(Ranker):
-        """A stand-in weight source: weight 2 on 'Twain', 1 elsewhere in the answer."""
-
-        name = "saliency_stub"
-
-        def score(self, question, candidates):
-            return np.zeros(len(candidates))
-
-        def explain(self, question, candidate):
-            q, a = parse_many([question, candidate])
-            return Explanation(0.0, list(q.tokens), list(a.tokens), [2.0 if t == "Twain" else 1.0 for t in a.tokens])
+def test_pruning_a_pair_with_weights_from_an_explanation():
+    def saliency(question: str, candidate: str) -> Explanation:
+        """A stand-in explainer: weight 2 on 'Twain', 1 elsewhere in the answer, no question weights."""
+        q, a = parse_many([question, candidate])
+        return Explanation(0.0, list(q.tokens), list(a.tokens), [2.0 if t == "Twain" else 1.0 for t in a.tokens])
 
     assert scaled([2.0, -1.0, 0.0]) == [1.0, 0.5, 0.0] and scaled([0.0]) == [0.0]
     q, a = parse_many([TWAIN_Q, TWAIN_A])
-    weights = explain_weights(Saliency())(TWAIN_Q, TWAIN_A)
+    weights = explain_weights(saliency)(TWAIN_Q, TWAIN_A)
     assert token_weights(a, weights[1]) == [0.5, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
     pruned = prune_pair(rel_tag(q, a), q, a, weights, threshold=0.75)
     # Question weights are missing (all 1): nothing pruned there. In the answer only "Twain" and

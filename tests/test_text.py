@@ -14,10 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qa_core.rankers.base import Link
 from qa_core.text import nlp as nlp_module
 from qa_core.text.features import IdfTable, overlap_features
-from qa_core.text.links import lexical_links
+from qa_core.text.links import Link, lexical_links
 from qa_core.text.nlp import MAX_CHARS, ParseCache, Parsed, parse_many
 from qa_core.text.vectors import PAD, UNK, Vocabulary, embedding_matrix, glove, glove_coverage, normalize
 

@@ -17,13 +17,13 @@ JOB_WAIT_S = 240
 
 
 def start_job(app: AppTest, gold: str = "every split", store_labels: bool = True) -> None:
-    app.selectbox(key="train_model").select("smcnn")
+    app.selectbox(key="train_model").select("smcnn").run()
     app.selectbox(key="train_dataset").select("demo")
     app.checkbox(key="train_store_labels").set_value(store_labels)
     app.radio(key="train_gold").set_value(
         next(choice for choice in app.radio(key="train_gold").options if choice.startswith(gold))
     )
-    app.number_input(key="train_epochs_smcnn").set_value(1)
+    app.number_input(key="train_max_epochs_smcnn").set_value(1)
     app.button(key="train_start").click().run()
     assert not app.exception, app.exception
 
@@ -52,10 +52,10 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     job = store.jobs("smcnn")[0]
     assert job["status"] == "succeeded" and store.job_events(job["id"]), "the live curve reads these events"
     version = store.model_versions("smcnn")[0]
-    assert version["training_data"]["train_labels"] == 148  # every demo TRAIN pair, from gold
+    assert version["training_data"]["train_labels"] == 998  # every demo TRAIN pair, from gold
     versions = app.dataframe[1].value  # after the label sources
-    assert versions["version"].tolist() == [1] and versions["train labels"].tolist() == [148]
-    assert not versions["promoted"].any()
+    assert versions["version"].tolist() == [1] and versions["train labels"].tolist() == [998]
+    assert not versions["in use for"].any()
     assert len(app.get("plotly_chart")) == 2, "the job's loss / dev-MAP curve and the versions' MAP-vs-labels curve"
 
     # A second version (the same checkpoint, registered directly: the page treats it alike).
@@ -67,19 +67,19 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     assert app.button(key="train_rollback").disabled, "no version was ever promoted: nothing to roll back to"
     app.selectbox(key="train_version_smcnn").select(1).run()
     app.button(key="train_promote").click().run()
-    assert store.promoted_model("smcnn")["version"] == 1 and store.promoted_model("smcnn")["promoted"]
+    assert store.promoted_model("smcnn", "demo")["version"] == 1 and store.promoted_model("smcnn", "demo")["promoted"]
     app.selectbox(key="train_version_smcnn").select(2).run()
     app.button(key="train_promote").click().run()
-    assert store.promoted_model("smcnn")["version"] == 2
+    assert store.promoted_model("smcnn", "demo")["version"] == 2
     assert any("version 2" in caption.value for caption in app.caption)
     comparison = app.dataframe[-1].value
     assert list(comparison.columns) == ["version 2"]  # the chosen one is the promoted one
     rollback = app.button(key="train_rollback")
-    assert not rollback.disabled and rollback.label == "Roll back to version 1"
+    assert not rollback.disabled and rollback.label == "Roll back demo to version 1"
     rollback.click().run()
     assert not app.exception, app.exception
-    assert store.promoted_model("smcnn")["version"] == 1
-    assert app.button(key="train_rollback").label == "Roll back to version 2"
+    assert store.promoted_model("smcnn", "demo")["version"] == 1
+    assert app.button(key="train_rollback").label == "Roll back demo to version 2"
 
 
 def test_failed_job_keeps_the_promoted_model_and_says_why(store_url: str, tmp_path: Path) -> None:
@@ -90,8 +90,8 @@ def test_failed_job_keeps_the_promoted_model_and_says_why(store_url: str, tmp_pa
     wait_for_outcome(app)
     message = app.error[0].value
     assert "failed" in message and "no labels to train on" in message
-    assert "Nothing was registered; version 1 stays as it was" in message
-    assert [(v["version"], v["promoted"]) for v in store.model_versions("smcnn")] == [(1, True)]
+    assert "Nothing was registered; version 1 stays in use" in message
+    assert [(v["version"], v["promoted_for"]) for v in store.model_versions("smcnn")] == [(1, ["demo"])]
 
 
 def test_label_rule_and_conflicts_are_shown(store_url: str) -> None:
@@ -109,7 +109,7 @@ def test_label_rule_and_conflicts_are_shown(store_url: str) -> None:
     assert "latest adjudication" in text and "majority of its" in text and "Conflicts" in text
     sources = app.dataframe[0].value
     train = sources[sources["split"] == "train"].set_index("source")["pairs"].to_dict()
-    assert train == {"adjudicated": 1, "gold": 146, "labels": 1}
+    assert train == {"adjudicated": 1, "gold": 996, "labels": 1}
     conflicts = app.dataframe[1].value
     assert len(conflicts) == 1 and conflicts.iloc[0]["labels"] == "alice: 4, bob: 0"
     assert conflicts.iloc[0]["used"] == 0  # a tie goes to the grade judged most recently (bob's)

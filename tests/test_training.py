@@ -8,10 +8,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from qa_core.experiments import evaluate_ranker
 from qa_core.rankers import registry
 from qa_core.rankers.smcnn import SMCNNRanker
+from qa_core.services.experiments import evaluate_ranker
 from qa_core.training.batching import TensorBatches, pad_ids, trim_padding
+from qa_core.training.events import TrainingEvent
 from qa_core.training.loop import train
 from qa_core.types import Question
 
@@ -41,8 +42,8 @@ def test_loop_restores_the_best_dev_state_and_stops_on_patience():
     scripted = itertools.chain([0.2, 0.3, 0.4, 0.9], itertools.repeat(0.1))
     snapshots: list[dict[str, torch.Tensor]] = []
 
-    def record(point: dict) -> None:
-        assert set(point) == {"epoch", "batch", "loss", "dev_map"}
+    def record(event: TrainingEvent) -> None:
+        assert event.unit == "epoch" and event.total == 25 and event.dev_map is not None
         snapshots.append({k: v.clone() for k, v in model.state_dict().items()})
 
     report = train(

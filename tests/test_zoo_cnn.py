@@ -13,7 +13,6 @@ from qa_core.classifiers.analysis import QuestionAnalysis, QuestionAnalyzer
 from qa_core.classifiers.focus import FocusConfig, FocusTagger
 from qa_core.classifiers.question_class import QuestionClassConfig, QuestionClassifier
 from qa_core.data.demo import load_demo
-from qa_core.experiments import evaluate_ranker
 from qa_core.rankers import registry
 from qa_core.rankers.cnn_overlap import (
     CNNOverlapConfig,
@@ -25,6 +24,7 @@ from qa_core.rankers.cnn_overlap import (
 )
 from qa_core.rankers.mphcnn import MPHCNN, HierarchicalEncoder, MPHCNNConfig, MPHCNNRanker, match_matrix
 from qa_core.rankers.neural import token_positions
+from qa_core.services.experiments import evaluate_ranker
 from qa_core.text.nlp import parse
 from qa_core.text.trigrams import text_trigrams, url_words, word_trigrams
 from qa_core.types import Candidate, Question
@@ -33,7 +33,7 @@ QUESTION = "Who wrote the play Hamlet?"
 ANSWER = "William Shakespeare wrote the play Hamlet around 1600."
 
 # Small but complete settings: every layer of each architecture, a learning rate that learns the
-# 24-question demo corpus in a few epochs (the papers' rates are for tens of thousands of pairs).
+# demo corpus in a few epochs (the papers' rates are for tens of thousands of pairs).
 FAST_CNN = dict(analysis="heuristic", lr=1e-3, max_epochs=8, patience=8, filters=50)
 FAST_MPHCNN = dict(filters=16, max_epochs=6, patience=6, max_answer_chars=150, optimizer="sgd", lr=0.1)
 
@@ -212,8 +212,8 @@ def _tiny_analyzer() -> QuestionAnalyzer:
 def test_cnn_wo_so_checkpoint_carries_the_classifiers(demo, tmp_path: Path):
     train, dev, held_out = demo
     analyzer = _tiny_analyzer()
-    ranker = CNNOverlapRanker(analyzer=analyzer, **{**FAST_CNN, "max_epochs": 1})
-    ranker.fit(train[:6], dev[:3], seed=2, progress=False)
+    ranker = registry.create("cnn_wo_so", **{**FAST_CNN, "analysis": "auto", "max_epochs": 1})
+    ranker.fit(train[:6], dev[:3], seed=2, analyzer=analyzer, progress=False)
     pools = [(q.text, q.candidates) for q in held_out[:4]]
     restored = registry.load(registry.save(ranker, tmp_path / "cnn.pt"))
     assert isinstance(restored, CNNOverlapRanker) and restored.analyzer.source == "classifiers"
@@ -242,7 +242,7 @@ def test_padded_batches_score_as_single_pairs(trained_cnn, trained_mphcnn, demo)
 
 
 def test_cnn_wo_so_explains_with_saliency_and_focus_links(trained_cnn):
-    explanation = trained_cnn.explain(QUESTION, ANSWER)
+    explanation = trained_cnn.explain(QUESTION, [ANSWER], 0)
     assert len(explanation.answer_weights) == len(explanation.answer_tokens) == len(parse(ANSWER).tokens)
     assert len(explanation.question_weights) == len(explanation.question_tokens)
     assert explanation.weight_kind == "saliency" and max(explanation.answer_weights) > 0
@@ -257,11 +257,11 @@ def test_cnn_wo_reads_no_question_analysis(demo):
     ranker = registry.create("cnn_wo", **{**FAST_CNN, "max_epochs": 1})
     ranker.fit(train[:4], dev[:2], seed=1, progress=False)
     assert ranker.analyzer is None and ranker.model().semantic is None
-    assert not [link for link in ranker.explain(QUESTION, ANSWER).links if link.kind.startswith("REL-FOCUS")]
+    assert not [link for link in ranker.explain(QUESTION, [ANSWER], 0).links if link.kind.startswith("REL-FOCUS")]
 
 
 def test_mphcnn_explains_with_match_matrices_per_level(trained_mphcnn):
-    explanation = trained_mphcnn.explain(QUESTION, ANSWER)
+    explanation = trained_mphcnn.explain(QUESTION, [ANSWER], 0)
     rows, columns = len(parse(QUESTION).tokens), len(parse(ANSWER).tokens)
     names = [f"{kind} level {h}" for kind in ("words", "characters") for h in range(5)]
     assert list(explanation.matrices) == names
@@ -282,11 +282,11 @@ def test_mphcnn_turns_the_url_perspective_on_when_candidates_have_urls():
         ], split)  # fmt: skip
 
     train, dev = [question("t1", "Who wrote Hamlet?", "train")], [question("d1", "Who wrote Hamlet?", "dev")]
-    ranker = MPHCNNRanker(filters=4, max_epochs=1)
+    ranker = registry.create("mphcnn", filters=4, max_epochs=1)
     ranker.fit(train, dev, progress=False)
     assert ranker.url_perspective is True and "ham" in ranker.trigrams
-    pair = ranker.pairs("Who wrote Hamlet?", [train[0].candidates[0], "No URL here."])
+    pair = ranker.pool_pairs([("Who wrote Hamlet?", [train[0].candidates[0], "No URL here."])])
     assert ranker.encode(pair)["url_chars"].shape[0] == 2
     scores = ranker.score("Who wrote Hamlet?", train[0].candidates)
     assert scores.shape == (2,) and np.all(np.isfinite(scores))
-    assert MPHCNNRanker(filters=4, url_perspective=False).url_perspective is False
+    assert registry.create("mphcnn", filters=4, url_perspective=False).url_perspective is False

@@ -10,7 +10,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from qa_core.experiments import evaluate_ranker
 from qa_core.nn.attention import MLPAttention, masked_softmax
 from qa_core.nn.losses import PairwiseHingeLoss, StackedCrossEntropy
 from qa_core.nn.recurrent import LSTMEncoder, read_mask
@@ -18,6 +17,7 @@ from qa_core.rankers import registry
 from qa_core.rankers.attention_lstm import NO_RANK, AttentionLSTMConfig, AttentionLSTMPair, AttentionLSTMRanker
 from qa_core.rankers.global_local import GlobalLocalAttention, GlobalLocalConfig, GlobalLocalRanker, present_words
 from qa_core.rankers.neural import model_words
+from qa_core.services.experiments import evaluate_ranker
 from qa_core.text.nlp import parse_many
 from qa_core.text.vectors import UNK
 from qa_core.training.batching import PairwiseBatches
@@ -48,9 +48,9 @@ def trained_attention_lstm(demo, single_thread) -> tuple[AttentionLSTMRanker, di
 
 @pytest.fixture(scope="module")
 def trained_global_local(demo, single_thread) -> tuple[GlobalLocalRanker, dict]:
-    # The demo's 24 training questions give 28 triples: one batch an epoch at the default 50,
+    # The demo's 139 training questions give 142 triples: three batches an epoch at the default 50,
     # so patience would end training after a handful of steps; 8 triples a batch gives it more.
-    ranker = GlobalLocalRanker(batch_size=8)
+    ranker = registry.create("global_local", batch_size=8)
     report = ranker.fit(demo.split("train"), demo.split("dev"), seed=1, progress=False)
     return ranker, report
 
@@ -297,7 +297,7 @@ def test_save_load_gives_identical_scores_and_attention(fixture, request, tmp_pa
     loaded = registry.load(registry.save(ranker, tmp_path / "model.pt"))
     assert type(loaded) is type(ranker)
     assert np.array_equal(loaded.score(QUESTION, POOL), ranker.score(QUESTION, POOL))
-    before, after = ranker.explain(QUESTION, POOL[1]), loaded.explain(QUESTION, POOL[1])
+    before, after = ranker.explain(QUESTION, [POOL[1]], 0), loaded.explain(QUESTION, [POOL[1]], 0)
     assert before.answer_weights == after.answer_weights and before.question_weights == after.question_weights
 
 
@@ -320,7 +320,7 @@ def _check_weights(tokens: list[str], weights: list[float]) -> None:
 
 def test_attention_lstm_explains_both_texts_with_attention(trained_attention_lstm):
     ranker, _ = trained_attention_lstm
-    explanation = ranker.explain(QUESTION, "  William Shakespeare  wrote Hamlet.")
+    explanation = ranker.explain(QUESTION, ["  William Shakespeare  wrote Hamlet."], 0)
     assert explanation.weight_kind == "attention"
     assert explanation.score == pytest.approx(ranker.score(QUESTION, ["  William Shakespeare  wrote Hamlet."])[0])
     assert any(not token.strip() for token in explanation.answer_tokens)  # whitespace tokens are kept, weight 0
@@ -331,7 +331,7 @@ def test_attention_lstm_explains_both_texts_with_attention(trained_attention_lst
 
 def test_global_local_explains_the_answer_with_attention(trained_global_local):
     ranker, _ = trained_global_local
-    explanation = ranker.explain(QUESTION, POOL[1])
+    explanation = ranker.explain(QUESTION, [POOL[1]], 0)
     assert explanation.weight_kind == "attention" and explanation.question_weights is None
     assert explanation.score == pytest.approx(ranker.score(QUESTION, [POOL[1]])[0])
     _check_weights(explanation.answer_tokens, explanation.answer_weights)
@@ -368,11 +368,11 @@ def test_first_stage_ranks_in_training_become_one_hot_inputs(single_thread):
         candidates[3] = Candidate(f"{qid}-3", texts[3], label=0, first_stage_rank=40)  # beyond the slots
         return Question(qid, "Who wrote Hamlet?", candidates, split)
 
-    ranker = AttentionLSTMRanker(max_epochs=1, hidden=8, attention_hidden=8, classifier_hidden=8)
+    ranker = registry.create("attention_lstm", max_epochs=1, hidden=8, attention_hidden=8, classifier_hidden=8)
     ranker.fit([question("t1", "train")], [question("d1", "dev")], seed=1, progress=False)
     assert ranker.rank_slots_seen == {NO_RANK, 1, 2, 3}
-    pairs = ranker.pairs("Who wrote Hamlet?", [Candidate("x", "Hamlet.", first_stage_rank=r) for r in (1, 3, 5, 40)])
-    pairs += ranker.pairs("Who wrote Hamlet?", ["Hamlet."])
+    pairs = ranker.pool_pairs([("Who wrote Hamlet?", [Candidate("x", "Hamlet.", first_stage_rank=r) for r in (1, 3, 5, 40)])])
+    pairs += ranker.pool_pairs([("Who wrote Hamlet?", ["Hamlet."])])
     assert ranker.extra_inputs(pairs)["rank"].tolist() == [1, 3, NO_RANK, NO_RANK, NO_RANK]
     restored = AttentionLSTMRanker.from_state(ranker.state())
     assert restored.rank_slots_seen == ranker.rank_slots_seen
@@ -380,12 +380,12 @@ def test_first_stage_ranks_in_training_become_one_hot_inputs(single_thread):
 
 def test_bad_settings_and_untrainable_data_give_clear_errors():
     with pytest.raises(InputError, match="score_with"):
-        AttentionLSTMRanker(score_with="mean")
+        registry.create("attention_lstm", score_with="mean")
     right = Candidate("a", "Shakespeare wrote Hamlet.", label=1)
     all_positive = [Question("t1", "Who wrote Hamlet?", [right], "train")]
     dev = [Question("d1", "Who wrote Hamlet?", [Candidate("b", "Shakespeare.", label=1)], "dev")]
     with pytest.raises(InputError, match="both a correct and an incorrect"):
-        GlobalLocalRanker(max_epochs=1).fit(all_positive, dev, progress=False)
+        registry.create("global_local", max_epochs=1).fit(all_positive, dev, progress=False)
 
 
 def test_score_with_picks_one_model_or_the_mean(trained_attention_lstm):
@@ -393,7 +393,7 @@ def test_score_with_picks_one_model_or_the_mean(trained_attention_lstm):
     logits = torch.tensor([[[0.0, 1.0], [2.0, 0.0]]])
     p_question, p_answer = torch.softmax(logits[0, 0].double(), 0)[1], torch.softmax(logits[0, 1].double(), 0)[1]
     assert ranker.relevance(logits).item() == pytest.approx(((p_question + p_answer) / 2).item())
-    only = AttentionLSTMRanker(score_with="answer")
+    only = registry.create("attention_lstm", score_with="answer")
     assert only.relevance(logits).item() == pytest.approx(p_answer.item())
 
 
@@ -404,7 +404,7 @@ def test_untrained_rankers_refuse_to_score():
         with pytest.raises(NotTrainedError):
             registry.create(name).score(QUESTION, POOL)
         with pytest.raises(NotTrainedError):
-            registry.create(name).explain(QUESTION, POOL[1])
+            registry.create(name).explain(QUESTION, [POOL[1]], 0)
 
 
 def test_recurrent_models_are_plain_modules_on_the_ranker_device(trained_attention_lstm, trained_global_local):

@@ -10,7 +10,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from db.models import Base
-from db.session import make_engine
+from db.session import make_engine, migrating
 
 config = context.config
 target_metadata = Base.metadata
@@ -44,8 +44,7 @@ elif (given := config.attributes.get("connection")) is not None:
 else:
     engine = make_engine(config.get_main_option("sqlalchemy.url") or None)
     try:
-        with engine.connect() as connection:
+        with migrating(engine) as connection:
             run_migrations(connection)
-            connection.commit()
     finally:
         engine.dispose()

@@ -21,14 +21,14 @@ from spacy.tokens import Doc
 from torch import nn
 from torch.nn import functional as F
 
-from qa_core.checkpoints import load_checkpoint, save_checkpoint
+from qa_core.checkpoints import load_checkpoint, rebuild, save_checkpoint
 from qa_core.device import default_device
 from qa_core.nn.encoders import PAD_ID, WordEmbedding
 from qa_core.nn.open_vocabulary import grow_frozen_vocabulary
-from qa_core.rankers.base import ProgressCallback
 from qa_core.text.nlp import get_nlp
 from qa_core.text.vectors import Vocabulary, embedding_matrix, normalize
 from qa_core.training.batching import TensorBatches, pad_ids
+from qa_core.training.events import ProgressCallback
 from qa_core.training.loop import seed_everything, train
 from qa_core.types import InputError, NotTrainedError
 
@@ -280,4 +280,4 @@ class TokenModelClassifier(ABC):
         kind, state = load_checkpoint(path)
         if kind != cls.kind:
             raise InputError(f"checkpoint {path} holds a {kind!r} model, not a {cls.kind!r}")
-        return cls.from_state(state)
+        return rebuild(path, kind, cls.from_state, state)

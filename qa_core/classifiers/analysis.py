@@ -12,24 +12,17 @@ part of the app (trees, links, rankers) uses; the tagger reads the non-whitespac
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from qa_core.classifiers.focus import FocusTagger
 from qa_core.classifiers.question_class import QuestionClassifier
 from qa_core.data.questions import COARSE_CLASSES
 from qa_core.structure.rel import heuristic_focus_and_class
 from qa_core.text.nlp import Parsed, parse_many
-from qa_core.types import InputError
-
-if TYPE_CHECKING:
-    from db.store import Store
-
-log = logging.getLogger(__name__)
 
 REMEMBERED_QUESTIONS = 512  # analyses kept per analyzer: explaining k candidates re-reads one question k times
 
@@ -157,44 +150,3 @@ class QuestionAnalyzer:
             None if classifier is None else QuestionClassifier.from_state(classifier),
             None if tagger is None else FocusTagger.from_state(tagger),
         )
-
-    @classmethod
-    def from_store(cls, store: Store) -> QuestionAnalyzer:
-        """The promoted (else newest) registered classifiers of the store; the rules stand in for a
-        model that is not registered or whose checkpoint cannot be read (logged)."""
-        return cls(_registered(store, QuestionClassifier), _registered(store, FocusTagger))
-
-
-def _registered(store: Store, model: type[QuestionClassifier] | type[FocusTagger]) -> Any:
-    record = store.promoted_model(model.kind)
-    if record is None:
-        return None
-    try:
-        return model.load(record["checkpoint_path"])
-    except InputError as error:
-        log.warning("registered %s unusable, using the wh-word rules: %s", model.kind, error)
-        return None
-
-
-def default_analyzer() -> QuestionAnalyzer:
-    """Classifiers registered in the configured store (``qa_core.config.database_url``), else rules.
-
-    A store that cannot be opened falls back to the rules as well: question analysis is an aid,
-    never a reason for a model to fail.
-    """
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from qa_core.workbench import open_store
-
-    try:
-        store = open_store()
-    except (SQLAlchemyError, InputError, OSError) as error:
-        log.warning("store unavailable, using the wh-word rules for question analysis: %s", error)
-        return QuestionAnalyzer()
-    try:
-        return QuestionAnalyzer.from_store(store)
-    except SQLAlchemyError as error:
-        log.warning("store unreadable, using the wh-word rules for question analysis: %s", error)
-        return QuestionAnalyzer()
-    finally:
-        store.close()

@@ -28,7 +28,7 @@ from torch.nn import functional as F
 
 from qa_core.classifiers import EmbeddingModel, SyntaxLabels, TokenModelClassifier
 from qa_core.nn.encoders import PAD_ID
-from qa_core.rankers.base import ProgressCallback
+from qa_core.training.events import ProgressCallback
 from qa_core.types import InputError
 
 

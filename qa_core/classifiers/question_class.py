@@ -28,8 +28,8 @@ from torch import nn
 from qa_core.classifiers import EmbeddingModel, SyntaxLabels, TokenModelClassifier
 from qa_core.data.questions import COARSE_CLASSES
 from qa_core.nn.encoders import PAD_ID, ConvEncoder
-from qa_core.rankers.base import ProgressCallback
 from qa_core.text.nlp import get_nlp
+from qa_core.training.events import ProgressCallback
 from qa_core.types import InputError
 
 

@@ -1,8 +1,15 @@
 """The bundled demo corpus, so the app, CLI and tests work offline without the benchmark data.
 
-40 hand-written factoid questions (24 train, 8 dev, 8 test), each with 6-7 candidate sentences:
-one or two answers and distractors that share the question's words, so that word overlap and BM25
-are imperfect and a learned ranker has something to learn.
+195 hand-written factoid questions (139 train, 28 dev, 28 test; 1,320 pairs), each with 5-9
+candidate sentences: one or two answers and distractors that share the question's words and often
+its answer type (another person who discovered something else, the year without the person), so
+that word overlap and BM25 are imperfect and a learned ranker has something to learn. Many ask who
+discovered, invented, wrote, painted or composed something. Each TRAIN question from demo-41 on also
+lists, as wrong answers, the two TRAIN answers of other questions that BM25 ranks highest for it
+(none used more than twice): Ask reranks exactly such pools, and without them SM-CNN learns which
+sentences are answers rather than which answer a question. ``benchmarks/demo.py`` measures what
+``make run``'s SM-CNN does with a typed "which scientist discovered penicillin" and with the DEV and
+TEST questions typed alike.
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ Every loader reads its whole input before returning, and any malformed input rai
 user what to fix; nothing partial is ever returned.
 
 Question ids must be unique within a dataset and candidate ids unique within a question: the store
-and the TREC exporters key on them.
+and the TREC exporters key on them. Where a file has no candidate ids, the id made up from the
+position is marked (``Candidate.positional_id``), and the store knows such a candidate by its
+question and text instead. The same text twice in one question with different gold labels is
+refused: the file must say which label holds.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import codecs
 import csv
 import dataclasses
+import gzip
 import hashlib
 import io
 import json
@@ -26,10 +30,11 @@ from typing import Any
 import ir_measures
 
 from qa_core.text import truecasing
-from qa_core.types import Candidate, Dataset, InputError, Question
+from qa_core.types import MAX_NAME_CHARS, Candidate, Dataset, InputError, Question
 
 FORMATS: tuple[str, ...] = ("wikiqa", "trecqa", "semeval", "csv", "jsonl")
 WIKIQA_FILES: tuple[str, ...] = ("a.toks", "b.toks", "sim.txt", "id.txt")
+GZIP_MAGIC = b"\x1f\x8b"
 PAIRS_DEFAULT_SPLIT = "train"  # same default as ``Question.split``: an imported file is training data unless it says otherwise
 MAX_LABEL = 4
 
@@ -41,14 +46,21 @@ _SNIFF_BYTES = 65536
 
 
 def read_text(path: Path) -> str:
-    """The UTF-8 text of a user file (a leading BOM dropped).
+    """The UTF-8 text of a user file (gunzipped when it is gzip, a leading BOM dropped).
 
     Missing, empty, binary (NUL bytes: also what a UTF-16 file looks like) and non-UTF-8 files
     raise ``InputError`` with the line of the first offending byte.
     """
+    if path.is_dir():
+        raise InputError("is a folder; expected a file", path=str(path))
     if not path.is_file():
         raise InputError("file not found", path=str(path))
     data = path.read_bytes()
+    if data.startswith(GZIP_MAGIC):  # the exporters write .gz when the path asks for it
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as error:
+            raise InputError(f"corrupt gzip file: {error}", path=str(path)) from None
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
     if not data.strip():
@@ -100,6 +112,27 @@ def _split_from_name(stem: str) -> str:
     return "train"
 
 
+class _GoldByText:
+    """The first gold label (and its line) of every candidate text of a question: the same text
+    again with another label contradicts it, and a model cannot learn both."""
+
+    def __init__(self) -> None:
+        self._first: dict[tuple[str, str], tuple[int | None, int | None]] = {}
+
+    def check(self, qid: str, text: str, label: int | None, line: int | None, fail: Callable[[str], InputError]) -> None:
+        first_label, first_line = self._first.setdefault((qid, text), (label, line))
+        if first_label != label:
+            where = f" on line {first_line}" if first_line is not None else ""
+            raise fail(
+                f"candidate {_excerpt(text)} of question {qid} has gold label {label} here but {first_label}{where}; "
+                "one text cannot be both"
+            )
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
 def _add_question(questions: dict[str, Question], question: Question, path: Path, line: int | None) -> None:
     if question.qid in questions:
         raise InputError(f"duplicate question id {question.qid!r}", path=str(path), line=line)
@@ -136,6 +169,7 @@ def _wikiqa_split(folder: Path, source: str) -> list[Question]:
     split = folder.name.lower()
     questions: dict[str, Question] = {}
     first_line: dict[str, int] = {}
+    gold = _GoldByText()
     rows = zip(columns["a.toks"], columns["b.toks"], columns["sim.txt"], columns["id.txt"])
     for number, (question_text, candidate_text, sim, raw_id) in enumerate(rows, start=1):
         raw_id, sim = raw_id.strip(), sim.strip()
@@ -159,8 +193,11 @@ def _wikiqa_split(folder: Path, source: str) -> list[Question]:
                 path=str(folder / "a.toks"),
                 line=number,
             )
+        gold.check(qid, candidate_text, int(sim), number, _failer(folder / "sim.txt", number))
         doc_id = f"{qid}-{len(question.candidates)}"
-        question.candidates.append(Candidate(doc_id=doc_id, text=candidate_text, label=int(sim), source=source))
+        question.candidates.append(
+            Candidate(doc_id=doc_id, text=candidate_text, label=int(sim), source=source, positional_id=True)
+        )
     return list(questions.values())
 
 
@@ -219,6 +256,7 @@ def _trecqa_file(path: Path, source: str) -> list[tuple[int, Question]]:
     block: str | None = None  # the open <question>/<positive>/<negative>
     block_line = 0
     tokens: str | None = None  # the first line of the open block
+    gold = _GoldByText()
 
     def fail(message: str, line: int) -> InputError:
         return InputError(message, path=str(path), line=line)
@@ -242,8 +280,11 @@ def _trecqa_file(path: Path, source: str) -> list[tuple[int, Question]]:
                         raise fail(f"second <question> in <QApairs id='{pair.qid}'>", block_line)
                     pair.text = tokens
                 else:
+                    gold.check(pair.qid, tokens, _BLOCK_LABELS[block], block_line, _failer(path, block_line))
                     doc_id = f"{pair.qid}-{len(pair.candidates)}"
-                    pair.candidates.append(Candidate(doc_id, tokens, label=_BLOCK_LABELS[block], source=source))
+                    pair.candidates.append(
+                        Candidate(doc_id, tokens, label=_BLOCK_LABELS[block], source=source, positional_id=True)
+                    )
                 block, tokens = None, None
                 continue
             if tag_name in _BLOCK_LABELS or tag_name == "QApairs":
@@ -368,6 +409,7 @@ def _semeval_file(path: Path, source: str, questions: dict[str, Question]) -> No
         return value
 
     originals = list(root.iter("OrgQuestion"))
+    gold = _GoldByText()
     if not originals:
         raise fail("no <OrgQuestion> elements: not a SemEval 2016 Task 3 file", root)
     for original in originals:
@@ -394,6 +436,7 @@ def _semeval_file(path: Path, source: str, questions: dict[str, Question]) -> No
             candidate_text = _joined(_child_text(related, "RelQSubject"), _child_text(related, "RelQBody"))
             if not candidate_text:
                 raise fail(f"related question {doc_id} has an empty RelQSubject and RelQBody", related)
+            gold.check(qid, candidate_text, _SEMEVAL_LABELS[relevance], lines[related], _failer(path, lines[related]))
             seen.add(doc_id)
             question.candidates.append(
                 Candidate(doc_id, candidate_text, label=_SEMEVAL_LABELS[relevance], first_stage_rank=int(order), source=source)
@@ -427,16 +470,26 @@ _CSV_EXTRA = "(fields beyond the header)"
 
 def _csv_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     reader = csv.DictReader(io.StringIO(read_text(path), newline=""), restkey=_CSV_EXTRA)
-    missing = [f for f in PAIR_FIELDS_REQUIRED if f not in (reader.fieldnames or [])]
-    if missing:
-        raise InputError(f"the header lacks column(s) {', '.join(missing)}", path=str(path), line=1)
-    start = reader.line_num + 1
-    for row in reader:
-        if _CSV_EXTRA in row or None in row.values():
-            raise InputError(f"expected {len(reader.fieldnames or [])} fields like the header", path=str(path), line=start)
-        # Empty CSV cells mean "not given", as a missing JSON key does.
-        yield start, {key: value for key, value in row.items() if value != ""}
+    start = 1
+    try:
+        missing = [f for f in PAIR_FIELDS_REQUIRED if f not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"the header lacks column(s) {', '.join(missing)}", path=str(path), line=1)
         start = reader.line_num + 1
+        for row in reader:
+            if _CSV_EXTRA in row or None in row.values():
+                raise InputError(f"expected {len(reader.fieldnames or [])} fields like the header", path=str(path), line=start)
+            # Empty CSV cells mean "not given", as a missing JSON key does.
+            yield start, {key: value for key, value in row.items() if value != ""}
+            start = reader.line_num + 1
+    except csv.Error as error:  # the csv module's own refusals, at the record that starts on ``start``
+        raise InputError(_csv_problem(error), path=str(path), line=start) from None
+
+
+def _csv_problem(error: csv.Error) -> str:
+    if "field larger than field limit" in str(error):
+        return f"a field is longer than {csv.field_size_limit():,} characters, the CSV reader's limit"
+    return f"malformed CSV ({error})"
 
 
 def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -470,6 +523,8 @@ def _identifier(record: dict[str, Any], key: str, fail: Callable[[str], InputErr
     text = str(value).strip()
     if not text or any(c.isspace() for c in text):
         raise fail(f"{key} must be non-empty without whitespace (TREC files cannot hold it), got {value!r}")
+    if len(text) > MAX_NAME_CHARS or "\x00" in text:
+        raise fail(f"{key} must be at most {MAX_NAME_CHARS} characters without NUL, got {_excerpt(text)}")
     return text
 
 
@@ -477,6 +532,8 @@ def _text(record: dict[str, Any], key: str, fail: Callable[[str], InputError]) -
     value = record.get(key)
     if not isinstance(value, str) or not value.strip():
         raise fail(f"{key} must be non-empty text, got {value!r}")
+    if "\x00" in value:
+        raise fail(f"{key} holds a NUL character, which no text may hold")
     return value.strip()
 
 
@@ -488,6 +545,7 @@ def _pair_rows(records: Iterable[tuple[int, dict[str, Any]]], path: Path, source
     questions: dict[str, Question] = {}
     first_line: dict[str, int] = {}
     candidate_lines: dict[tuple[str, str], int] = {}
+    gold = _GoldByText()
     for number, record in records:
         fail = _failer(path, number)
         text = _text(record, "question", fail)
@@ -520,12 +578,15 @@ def _pair_rows(records: Iterable[tuple[int, dict[str, Any]]], path: Path, source
             first_line[qid] = number
         elif question.text != text or question.split != split:
             raise fail(f"question {qid} has a different text or split on line {first_line[qid]}")
-        doc_id = _identifier(record, "doc_id", fail) or f"{qid}-{len(question.candidates)}"
+        given_id = _identifier(record, "doc_id", fail)
+        doc_id = given_id or f"{qid}-{len(question.candidates)}"
         if (qid, doc_id) in candidate_lines:
             raise fail(f"duplicate candidate ({qid}, {doc_id}), first on line {candidate_lines[qid, doc_id]}")
         candidate_lines[qid, doc_id] = number
+        gold.check(qid, candidate_text, label, number, fail)
         question.candidates.append(
-            Candidate(doc_id, candidate_text, label, first_stage_rank=rank, first_stage_score=score, source=source, url=url)
+            Candidate(doc_id, candidate_text, label, first_stage_rank=rank, first_stage_score=score, source=source,
+                      url=url, positional_id=given_id is None)
         )
     if not questions:
         raise InputError("no rows", path=str(path))
@@ -564,10 +625,12 @@ def _trec_fields(path: Path, text: str, shape: str) -> Iterator[tuple[int, list[
 
 
 def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, int, float]]]:
-    """A TREC run: qid -> [(doc_id, rank, score)] sorted by rank (then doc_id).
+    """A TREC run: qid -> [(doc_id, position, score)] in the file's rank order (then doc_id),
+    positions numbered from 1.
 
     Parsed here rather than by ``ir_measures.read_trec_run``, which drops the rank column that a
-    first-stage import needs and fails without a line number.
+    first-stage import needs and fails without a line number. Runs number ranks from 0 or from 1
+    (trec_eval ignores the column), so the column only orders a query's documents.
     """
     path = Path(path)
     run: dict[str, dict[str, tuple[str, int, float]]] = {}
@@ -577,35 +640,43 @@ def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, int, float]]]:
             score = float(score_text)
         except ValueError:
             score = math.nan
-        if rank is None:
-            raise InputError(f"rank must be an integer, got {rank_text!r}", path=str(path), line=number)
+        if rank is None or rank < 0:
+            raise InputError(f"rank must be a non-negative integer, got {rank_text!r}", path=str(path), line=number)
         if not math.isfinite(score):
             raise InputError(f"score must be a finite number, got {score_text!r}", path=str(path), line=number)
         if doc_id in run.setdefault(qid, {}):
             raise InputError(f"document {doc_id} appears twice for query {qid}", path=str(path), line=number)
         run[qid][doc_id] = (doc_id, rank, score)
-    return {qid: sorted(docs.values(), key=lambda d: (d[1], d[0])) for qid, docs in run.items()}
+    return {qid: [(doc_id, position, score)
+                  for position, (doc_id, _, score) in enumerate(sorted(docs.values(), key=lambda d: (d[1], d[0])), start=1)]
+            for qid, docs in run.items()}
 
 
 def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
-    """TREC qrels: qid -> {doc_id: grade}.
+    """TREC qrels: qid -> {doc_id: grade} (see ``read_qrels_located``)."""
+    return read_qrels_located(path)[0]
+
+
+def read_qrels_located(path: str | Path) -> tuple[dict[str, dict[str, int]], dict[tuple[str, str], int]]:
+    """TREC qrels, qid -> {doc_id: grade}, and the line of every (qid, doc_id), so that a judgement
+    the store refuses (unknown document, grade outside 0..4) is reported with its line.
 
     Each line's shape, integer grade and uniqueness are checked first, so an error names its line;
     ``ir_measures.read_trec_qrels`` then parses the text exactly as the evaluator does.
     """
     path = Path(path)
     text = read_text(path)
-    seen: set[tuple[str, str]] = set()
+    lines: dict[tuple[str, str], int] = {}
     for number, (qid, _, doc_id, grade) in _trec_fields(path, text, "qid 0 docid grade"):
         if _integer(grade) is None:
             raise InputError(f"grade must be an integer, got {grade!r}", path=str(path), line=number)
-        if (qid, doc_id) in seen:
+        if (qid, doc_id) in lines:
             raise InputError(f"document {doc_id} is judged twice for query {qid}", path=str(path), line=number)
-        seen.add((qid, doc_id))
+        lines[(qid, doc_id)] = number
     qrels: dict[str, dict[str, int]] = {}
     for qrel in ir_measures.read_trec_qrels(io.StringIO(text)):
         qrels.setdefault(qrel.query_id, {})[qrel.doc_id] = qrel.relevance
-    return qrels
+    return qrels, lines
 
 
 # -------------------------------------------------------------------------------------- dispatch
@@ -653,6 +724,8 @@ def load_dataset(path: str | Path, fmt: str = "auto", name: str | None = None) -
     """Load any supported format; ``fmt="auto"`` detects it (see ``detect_format``)."""
     if fmt != "auto" and fmt not in _LOADERS:
         raise InputError(f"unknown format {fmt!r}; expected auto or one of {', '.join(FORMATS)}")
+    if name is not None and not name.strip():
+        raise InputError("the dataset name is empty; give a name or leave it out to use the file name")
     path = Path(path)
     fmt = detect_format(path) if fmt == "auto" else fmt
-    return _LOADERS[fmt](path, **({"name": name} if name else {}))
+    return _LOADERS[fmt](path, **({"name": name} if name is not None else {}))

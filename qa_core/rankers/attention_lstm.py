@@ -36,20 +36,20 @@ so padding changes no score and gets no weight.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.nn.attention import MLPAttention, attend
 from qa_core.nn.encoders import WordEmbedding
 from qa_core.nn.losses import StackedCrossEntropy
 from qa_core.nn.recurrent import LSTMEncoder, read_mask
-from qa_core.rankers.base import CandidateInput, Explanation
-from qa_core.rankers.neural import NeuralConfig, NeuralRanker, Pair, spread, token_positions
-from qa_core.rankers.registry import register
+from qa_core.rankers.base import Explanation
+from qa_core.rankers.neural import NEURAL, NeuralConfig, NeuralRanker, Pair, spread, token_positions
 from qa_core.text.links import lexical_links
 from qa_core.training.batching import trim_padding
 from qa_core.types import InputError, Question
@@ -170,13 +170,15 @@ class AttentionLSTMPair(nn.Module):
         return self.attend(question, answer, rank)[0]
 
 
-@register
 class AttentionLSTMRanker(NeuralRanker):
     name = "attention_lstm"
+    title = "Attention LSTM, q_o/q_s models (Romeo et al. 2016)"
     config_class = AttentionLSTMConfig
+    capabilities = replace(NEURAL, reads=frozenset({"first_stage_rank"}))
+    config: AttentionLSTMConfig
 
-    def __init__(self, **config: Any):
-        super().__init__(**config)
+    def __init__(self, config: AttentionLSTMConfig | None = None):
+        super().__init__(config)
         self.rank_slots_seen: set[int] = {NO_RANK}
 
     def build_model(self, vectors: torch.Tensor) -> AttentionLSTMPair:
@@ -197,7 +199,9 @@ class AttentionLSTMRanker(NeuralRanker):
 
     # ------------------------------------------------------------------ first-stage rank
 
-    def prepare(self, train: Sequence[Question], dev: Sequence[Question], seed: int) -> None:
+    def prepare(
+        self, train: Sequence[Question], dev: Sequence[Question], seed: int, analyzer: QuestionAnalyzer | None
+    ) -> None:
         """Record the rank slots the training pairs use (see the module docstring)."""
         slots = self.config.rank_slots
         used = {rank_slot(c.first_stage_rank, slots) for q in train for c in q.candidates if c.label is not None}
@@ -215,13 +219,12 @@ class AttentionLSTMRanker(NeuralRanker):
 
     # ------------------------------------------------------------------ explanations
 
-    def explain(self, question: str, candidate: CandidateInput) -> Explanation:
+    def explain_pair(self, pair: Pair) -> Explanation:
         """Attention weights of both texts: the question's from the model attending on the question,
         the candidate's from the one attending on the candidate (each sums to 1 over the words read).
         """
         model = self.model()
         model.eval()
-        pair = self.pairs(question, [candidate])[0]
         inputs = {name: tensor.to(self._device) for name, tensor in self.encode([pair]).items()}
         with torch.inference_mode():
             logits, weights = model.attend(**inputs)

@@ -7,49 +7,64 @@ from typing import Any
 
 import numpy as np
 
-from qa_core.rankers.base import CandidateInput, Explanation, ProgressCallback, Ranker, candidate_text
-from qa_core.rankers.registry import register
+from qa_core.rankers.base import (
+    CandidateInput,
+    Capabilities,
+    Explanation,
+    Pool,
+    Ranker,
+    as_candidates,
+    candidate_at,
+)
 from qa_core.retrieval import bm25_scores
-from qa_core.text.features import FEATURE_NAMES, IdfTable, overlap_features
+from qa_core.text.features import FEATURE_NAMES, IdfTable, content_words, overlap_features
 from qa_core.text.links import lexical_links
 from qa_core.text.nlp import Parsed, parse_many
 from qa_core.text.vectors import normalize
+from qa_core.training.events import ProgressCallback
 from qa_core.types import Question
 
 
-@register
 class BM25Ranker(Ranker):
     """BM25 (bm25s, Lucene variant) with IDF statistics from the pool being ranked."""
 
     name = "bm25"
+    title = "BM25 (bm25s, IDF from the pool)"
+    capabilities = Capabilities(pool_dependent=True, explains=frozenset({"answer_weights", "links"}))
 
-    def score(self, question: str, candidates: Sequence[CandidateInput]) -> np.ndarray:
-        texts = [candidate_text(c) for c in candidates]
+    def score_pools(self, pools: Sequence[Pool]) -> list[np.ndarray]:
+        return [self._pool_scores(question, _texts(candidates)) for question, candidates in pools]
+
+    @staticmethod
+    def _pool_scores(question: str, texts: list[str]) -> np.ndarray:
         return bm25_scores(question, texts) if texts else np.zeros(0)
 
-    def explain(self, question: str, candidate: CandidateInput) -> Explanation:
+    def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
         """Each answer token that is a question term carries that term's share of the BM25 score.
 
-        BM25 is a sum over query terms, so the term's share is the BM25 score of the candidate for
-        that term alone (IDF from this one-candidate pool, as ``score`` would compute it).
+        BM25 is a sum over query terms, so a term's share is the candidate's BM25 score for that
+        term alone, with the IDF of the same pool the score used.
         """
-        candidate = candidate_text(candidate)
-        q_parsed, a_parsed = parse_many([question, candidate])
-        question_terms = {token.lower() for token in q_parsed.tokens}
-        share = {term: float(bm25_scores(term, [candidate])[0]) for term in question_terms}
-        weights = [share.get(token.lower(), 0.0) for token in a_parsed.tokens]
+        texts = _texts(candidates)
+        candidate = candidate_at(candidates, index)
+        q_parsed, a_parsed = parse_many([question, candidate.text])
+        terms = {token.lower() for token in q_parsed.tokens}
+        share = {term: float(self._pool_scores(term, texts)[index]) for term in terms}
         return Explanation(
-            score=float(self.score(question, [candidate])[0]),
+            score=float(self._pool_scores(question, texts)[index]),
             question_tokens=list(q_parsed.tokens),
             answer_tokens=list(a_parsed.tokens),
-            answer_weights=weights,
+            answer_weights=[share.get(token.lower(), 0.0) for token in a_parsed.tokens],
             weight_kind="bm25",
             links=lexical_links(q_parsed, a_parsed),
         )
 
 
-OVERLAP_NONSTOP = FEATURE_NAMES.index("overlap_nonstop")
 IDF_OVERLAP_NONSTOP = FEATURE_NAMES.index("idf_overlap_nonstop")
+
+
+def _texts(candidates: Sequence[CandidateInput]) -> list[str]:
+    return [c.text for c in as_candidates(candidates)]
 
 
 def _words(parsed: Parsed) -> list[str]:
@@ -57,15 +72,6 @@ def _words(parsed: Parsed) -> list[str]:
     return [normalize(token) for token in parsed.tokens if token.strip()]
 
 
-def _content_words(parsed: Parsed) -> set[str]:
-    return {
-        normalize(token)
-        for token, stop, punct in zip(parsed.tokens, parsed.is_stop, parsed.is_punct)
-        if token.strip() and not (stop or punct)
-    }
-
-
-@register
 class WordOverlapRanker(Ranker):
     """Share of the question's non-stopword IDF mass that the answer contains.
 
@@ -74,9 +80,15 @@ class WordOverlapRanker(Ranker):
     """
 
     name = "overlap"
+    title = "IDF-weighted word overlap"
+    # Unfitted, the IDF is the pool's.
+    capabilities = Capabilities(
+        learns_statistics=True, pool_dependent=True, explains=frozenset({"answer_weights", "links"})
+    )
 
-    def __init__(self, idf: IdfTable | None = None):
-        self.idf = idf
+    def __init__(self, config: Any = None) -> None:
+        super().__init__(config)
+        self.idf: IdfTable | None = None
 
     def fit(
         self,
@@ -84,6 +96,7 @@ class WordOverlapRanker(Ranker):
         dev: Sequence[Question],
         *,
         seed: int = 1,
+        analyzer: Any = None,
         progress: bool = True,
         callback: ProgressCallback | None = None,
     ) -> dict[str, Any]:
@@ -91,40 +104,41 @@ class WordOverlapRanker(Ranker):
         self.idf = IdfTable.fit(_words(parsed) for parsed in parse_many(texts))
         return {"idf_documents": self.idf.documents, "idf_words": len(self.idf.df)}
 
-    def score(self, question: str, candidates: Sequence[CandidateInput]) -> np.ndarray:
-        q_parsed, *answers = parse_many([question, *(candidate_text(c) for c in candidates)])
+    def _parsed_pool(self, question: str, candidates: Sequence[CandidateInput]) -> tuple[Parsed, list[Parsed], IdfTable]:
+        q_parsed, *answers = parse_many([question, *_texts(candidates)])
         idf = self.idf if self.idf is not None else IdfTable.fit(_words(parsed) for parsed in answers)
-        return np.array(
-            [overlap_features(q_parsed, a_parsed, idf)[IDF_OVERLAP_NONSTOP] for a_parsed in answers],
-            dtype=np.float64,
-        )
+        return q_parsed, answers, idf
 
-    def explain(self, question: str, candidate: CandidateInput) -> Explanation:
-        """Each answer content word shared with the question weighs its IDF.
+    def score_pools(self, pools: Sequence[Pool]) -> list[np.ndarray]:
+        scores = []
+        for question, candidates in pools:
+            q_parsed, answers, idf = self._parsed_pool(question, candidates)
+            scores.append(
+                np.array([overlap_features(q_parsed, a, idf)[IDF_OVERLAP_NONSTOP] for a in answers], dtype=np.float64)
+            )
+        return scores
 
-        Unfitted, a one-candidate pool gives every word IDF 0, so matches then weigh 1 (plain
-        overlap) and the score is the plain non-stopword overlap.
-        """
-        q_parsed, a_parsed = parse_many([question, candidate_text(candidate)])
-        shared = _content_words(q_parsed) & _content_words(a_parsed)
-        features = overlap_features(q_parsed, a_parsed, self.idf if self.idf is not None else IdfTable())
-        if self.idf is not None:
-            weight, score, kind = self.idf.idf, features[IDF_OVERLAP_NONSTOP], "idf"
-        else:
-            weight, score, kind = (lambda word: 1.0), features[OVERLAP_NONSTOP], "overlap"
-        words = [normalize(token) for token in a_parsed.tokens]
+    def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
+        """Each answer content word shared with the question weighs its IDF (the pool's when unfitted,
+        as in ``score``)."""
+        candidate_at(candidates, index)
+        q_parsed, answers, idf = self._parsed_pool(question, candidates)
+        a_parsed = answers[index]
+        shared = content_words(q_parsed) & content_words(a_parsed)
         return Explanation(
-            score=float(score),
+            score=float(overlap_features(q_parsed, a_parsed, idf)[IDF_OVERLAP_NONSTOP]),
             question_tokens=list(q_parsed.tokens),
             answer_tokens=list(a_parsed.tokens),
-            answer_weights=[weight(word) if word in shared else 0.0 for word in words],
-            weight_kind=kind,
+            answer_weights=[idf.idf(w) if w in shared else 0.0 for w in map(normalize, a_parsed.tokens)],
+            weight_kind="idf",
             links=lexical_links(q_parsed, a_parsed),
         )
 
     def state(self) -> dict[str, Any]:
-        return {"idf": self.idf.to_dict() if self.idf is not None else None}
+        return {**super().state(), "idf": self.idf.to_dict() if self.idf is not None else None}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> WordOverlapRanker:
-        return cls(IdfTable.from_dict(state["idf"]) if state.get("idf") is not None else None)
+        ranker = cls()
+        ranker.idf = IdfTable.from_dict(state["idf"]) if state.get("idf") is not None else None
+        return ranker

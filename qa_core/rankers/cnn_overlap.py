@@ -10,8 +10,8 @@ Per word the input is [GloVe 50d, frozen; WO 5d; SO 5d]:
   word and on every answer word inside a named entity (spaCy, OntoNotes types) whose type fits the
   class (``qa_core.structure.rel.CLASS_ENTITY_TYPES``, thesis Table 6.5); everything else is 0.
 
-Class and focus come from a ``QuestionAnalyzer``: the trained class CNN and focus tagger when given
-(or, with the default ``analysis="auto"``, when registered in the configured store), else the
+Class and focus come from a ``QuestionAnalyzer``: with the default ``analysis="auto"`` the one
+``fit`` is given (the app passes the store's trained class CNN and focus tagger), else the
 documented wh-word rules. The analyzer, classifiers included, is saved inside the checkpoint, so a
 loaded model analyses new questions exactly as it did in training and needs no other file.
 When the rules find a class but no focus ("Why ..."), the answer entities still get the class id.
@@ -28,20 +28,20 @@ zero-padded to 60 words scored lower on WikiQA DEV (docs/benchmarks.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 from torch import nn
 
-from qa_core.classifiers.analysis import QuestionAnalysis, QuestionAnalyzer, default_analyzer
+from qa_core.classifiers.analysis import QuestionAnalysis, QuestionAnalyzer
 from qa_core.data.questions import COARSE_CLASSES
 from qa_core.nn.encoders import PAD_ID, ConvEncoder, WordEmbedding
 from qa_core.nn.saliency import embedded_saliency
-from qa_core.rankers.base import CandidateInput, Explanation
-from qa_core.rankers.neural import NeuralConfig, NeuralRanker, Pair, spread, token_positions
-from qa_core.rankers.registry import register
+from qa_core.rankers.base import Explanation
+from qa_core.rankers.neural import NEURAL, NeuralConfig, NeuralRanker, Pair, spread, token_positions
 from qa_core.structure.rel import CLASS_ENTITY_TYPES, rel_tag
+from qa_core.text.features import content_words, is_content_word
 from qa_core.text.nlp import Parsed
 from qa_core.text.vectors import normalize
 from qa_core.training import loop
@@ -62,7 +62,7 @@ class CNNOverlapConfig(NeuralConfig):
     overlap_dim: int = 5
     semantic_dim: int = 5
     semantic_overlap: bool = True
-    analysis: str = "auto"  # "auto": store's classifiers if registered, else rules; "heuristic": rules
+    analysis: str = "auto"  # "auto": the analyzer fit is given (else rules); "heuristic": rules
     l2_conv: float = 1e-5
     l2_other: float = 1e-4
     lr: float = 5e-5
@@ -126,21 +126,10 @@ class OverlapCNN(nn.Module):
         return self.output(self.dropout(torch.relu(self.hidden(joined))))
 
 
-def _content_words(parsed: Parsed) -> set[str]:
-    return {
-        normalize(token)
-        for token, stop, punct in zip(parsed.tokens, parsed.is_stop, parsed.is_punct)
-        if token.strip() and not (stop or punct)
-    }
-
-
 def overlap_ids(parsed: Parsed, other: Parsed, positions: Sequence[int]) -> list[int]:
     """WO per model word: 1 for a content word that also occurs in ``other``."""
-    shared = _content_words(parsed) & _content_words(other)
-    return [
-        int(not parsed.is_stop[i] and not parsed.is_punct[i] and normalize(parsed.tokens[i]) in shared)
-        for i in positions
-    ]
+    shared = content_words(parsed) & content_words(other)
+    return [int(is_content_word(parsed, i) and normalize(parsed.tokens[i]) in shared) for i in positions]
 
 
 def question_semantic_ids(analysis: QuestionAnalysis, positions: Sequence[int]) -> list[int]:
@@ -155,24 +144,33 @@ def answer_semantic_ids(answer: Parsed, analysis: QuestionAnalysis, positions: S
     return [analysis.class_id if i in inside else 0 for i in positions]
 
 
-@register
 class CNNOverlapRanker(NeuralRanker):
     name = "cnn_wo_so"
+    title = "CNN_WO+SO: word and semantic overlap (Nicosia 2018, ch. 6)"
     config_class = CNNOverlapConfig
+    capabilities = replace(NEURAL, reads=frozenset({"question_analysis"}))
+    config: CNNOverlapConfig
     _feature_names = ("question_overlap", "answer_overlap", "question_semantic", "answer_semantic")
 
-    def __init__(self, analyzer: QuestionAnalyzer | None = None, **config: Any):
-        """``analyzer``: the question analysis to use (else chosen in ``fit`` by ``config.analysis``)."""
-        super().__init__(**config)
+    def __init__(self, config: CNNOverlapConfig | None = None):
+        super().__init__(config)
         if self.config.analysis not in ANALYSIS_MODES:
             raise InputError(f"analysis must be one of {', '.join(ANALYSIS_MODES)}, not {self.config.analysis!r}")
-        self.analyzer = analyzer
+        self.analyzer: QuestionAnalyzer | None = None
 
     # ------------------------------------------------------------------ hooks
 
-    def prepare(self, train: Sequence[Question], dev: Sequence[Question], seed: int) -> None:
-        if self.analyzer is None and self.config.semantic_overlap:
-            self.analyzer = default_analyzer() if self.config.analysis == "auto" else QuestionAnalyzer()
+    def prepare(
+        self, train: Sequence[Question], dev: Sequence[Question], seed: int, analyzer: QuestionAnalyzer | None
+    ) -> None:
+        if self.config.semantic_overlap:
+            auto = self.config.analysis == "auto" and analyzer is not None
+            self.analyzer = analyzer if auto else QuestionAnalyzer()
+
+    def question_analysis(self, question: str) -> QuestionAnalysis | None:
+        if not self.config.semantic_overlap:
+            return None
+        return (self.analyzer or QuestionAnalyzer()).analyse(question)
 
     def extra_state(self) -> dict[str, Any]:
         return {"analyzer": None if self.analyzer is None else self.analyzer.state()}
@@ -212,12 +210,11 @@ class CNNOverlapRanker(NeuralRanker):
 
     # ------------------------------------------------------------------ explanation
 
-    def explain(self, question: str, candidate: CandidateInput) -> Explanation:
+    def explain_pair(self, pair: Pair) -> Explanation:
         """Gradient saliency of P(relevant) per word; lexical REL links and, with SO, the
         REL-FOCUS-<class> links from the focus chunk to the fitting answer entities."""
         model = self.model()
         model.eval()
-        pair = self.pairs(question, [candidate])[0]
         analysis = self.analyses([pair])[0]
         inputs = {name: tensor.to(self._device) for name, tensor in self.encode([pair]).items()}
         q_ids, a_ids = inputs["question"], inputs["answer"]
@@ -244,9 +241,10 @@ class CNNOverlapRanker(NeuralRanker):
         )
 
 
-@register
 class CNNWORanker(CNNOverlapRanker):
     """CNN_WO: the ablation without semantic overlap (no question analysis at all)."""
 
     name = "cnn_wo"
+    title = "CNN_WO: word overlap only (Nicosia 2018, ch. 6)"
     config_class = CNNWOConfig
+    capabilities = NEURAL

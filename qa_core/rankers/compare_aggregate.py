@@ -34,7 +34,7 @@ the wh-word rules; it is saved in the checkpoint, so a loaded model analyses que
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -47,10 +47,9 @@ from qa_core.nn.attention import masked_softmax
 from qa_core.nn.encoders import PAD_ID, ConvEncoder, WordEmbedding
 from qa_core.nn.losses import ListwiseKLLoss, PointwiseLogisticLoss
 from qa_core.nn.recurrent import read_mask
-from qa_core.rankers.base import CandidateInput, Explanation
+from qa_core.rankers.base import Explanation
 from qa_core.rankers.cnn_overlap import answer_semantic_ids
-from qa_core.rankers.neural import NeuralConfig, NeuralRanker, Pair, spread, token_positions
-from qa_core.rankers.registry import register
+from qa_core.rankers.neural import NEURAL, NeuralConfig, NeuralRanker, Pair, spread, token_positions
 from qa_core.structure.rel import rel_tag
 from qa_core.text.contextual import CONTEXT_DIM, token_vectors
 from qa_core.text.features import IdfTable
@@ -89,7 +88,6 @@ class CompareAggregateConfig(NeuralConfig):
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
             raise InputError(f"loss must be one of {', '.join(LOSSES)}, not {self.loss!r}")
-        object.__setattr__(self, "windows", tuple(self.windows))  # a checkpoint's config comes back as a list
 
 
 class CompareAggregate(nn.Module):
@@ -211,21 +209,30 @@ def pad_rows(rows: Sequence[np.ndarray], width: int, dtype: torch.dtype) -> torc
     return padded
 
 
-@register
 class CompareAggregateRanker(NeuralRanker):
     name = "compare_aggregate"
+    title = "Compare-aggregate, listwise loss, exact-match and answer-type channels (Wang & Jiang 2017)"
     config_class = CompareAggregateConfig
+    capabilities = replace(NEURAL, explains=NEURAL.explains | {"matrices"}, reads=frozenset({"question_analysis"}))
+    config: CompareAggregateConfig
 
-    def __init__(self, analyzer: QuestionAnalyzer | None = None, **config: Any):
-        """``analyzer``: question class and focus for the answer-type channel (default: the wh-word rules)."""
-        super().__init__(**config)
-        self.analyzer = analyzer
+    def __init__(self, config: CompareAggregateConfig | None = None):
+        super().__init__(config)
+        self.analyzer: QuestionAnalyzer | None = None
 
     # ------------------------------------------------------------------ hooks
 
-    def prepare(self, train: Sequence[Question], dev: Sequence[Question], seed: int) -> None:
-        if self.analyzer is None and self.config.answer_type:
-            self.analyzer = QuestionAnalyzer()
+    def prepare(
+        self, train: Sequence[Question], dev: Sequence[Question], seed: int, analyzer: QuestionAnalyzer | None
+    ) -> None:
+        """Keep the analyzer the answer-type channel reads (the wh-word rules when none is given)."""
+        if self.config.answer_type:
+            self.analyzer = analyzer if analyzer is not None else QuestionAnalyzer()
+
+    def question_analysis(self, question: str) -> QuestionAnalysis | None:
+        if not self.config.answer_type:
+            return None
+        return (self.analyzer or QuestionAnalyzer()).analyse(question)
 
     def extra_state(self) -> dict[str, Any]:
         return {"analyzer": None if self.analyzer is None else self.analyzer.state()}
@@ -285,7 +292,7 @@ class CompareAggregateRanker(NeuralRanker):
 
     # ------------------------------------------------------------------ explanation
 
-    def explain(self, question: str, candidate: CandidateInput) -> Explanation:
+    def explain_pair(self, pair: Pair) -> Explanation:
         """Answer weights: each answer word's share of the aggregation's max-pooled features;
         question weights: those shares carried back through the attention. Matrices (question
         token x answer token): ``attention`` (G; each read answer word's column sums to 1) and
@@ -293,7 +300,6 @@ class CompareAggregateRanker(NeuralRanker):
         to 1). Links: shared lemmas and, with the answer-type channel, REL-FOCUS links."""
         model = self.model()
         model.eval()
-        pair = self.pairs(question, [candidate])[0]
         inputs = {name: tensor.to(self._device) for name, tensor in self.encode([pair]).items()}
         with torch.inference_mode():
             q_ids, a_ids = trim_padding(inputs["question"]), trim_padding(inputs["answer"])

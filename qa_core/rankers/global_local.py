@@ -38,20 +38,20 @@ Choices the paper leaves open (documented deviations):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.nn.attention import attend, masked_softmax
 from qa_core.nn.encoders import PAD_ID, WordEmbedding
 from qa_core.nn.losses import PairwiseHingeLoss
 from qa_core.nn.recurrent import LSTMEncoder, read_mask
-from qa_core.rankers.base import CandidateInput, Explanation
-from qa_core.rankers.neural import NeuralConfig, NeuralRanker, Pair, spread, token_positions
-from qa_core.rankers.registry import register
+from qa_core.rankers.base import Explanation
+from qa_core.rankers.neural import NEURAL, NeuralConfig, NeuralRanker, Pair, spread, token_positions
 from qa_core.text.links import lexical_links
 from qa_core.text.vectors import UNK
 from qa_core.training import loop
@@ -150,16 +150,20 @@ class GlobalLocalAttention(nn.Module):
         return self.attend(question, answer)[0]
 
 
-@register
 class GlobalLocalRanker(NeuralRanker):
     name = "global_local"
+    title = "Global-local attention biLSTM (Bachrach et al. 2017)"
     config_class = GlobalLocalConfig
+    capabilities = replace(NEURAL, explains=frozenset({"answer_weights", "links"}))
+    config: GlobalLocalConfig
 
-    def __init__(self, **config: Any):
-        super().__init__(**config)
+    def __init__(self, config: GlobalLocalConfig | None = None):
+        super().__init__(config)
         self.tf_size = 0
 
-    def prepare(self, train: Sequence[Question], dev: Sequence[Question], seed: int) -> None:
+    def prepare(
+        self, train: Sequence[Question], dev: Sequence[Question], seed: int, analyzer: QuestionAnalyzer | None
+    ) -> None:
         """Fix the TF vocabulary: the vocabulary as built from the train and dev texts."""
         self.tf_size = len(self.vocabulary)
 
@@ -199,11 +203,10 @@ class GlobalLocalRanker(NeuralRanker):
             )
         return batches
 
-    def explain(self, question: str, candidate: CandidateInput) -> Explanation:
+    def explain_pair(self, pair: Pair) -> Explanation:
         """The attention alpha over the candidate's words (raw; sums to 1 over the words read)."""
         model = self.model()
         model.eval()
-        pair = self.pairs(question, [candidate])[0]
         inputs = {name: tensor.to(self._device) for name, tensor in self.encode([pair]).items()}
         with torch.inference_mode():
             score, alpha = model.attend(**inputs)

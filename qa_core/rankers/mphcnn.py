@@ -34,7 +34,7 @@ Choices the paper leaves open or that differ, all named:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -42,10 +42,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.nn.encoders import PAD_ID, WordEmbedding
-from qa_core.rankers.base import CandidateInput, Explanation
-from qa_core.rankers.neural import NeuralConfig, NeuralRanker, Pair, model_words, token_positions
-from qa_core.rankers.registry import register
+from qa_core.rankers.base import Explanation
+from qa_core.rankers.neural import NEURAL, NeuralConfig, NeuralRanker, Pair, model_words, token_positions
 from qa_core.text.features import IdfTable
 from qa_core.text.nlp import Parsed, parse_many
 from qa_core.text.trigrams import text_trigrams, url_words
@@ -194,20 +194,24 @@ class MPHCNN(nn.Module):
         return self.output(torch.relu(self.hidden(self.dropout(self.evidence(**inputs)))))
 
 
-@register
 class MPHCNNRanker(NeuralRanker):
     name = "mphcnn"
+    title = "MP-HCNN: multi-perspective hierarchical CNN (Rao et al. 2019)"
     config_class = MPHCNNConfig
+    capabilities = replace(NEURAL, explains=frozenset({"answer_weights", "question_weights", "matrices"}), reads=frozenset({"url"}))
+    config: MPHCNNConfig
 
-    def __init__(self, **config: Any):
-        super().__init__(**config)
+    def __init__(self, config: MPHCNNConfig | None = None):
+        super().__init__(config)
         self.trigrams: Vocabulary | None = None
         self.trigram_idf: IdfTable | None = None
         self.url_perspective = bool(self.config.url_perspective)
 
     # ------------------------------------------------------------------ hooks
 
-    def prepare(self, train: Sequence[Question], dev: Sequence[Question], seed: int) -> None:
+    def prepare(
+        self, train: Sequence[Question], dev: Sequence[Question], seed: int, analyzer: QuestionAnalyzer | None
+    ) -> None:
         """Trigram vocabulary (train + dev texts and URLs, no labels), trigram IDF (train candidates)."""
         candidates = [c for q in train for c in q.candidates]
         setting = self.config.url_perspective
@@ -262,7 +266,7 @@ class MPHCNNRanker(NeuralRanker):
 
     # ------------------------------------------------------------------ explanation
 
-    def explain(self, question: str, candidate: CandidateInput) -> Explanation:
+    def explain_pair(self, pair: Pair) -> Explanation:
         """Match matrices (softmax over the answer) at every level of both components, as
         question-token x answer-token matrices named "words level h" / "characters level h"; a
         trigram matrix is reduced to tokens by the max over each token pair's trigrams. Answer
@@ -271,7 +275,6 @@ class MPHCNNRanker(NeuralRanker):
         model = self.model()
         model.eval()
         cfg = self.config
-        pair = self.pairs(question, [candidate])[0]
         inputs = {name: tensor.to(self._device) for name, tensor in self.encode([pair]).items()}
         q_parsed, a_parsed = pair.question, pair.answer
         q_pos = token_positions(q_parsed, cfg.max_question_len)

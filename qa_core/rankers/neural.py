@@ -18,8 +18,8 @@ from __future__ import annotations
 import threading
 from abc import abstractmethod
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -28,13 +28,27 @@ from torch import nn
 from qa_core.device import default_device
 from qa_core.evaluation import evaluate, qrels_from_questions, run_from_scores
 from qa_core.nn.encoders import WordEmbedding
-from qa_core.rankers.base import CandidateInput, ProgressCallback, Ranker, as_candidate, split_by_sizes
+from qa_core.rankers.base import (
+    CandidateInput,
+    Capabilities,
+    Explanation,
+    Pool,
+    Ranker,
+    RankerConfig,
+    as_candidates,
+    candidate_at,
+    split_by_sizes,
+)
 from qa_core.text.features import IdfTable
 from qa_core.text.nlp import Parsed, parse_many
 from qa_core.text.vectors import Vocabulary, embedding_matrix, glove_vectors, normalize
 from qa_core.training import loop
 from qa_core.training.batching import TensorBatches, pad_ids
+from qa_core.training.events import ProgressCallback
 from qa_core.types import InputError, NotTrainedError, Question
+
+if TYPE_CHECKING:
+    from qa_core.classifiers.analysis import QuestionAnalyzer
 
 
 @dataclass(frozen=True)
@@ -48,7 +62,7 @@ class Pair:
 
 
 @dataclass(frozen=True)
-class NeuralConfig:
+class NeuralConfig(RankerConfig):
     """Settings every neural ranker has; a model's config subclasses this with its own fields."""
 
     batch_size: int = 50
@@ -84,14 +98,23 @@ def binary_targets(pairs_with_labels: Sequence[tuple[Pair, int]]) -> torch.Tenso
     return torch.tensor([int(label > 0) for _, label in pairs_with_labels], dtype=torch.long)
 
 
+NEURAL = Capabilities(
+    trainable=True,
+    training_settings=("max_epochs",),
+    explains=frozenset({"answer_weights", "question_weights", "links"}),
+)
+"""What every neural ranker can do; a model widens it (matrices, first-stage rank, URL, analysis)."""
+
+
 class NeuralRanker(Ranker):
     """Template for the neural rankers; subclasses set ``name``, ``config_class`` and the hooks."""
 
-    trainable = True
-    config_class: ClassVar[type[NeuralConfig]] = NeuralConfig
+    config_class = NeuralConfig
+    capabilities = NEURAL
+    config: NeuralConfig
 
-    def __init__(self, **config: Any):
-        self.config = self.config_class(**config)
+    def __init__(self, config: NeuralConfig | None = None):
+        super().__init__(config)
         self._device = default_device()
         self._model: nn.Module | None = None
         self.vocabulary: Vocabulary | None = None
@@ -102,7 +125,7 @@ class NeuralRanker(Ranker):
     def device(self) -> str:
         return str(self._device)
 
-    def to(self, device: str | torch.device) -> NeuralRanker:
+    def to(self, device: str) -> NeuralRanker:
         """Score (and train) on ``device`` from now on, e.g. a batch job's chosen GPU; returns self."""
         self._device = torch.device(device)
         if self._model is not None:
@@ -139,8 +162,15 @@ class NeuralRanker(Ranker):
         targets = binary_targets(examples).to(self._device)
         return TensorBatches({k: v.to(self._device) for k, v in inputs.items()}, targets, self.config.batch_size)
 
-    def prepare(self, train: Sequence[Question], dev: Sequence[Question], seed: int) -> None:
-        """Fit anything besides vocabulary and IDF before the model is built (e.g. helper classifiers)."""
+    def prepare(
+        self, train: Sequence[Question], dev: Sequence[Question], seed: int, analyzer: QuestionAnalyzer | None
+    ) -> None:
+        """Fit anything besides vocabulary and IDF before the model is built; keep ``analyzer`` if
+        the model reads question analysis."""
+
+    @abstractmethod
+    def explain_pair(self, pair: Pair) -> Explanation:
+        """The explanation of one encoded pair (``explain`` adds what every model shares)."""
 
     def extra_state(self) -> dict[str, Any]:
         """What ``prepare`` built, for the checkpoint."""
@@ -159,12 +189,9 @@ class NeuralRanker(Ranker):
             )
         return self._model
 
-    def pairs(self, question: str, candidates: Sequence[CandidateInput]) -> list[Pair]:
-        return self.pool_pairs([(question, candidates)])
-
-    def pool_pairs(self, pools: Sequence[tuple[str, Sequence[CandidateInput]]]) -> list[Pair]:
+    def pool_pairs(self, pools: Sequence[Pool]) -> list[Pair]:
         """Every (question, candidate) of the pools, each distinct text parsed once."""
-        records = [(question, as_candidate(c, i)) for question, cands in pools for i, c in enumerate(cands)]
+        records = [(question, c) for question, cands in pools for c in as_candidates(cands)]
         texts = list(dict.fromkeys(t for question, c in records for t in (question, c.text)))
         parsed = dict(zip(texts, parse_many(texts)))
         return [Pair(parsed[q], parsed[c.text], c.first_stage_rank, c.url) for q, c in records]
@@ -211,15 +238,23 @@ class NeuralRanker(Ranker):
                 chunks.append(self.relevance(model(**batch)).cpu())
         return torch.cat(chunks).numpy() if chunks else np.zeros(0)
 
-    def score(self, question: str, candidates: Sequence[CandidateInput]) -> np.ndarray:
-        return self.score_pools([(question, candidates)])[0]
-
-    def score_pools(self, pools: Sequence[tuple[str, Sequence[CandidateInput]]]) -> list[np.ndarray]:
+    def score_pools(self, pools: Sequence[Pool]) -> list[np.ndarray]:
         """All pools' pairs in shared batches, split back per pool."""
         self.model()
         pairs = self.pool_pairs(pools)
         scores = self.predict(self.encode(pairs)) if pairs else np.zeros(0)
         return split_by_sizes(scores, [len(candidates) for _, candidates in pools])
+
+    def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
+        """The model's explanation of candidate ``index`` (a pair's score does not depend on its
+        pool), marking where the model stopped reading a long answer."""
+        self.model()
+        pair = self.pool_pairs([(question, [candidate_at(candidates, index)])])[0]
+        explanation = self.explain_pair(pair)
+        read = token_positions(pair.answer)
+        if len(read) > self.config.max_answer_len:
+            explanation.answer_tokens_read = read[self.config.max_answer_len - 1] + 1
+        return explanation
 
     # ------------------------------------------------------------------ training
 
@@ -229,6 +264,7 @@ class NeuralRanker(Ranker):
         dev: Sequence[Question],
         *,
         seed: int = 1,
+        analyzer: QuestionAnalyzer | None = None,
         progress: bool = True,
         callback: ProgressCallback | None = None,
     ) -> dict[str, Any]:
@@ -249,7 +285,7 @@ class NeuralRanker(Ranker):
         self.vocabulary = Vocabulary.build([model_words(p) for p in parsed.values()])
         self.idf = IdfTable.fit(model_words(parsed[c.text]) for q in train for c in q.candidates)
         loop.seed_everything(seed)
-        self.prepare(train, dev, seed)
+        self.prepare(train, dev, seed, analyzer)
         vectors = torch.as_tensor(embedding_matrix(self.vocabulary, seed))
         self._model = self.build_model(vectors).to(self._device)
 
@@ -288,7 +324,7 @@ class NeuralRanker(Ranker):
     def state(self) -> dict[str, Any]:
         model = self.model()
         return {
-            "config": asdict(self.config),
+            **super().state(),
             "vocabulary": self.vocabulary.to_list(),
             "embeddings": model.embedding.weight.detach().cpu(),
             "idf": self.idf.to_dict(),
@@ -298,7 +334,7 @@ class NeuralRanker(Ranker):
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> NeuralRanker:
-        ranker = cls(**state["config"])
+        ranker = cls(cls.configure(**state["config"]))
         ranker.vocabulary = Vocabulary.from_list(state["vocabulary"])
         ranker.idf = IdfTable.from_dict(state["idf"])
         ranker.load_extra_state(state.get("extra", {}))

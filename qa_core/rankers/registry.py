@@ -1,52 +1,69 @@
-"""Rankers registered by name, and checkpoint save/load that works for every ranker."""
+"""Rankers by name, and checkpoints that work for every ranker.
+
+The registry imports every module of ``qa_core.rankers`` once and registers the concrete ``Ranker``
+subclasses with a ``name`` that each module defines: no hand-kept list, and no ranker module imports
+this one, so there is no import cycle. Rankers of other installed packages come in through the
+``rerank_lab_rankers`` entry point (catalogue, as spaCy's registries).
+"""
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from qa_core.checkpoints import load_checkpoint, save_checkpoint
+import catalogue
+
+from qa_core.checkpoints import load_checkpoint, rebuild, save_checkpoint
 from qa_core.rankers.base import Ranker
 from qa_core.types import InputError
 
-_REGISTRY: dict[str, type[Ranker]] = {}
+RANKERS = catalogue.create("rerank_lab", "rankers", entry_points=True)
 
 
-def register(cls: type[Ranker]) -> type[Ranker]:
-    """Class decorator: make a ranker available by its ``name``."""
-    _REGISTRY[cls.name] = cls
-    return cls
+@cache
+def _discover() -> None:
+    """Register every model the modules of this package define (once per process)."""
+    package = importlib.import_module("qa_core.rankers")
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for cls in vars(module).values():
+            defined_here = inspect.isclass(cls) and cls.__module__ == module.__name__
+            if defined_here and issubclass(cls, Ranker) and "name" in cls.__dict__ and not inspect.isabstract(cls):
+                if cls.name in RANKERS.get_all():
+                    raise ValueError(f"two rankers are named {cls.name!r}: {RANKERS.get(cls.name)} and {cls}")
+                RANKERS.register(cls.name, func=cls)
 
 
-def _ensure_loaded() -> None:
-    # Importing the modules runs their @register decorators.
-    from qa_core.rankers import (  # noqa: F401
-        attention_lstm,
-        baselines,
-        cnn_overlap,
-        compare_aggregate,
-        global_local,
-        mphcnn,
-        smcnn,
-        tree_kernel,
-    )
+def _classes() -> dict[str, type[Ranker]]:
+    _discover()
+    return RANKERS.get_all()
 
 
 def available() -> list[str]:
-    _ensure_loaded()
-    return sorted(_REGISTRY)
+    """Every registered ranker name, sorted."""
+    return sorted(_classes())
 
 
 def ranker_class(name: str) -> type[Ranker]:
-    _ensure_loaded()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise InputError(f"unknown model {name!r}; known models: {', '.join(available())}") from None
+    classes = _classes()
+    if name not in classes:
+        raise InputError(f"unknown model {name!r}; known models: {', '.join(sorted(classes))}")
+    return classes[name]
 
 
-def create(name: str, **kwargs: Any) -> Ranker:
-    return ranker_class(name)(**kwargs)
+def trainable() -> list[str]:
+    """The names of the rankers that learn from labels."""
+    return [name for name in available() if ranker_class(name).capabilities.trainable]
+
+
+def create(name: str, **settings: Any) -> Ranker:
+    """A new ranker with its default config changed by ``settings`` (``InputError`` on unknown ones)."""
+    cls = ranker_class(name)
+    return cls(cls.configure(**settings))
 
 
 def save(ranker: Ranker, path: Path) -> Path:
@@ -55,8 +72,21 @@ def save(ranker: Ranker, path: Path) -> Path:
 
 
 def load(path: Path) -> Ranker:
-    """Rebuild a ranker from a checkpoint; a missing, corrupt or foreign file raises ``InputError``."""
+    """Rebuild a ranker from a checkpoint; a missing, corrupt, foreign or unfitting file raises ``InputError``."""
     kind, state = load_checkpoint(path)
-    if kind not in available():
+    if kind not in _classes():
         raise InputError(f"checkpoint {path} holds a {kind!r} model, which is not a ranker")
-    return ranker_class(kind).from_state(state)
+    return rebuild(path, kind, ranker_class(kind).from_state, state)
+
+
+def models_table() -> str:
+    """The README's model table (markdown), from the registry: name, model, what ``explain`` shows."""
+    lines = ["| name | model | trains | `explain` fills | reads besides the texts |", "|---|---|---|---|---|"]
+    for name in available():
+        cls = ranker_class(name)
+        caps = cls.capabilities
+        trains = "yes" if caps.trainable else ("statistics" if caps.learns_statistics else "no")
+        explains = ", ".join(sorted(caps.explains))
+        reads = ", ".join(sorted(caps.reads)) or "-"
+        lines.append(f"| `{name}` | {cls.title} | {trains} | {explains} | {reads} |")
+    return "\n".join(lines)

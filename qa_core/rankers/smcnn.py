@@ -15,16 +15,16 @@ Deliberate, documented choices:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 from torch import nn
 
 from qa_core.nn.encoders import PAD_ID, ConvEncoder, WordEmbedding
-from qa_core.rankers.base import CandidateInput, Explanation
-from qa_core.rankers.neural import NeuralConfig, NeuralRanker, Pair, spread, token_positions
-from qa_core.rankers.registry import register
+from qa_core.nn.saliency import embedded_saliency
+from qa_core.rankers.base import Explanation
+from qa_core.rankers.neural import NEURAL, NeuralConfig, NeuralRanker, Pair, spread, token_positions
 from qa_core.text.features import N_OVERLAP_FEATURES, overlap_features
 from qa_core.text.links import lexical_links
 from qa_core.text.nlp import Parsed
@@ -84,17 +84,11 @@ class SMCNN(nn.Module):
         return self.output(self.dropout(torch.tanh(self.hidden(joined))))
 
 
-def expected_parameter_count(filters: int, width: int, dim: int) -> int:
-    """Trainable parameters (frozen embeddings excluded), for the tests and the model card."""
-    conv = filters * dim * width + filters
-    join = 2 * filters + 1 + N_OVERLAP_FEATURES
-    return 2 * conv + filters * filters + (join * join + join) + (join * 2 + 2)
-
-
-@register
 class SMCNNRanker(NeuralRanker):
     name = "smcnn"
+    title = "SM-CNN (Severyn & Moschitti 2015)"
     config_class = SMCNNConfig
+    capabilities = replace(NEURAL, explains=NEURAL.explains | {"matrices"})
 
     def build_model(self, vectors: torch.Tensor) -> SMCNN:
         return SMCNN(vectors, self.config)
@@ -110,32 +104,24 @@ class SMCNNRanker(NeuralRanker):
         stacked = np.stack(features) if features else np.zeros((0, N_OVERLAP_FEATURES), dtype=np.float32)
         return {"features": torch.as_tensor(stacked, dtype=torch.float32)}
 
-    def explain(self, question: str, candidate: CandidateInput) -> Explanation:
+    def explain_pair(self, pair: Pair) -> Explanation:
         """Gradient saliency of P(relevant) per word, embedding cosine matrix, lexical links."""
         model = self.model()
         model.eval()
-        pair = self.pairs(question, [candidate])[0]
         inputs = {name: tensor.to(self._device) for name, tensor in self.encode([pair]).items()}
         q_ids, a_ids = inputs["question"], inputs["answer"]
-        # The table is frozen, so the embedded words themselves are made the leaves to differentiate.
-        q_embedded = model.embedding(q_ids).detach().requires_grad_(True)
-        a_embedded = model.embedding(a_ids).detach().requires_grad_(True)
-        with torch.enable_grad():
-            logits = model.classify(q_embedded, q_ids != PAD_ID, a_embedded, a_ids != PAD_ID, inputs["features"])
-            relevant = self.relevance(logits)[0]
-            q_grad, a_grad = torch.autograd.grad(relevant, [q_embedded, a_embedded])
+        score, (q_saliency, a_saliency) = embedded_saliency(
+            lambda q, a: self.relevance(model.classify(q, q_ids != PAD_ID, a, a_ids != PAD_ID, inputs["features"])),
+            [model.embedding(q_ids), model.embedding(a_ids)],
+        )
         q_parsed, a_parsed = pair.question, pair.answer
         cfg = self.config
         return Explanation(
-            score=float(relevant.detach()),
+            score=score,
             question_tokens=list(q_parsed.tokens),
             answer_tokens=list(a_parsed.tokens),
-            answer_weights=spread(
-                a_grad[0].norm(dim=-1).tolist(), token_positions(a_parsed, cfg.max_answer_len), len(a_parsed.tokens)
-            ),
-            question_weights=spread(
-                q_grad[0].norm(dim=-1).tolist(), token_positions(q_parsed, cfg.max_question_len), len(q_parsed.tokens)
-            ),
+            answer_weights=spread(a_saliency, token_positions(a_parsed, cfg.max_answer_len), len(a_parsed.tokens)),
+            question_weights=spread(q_saliency, token_positions(q_parsed, cfg.max_question_len), len(q_parsed.tokens)),
             weight_kind="saliency",
             matrices={"similarity": self._cosine_matrix(q_parsed, a_parsed)},
             links=lexical_links(q_parsed, a_parsed),

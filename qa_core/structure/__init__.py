@@ -1,7 +1,6 @@
 """Structural representations for tree-kernel rerankers: shallow trees, REL tagging, tree kernels.
 
-Names are imported lazily: ``kernels`` alone needs numpy and numba, while ``rel`` pulls in the
-rankers package (and with it torch).
+Names are imported lazily: ``kernels`` alone needs numpy and numba, while ``rel`` pulls in spaCy.
 """
 
 from __future__ import annotations
@@ -13,14 +12,10 @@ _EXPORTS = {
     "Tree": "trees",
     "ShallowTree": "trees",
     "build_shallow_tree": "trees",
-    "shallow_tree": "trees",
     "RelTagged": "rel",
-    "PairLinks": "rel",
-    "QuestionAnalyzer": "rel",
+    "FocusAndClass": "rel",
     "rel_tag": "rel",
-    "links": "rel",
     "analyze": "rel",
-    "set_default_analyzer": "rel",
     "heuristic_focus_and_class": "rel",
     "Forest": "kernels",
     "KernelParams": "kernels",

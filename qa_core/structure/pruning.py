@@ -16,25 +16,33 @@ sums to 1 over a text, so raw values shrink with length).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from qa_core.structure.rel import REL_PREFIX, RelTagged
 from qa_core.structure.trees import Tree
 
 if TYPE_CHECKING:
-    from qa_core.rankers.base import Ranker
     from qa_core.text.nlp import Parsed
 
 WeightSource = Callable[[str, str], tuple[Sequence[float], Sequence[float]]]
 """(question, candidate) -> (question token weights, answer token weights), one per spaCy token."""
 
 
-def explain_weights(ranker: Ranker) -> WeightSource:
-    """A ranker's ``explain`` as a weight source (its question weights may be missing: then all 1,
-    which prunes nothing in the question)."""
+class TokenWeights(Protocol):
+    """What pruning reads of an explanation (``qa_core.rankers.base.Explanation`` has it)."""
+
+    question_tokens: list[str]
+    question_weights: list[float] | None
+    answer_weights: list[float]
+
+
+def explain_weights(explain: Callable[[str, str], TokenWeights]) -> WeightSource:
+    """An explanation of (question, candidate), e.g. ``lambda q, a: ranker.explain(q, [a], 0)``, as a
+    weight source (its question weights may be missing: then all 1, which prunes nothing in the
+    question)."""
 
     def weights(question: str, candidate: str) -> tuple[Sequence[float], Sequence[float]]:
-        explanation = ranker.explain(question, candidate)
+        explanation = explain(question, candidate)
         question_weights = explanation.question_weights
         if question_weights is None:
             question_weights = [1.0] * len(explanation.question_tokens)

@@ -18,14 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from qa_core.rankers.base import Link
 from qa_core.structure.trees import NodePath, ShallowTree, Tree, build_shallow_tree
-from qa_core.text.links import lexical_links
+from qa_core.text.links import Link, lexical_links
 
 if TYPE_CHECKING:
     from qa_core.text.nlp import Parsed
-
-QUESTION_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 
 _ENTY_TYPES = frozenset({"NORP", "ORG", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW", "LANGUAGE"})
 _NUM_TYPES = frozenset({"DATE", "TIME", "PERCENT", "QUANTITY", "ORDINAL", "CARDINAL", "MONEY"})
@@ -43,13 +40,12 @@ CLASS_ENTITY_TYPES: dict[str, frozenset[str]] = {
 REL_PREFIX = "REL-"
 
 
-QuestionAnalyzer = Callable[["Parsed"], tuple[int | None, str | None]]
+FocusAndClass = Callable[["Parsed"], tuple[int | None, str | None]]
 """Question -> (focus token index in the spaCy parse, coarse UIUC class); either may be None.
 
-The focus/class source is injectable: pass one to ``links`` / ``TreeKernelRanker``, or install one
-for the process with ``set_default_analyzer``; ``heuristic_focus_and_class`` (wh-word rules) is the
-default until the trained classifiers of ``qa_core.classifiers`` are wrapped in a function of this
-shape (the focus is an index into the spaCy tokens of the ``Parsed`` it receives)."""
+The focus/class source is injectable: ``heuristic_focus_and_class`` (wh-word rules) by default, or a
+``qa_core.classifiers.analysis.QuestionAnalyzer`` (the trained class CNN and focus tagger), which is
+callable in this shape (the focus is an index into the spaCy tokens of the ``Parsed`` it receives)."""
 
 
 @dataclass(frozen=True)
@@ -139,58 +135,9 @@ def linked_tokens(links: list[Link], side: str, length: int) -> list[float]:
 # The app's entry point
 
 
-@dataclass(frozen=True)
-class PairLinks:
-    """What the app draws for one candidate: tokens, REL links (token spans) and the tagged trees."""
-
-    question_tokens: list[str]
-    answer_tokens: list[str]
-    links: list[Link]
-    question_tree: str  # bracket notation, REL-tagged
-    answer_tree: str
-    focus: int | None
-    qclass: str | None
-
-
-_default_analyzer: list[QuestionAnalyzer] = []
-
-
-def set_default_analyzer(analyzer: QuestionAnalyzer | None) -> None:
-    """Make ``analyzer`` the focus/class source wherever none is passed (None: back to the heuristic).
-
-    This is how the trained classifiers plug in: one call at start-up, no change here.
-    """
-    _default_analyzer[:] = [analyzer] if analyzer is not None else []
-
-
-def default_analyzer() -> QuestionAnalyzer:
-    return _default_analyzer[0] if _default_analyzer else heuristic_focus_and_class
-
-
-def analyze(q: Parsed, analyzer: QuestionAnalyzer | None = None) -> tuple[int | None, str | None]:
-    """(focus, class) of a parsed question from ``analyzer`` (default: ``default_analyzer()``)."""
-    return (analyzer or default_analyzer())(q)
-
-
-def links(
-    question: str, candidate: str, *, analyzer: QuestionAnalyzer | None = None, use_focus: bool = True
-) -> PairLinks:
-    """REL links and tagged trees of one pair. Cheap: parses come from the parse cache and tagging
-    is a few hundred microseconds, so the app may call this for every candidate it shows."""
-    from qa_core.text.nlp import parse_many
-
-    q, a = parse_many([question, candidate])
-    focus, qclass = analyze(q, analyzer) if use_focus else (None, None)
-    tagged = rel_tag(q, a, focus, qclass)
-    return PairLinks(
-        question_tokens=list(q.tokens),
-        answer_tokens=list(a.tokens),
-        links=tagged.links,
-        question_tree=tagged.question.to_bracket(),
-        answer_tree=tagged.answer.to_bracket(),
-        focus=tagged.focus,
-        qclass=tagged.qclass,
-    )
+def analyze(q: Parsed, analyzer: FocusAndClass | None = None) -> tuple[int | None, str | None]:
+    """(focus, class) of a parsed question from ``analyzer``, else the wh-word rules."""
+    return (analyzer or heuristic_focus_and_class)(q)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -268,8 +268,3 @@ def build_shallow_tree(parsed: Parsed, max_tokens: int | None = None) -> Shallow
             pos_trees.append(Tree(parsed.tags[token], (Tree(_leaf_label(parsed.lemmas[token])),)))
         chunk_trees.append(Tree(span.label, tuple(pos_trees)))
     return ShallowTree(Tree("S", tuple(chunk_trees)), tuple(chunks), tuple(token_nodes))
-
-
-def shallow_tree(parsed: Parsed, max_tokens: int | None = None) -> Tree:
-    """The shallow tree alone (see ``build_shallow_tree`` for the token -> node map)."""
-    return build_shallow_tree(parsed, max_tokens).tree

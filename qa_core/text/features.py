@@ -49,18 +49,20 @@ class IdfTable:
         return cls(int(data["documents"]), {str(w): int(n) for w, n in data["df"].items()})
 
 
+def is_content_word(parsed: Parsed, index: int) -> bool:
+    """The one content-word rule (overlap features, WO, REL links): not a stopword, punctuation
+    or whitespace."""
+    return not (parsed.is_stop[index] or parsed.is_punct[index] or not parsed.tokens[index].strip())
+
+
+def content_words(parsed: Parsed) -> set[str]:
+    """The content words of a text as normalised types."""
+    return {normalize(parsed.tokens[i]) for i in range(len(parsed.tokens)) if is_content_word(parsed, i)}
+
+
 def _word_sets(parsed: Parsed) -> tuple[set[str], set[str]]:
     """(all words, content words) as normalised types; whitespace tokens are never words."""
-    everything: set[str] = set()
-    content: set[str] = set()
-    for token, stop, punct in zip(parsed.tokens, parsed.is_stop, parsed.is_punct):
-        if not token.strip():
-            continue
-        word = normalize(token)
-        everything.add(word)
-        if not (stop or punct):
-            content.add(word)
-    return everything, content
+    return {normalize(token) for token in parsed.tokens if token.strip()}, content_words(parsed)
 
 
 def _overlaps(question: set[str], answer: set[str], idf: IdfTable) -> tuple[float, float]:

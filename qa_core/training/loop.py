@@ -18,8 +18,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from qa_core.rankers.base import ProgressCallback
 from qa_core.training.batching import Batch
+from qa_core.training.events import ProgressCallback, TrainingEvent
 
 BatchFactory = Callable[[torch.Generator], Iterable[Batch]]
 """Yields one epoch of batches, shuffled with the generator it is given (e.g. ``TensorBatches``)."""
@@ -59,8 +59,8 @@ def train(
     Dev MAP (``evaluate_dev``, called in eval mode) is checked every ``eval_every`` mini-batches,
     counted across epochs, and once more at the end of an epoch whose last batch was not checked,
     so every epoch ends with an up-to-date score. Training stops after ``max_epochs`` or when
-    ``patience`` epochs in a row brought no dev improvement. ``callback`` receives
-    ``{"epoch", "batch", "loss", "dev_map"}`` at every check (loss: mean since the previous check).
+    ``patience`` epochs in a row brought no dev improvement. ``callback`` receives a
+    ``TrainingEvent`` at every check (loss: mean since the previous check).
     """
     generator = seed_everything(seed)
     started = time.perf_counter()
@@ -81,7 +81,7 @@ def train(
         if dev_map > best_map:
             best_map, best_epoch, best_state = dev_map, epoch, _cpu_copy(model)
         if callback is not None:
-            callback(dict(point))
+            callback(TrainingEvent(epoch, max_epochs, "epoch", batches_seen, loss, dev_map))
 
     model.train()
     for epoch in range(1, max_epochs + 1):

@@ -4,7 +4,7 @@ agreement between annotators, and the rule that turns stored labels into trainin
 No Streamlit here: the Label and Train pages and the learning-loop simulation call these.
 """
 
-from qa_core.labeling.agreement import (
+from qa_core.services.labeling.agreement import (
     AgreementReport,
     Conflict,
     PairAgreement,
@@ -13,9 +13,9 @@ from qa_core.labeling.agreement import (
     krippendorff_alpha,
     pairwise_kappa,
 )
-from qa_core.labeling.queue import LabelingSession, QueueItem, QueuePolicy
-from qa_core.labeling.strategies import STRATEGIES, model_scores, order_candidates
-from qa_core.labeling.training_labels import ResolvedLabel, TrainingLabels, training_dataset, training_labels
+from qa_core.services.labeling.queue import LabelingSession, QueueItem, QueuePolicy
+from qa_core.services.labeling.strategies import STRATEGIES, model_scores, order_candidates
+from qa_core.services.labeling.training_labels import ResolvedLabel, TrainingLabels, training_dataset, training_labels
 
 __all__ = [
     "STRATEGIES",

@@ -10,11 +10,11 @@ semantics), worst first. Slices group those values by
   IDF mass found in the answer; IDF over the evaluated questions' candidate sentences), in
   ``OVERLAP_BUCKETS``. A question without a correct answer has none ("no correct answer");
 - label source: where the question's labels come from under the training-label rule of
-  ``qa_core.labeling.training_labels`` (adjudication, else annotators' labels, else dataset gold):
+  ``qa_core.services.labeling.training_labels`` (adjudication, else annotators' labels, else dataset gold):
   "adjudicated" when any of its candidates is adjudicated, else "labels" when any carries an
   annotator label, else "gold".
 
-The expensive, label-free parts (the run, ``qa_core.experiments.score_questions``; question
+The expensive, label-free parts (the run, ``qa_core.services.experiments.score_questions``; question
 profiles; candidate overlaps) are separate functions so that a page can cache them per model
 version and dataset; labels are read per call.
 No Streamlit here.
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from qa_core.evaluation import evaluate, qrels_from_questions
-from qa_core.experiments import score_questions
+from qa_core.evaluation import MEASURES, evaluate, qrels_from_questions
+from qa_core.services.experiments import score_questions
 from qa_core.types import Question
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 Qrels = dict[str, dict[str, int]]
 
-METRIC_COLUMNS = {"map": "AP", "mrr": "RR", "p@1": "P@1", "ndcg@10": "nDCG@10"}
+METRIC_COLUMNS = {name: str(measure) for name, measure in MEASURES.items()}  # map -> AP, as trec_eval names it per question
 LENGTH_BUCKETS = ((5, "1-5 words"), (8, "6-8 words"), (12, "9-12 words"), (math.inf, "13+ words"))
 OVERLAP_BUCKETS = ((0.25, "overlap < 0.25"), (0.5, "0.25-0.5"), (0.75, "0.5-0.75"), (math.inf, "≥ 0.75"))
 NO_CORRECT_ANSWER = "no correct answer"
@@ -100,7 +100,7 @@ def candidate_overlaps(questions: Sequence[Question]) -> dict[str, dict[str, flo
 def store_labels(store: Store, dataset: str) -> tuple[Qrels, dict[str, str]]:
     """The dataset's qrels under the training-label rule (adjudicated > annotators > gold, gold on
     every split) and each question's label source (see the module docstring)."""
-    from qa_core.labeling.training_labels import training_labels
+    from qa_core.services.labeling.training_labels import training_labels
 
     resolved = training_labels(store, dataset, gold=True)
     qrels: Qrels = {}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from db.labeling import DEFAULT_LEASE_SECONDS, Claim, QueueProgress
-from qa_core.labeling.strategies import Scores, order_candidates
+from qa_core.services.labeling.strategies import Scores, order_candidates
 from qa_core.types import InputError
 
 if TYPE_CHECKING:

@@ -1,10 +1,10 @@
 """What the Train page shows, without Streamlit: label sources, jobs, versions, curves.
 
-The page starts a job with ``qa_core.jobs.start_training_job`` (training runs in its own
+The page starts a job with ``qa_core.services.jobs.start_training_job`` (training runs in its own
 process), polls ``job_status`` for the progress bar and the live loss / dev-MAP curve, and lists
 the registry's versions beside the promoted one with ``versions_table`` and ``comparison``.
-Promote and roll back are ``Store.promote`` / ``Store.rollback``; Ask and Compare load the
-promoted version, so a promotion is what changes their model.
+Promote and roll back are ``Store.promote`` / ``Store.rollback`` for one dataset; Ask, Compare,
+Errors and Label load the version promoted for their dataset, so a promotion is what changes it.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from qa_core.jobs import progress_fraction
-from qa_core.labeling.training_labels import ResolvedLabel, TrainingLabels, training_labels
 from qa_core.rankers import registry
+from qa_core.services.jobs import progress_fraction
+from qa_core.services.labeling.training_labels import ResolvedLabel, TrainingLabels, training_labels
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
     from db.store import Store
 
-# The rule of ``qa_core.labeling.training_labels``, as the page states it.
+# The rule of ``qa_core.services.labeling.training_labels``, as the page states it.
 LABEL_RULE = (
     "For every pair, the first that applies: **1.** its latest adjudication; **2.** else the majority of its "
     "current labels (one per annotator; a tie goes to the tied grade judged most recently; pairs whose "
@@ -38,16 +38,15 @@ GOLD_CHOICES: dict[str, bool | list[str]] = {
 METRIC_COLUMNS = {"dev_map": "dev MAP", "test_gold_map": "test MAP (gold)", "dev_mrr": "dev MRR"}
 
 
-def trainable_models() -> list[str]:
-    """Registered rankers that can be (re)trained, SM-CNN (the fast reference) first."""
-    names = [name for name in registry.available() if registry.ranker_class(name).trainable]
-    return sorted(names, key=lambda name: (name != "smcnn", name))
+SETTING_LABELS = {"max_epochs": "Epochs (at most; early stopping on dev MAP may end sooner)"}
 
 
-def default_epochs(model: str) -> int:
-    """The model's own ``max_epochs`` (the page's default)."""
-    config_class = getattr(registry.ranker_class(model), "config_class", None)
-    return int(getattr(config_class, "max_epochs", 10))
+def training_settings(model: str) -> dict[str, Any]:
+    """The settings a training job of ``model`` may change, with the model's defaults (the Train
+    page's inputs; e.g. ``{"max_epochs": 25}``, nothing for the tree kernel)."""
+    cls = registry.ranker_class(model)
+    defaults = cls.config_class()
+    return {name: getattr(defaults, name) for name in cls.capabilities.training_settings}
 
 
 def label_preview(store: Store, dataset: str, store_labels: bool, gold: bool | list[str]) -> TrainingLabels:
@@ -106,29 +105,45 @@ class JobStatus:
     def label(self) -> str:
         job = self.job
         phase = f" ({job['phase']})" if job["phase"] and self.active else ""
-        last = self.events.iloc[-1] if not self.events.empty else None
-        where = "" if last is None else f", epoch {int(last['epoch'])}, dev MAP {last['dev_map']:.4f}"
+        where = ""
+        if not self.events.empty:
+            last = self.events.iloc[-1]
+            of = "" if pd.isna(last["total"]) else f" of {int(last['total'])}"
+            dev = "" if pd.isna(last["dev_map"]) else f", dev MAP {last['dev_map']:.4f}"
+            where = f", {last['unit']} {int(last['step'])}{of}{dev}"
         return f"job {job['id']}: {job['status']}{phase}{where}"
+
+
+EVENT_COLUMNS = ["id", "created_at", "step", "total", "unit", "batch", "loss", "dev_map"]
 
 
 def job_status(store: Store, job_id: int) -> JobStatus:
     job = store.job(job_id)
-    events = store.job_events(job_id)
-    frame = pd.DataFrame(events, columns=["id", "created_at", "epoch", "batch", "loss", "dev_map"])
-    return JobStatus(job, frame, progress_fraction(job, events))
+    recorded = store.job_events(job_id)
+    frame = pd.DataFrame(
+        [
+            (r.id, r.created_at, r.event.step, r.event.total, r.event.unit, r.event.batch, r.event.loss, r.event.dev_map)
+            for r in recorded
+        ],
+        columns=EVENT_COLUMNS,
+    )
+    return JobStatus(job, frame, progress_fraction(job, [r.event for r in recorded]))
 
 
 def training_figure(events: pd.DataFrame) -> go.Figure:
-    """Loss (left axis) and dev MAP (right axis) against mini-batches seen."""
+    """Loss (left axis) and dev MAP (right axis) against mini-batches seen, or against the steps
+    (e.g. the tree kernel's grid points) of a training without mini-batches."""
     import plotly.graph_objects as go
 
+    by_batch = events["batch"].notna().all() and not events.empty
+    x = events["batch"] if by_batch else events["step"]
     figure = go.Figure()
-    figure.add_trace(go.Scatter(x=events["batch"], y=events["loss"], name="training loss", mode="lines+markers"))
-    figure.add_trace(
-        go.Scatter(x=events["batch"], y=events["dev_map"], name="dev MAP", mode="lines+markers", yaxis="y2")
-    )
+    if events["loss"].notna().any():
+        figure.add_trace(go.Scatter(x=x, y=events["loss"], name="training loss", mode="lines+markers"))
+    figure.add_trace(go.Scatter(x=x, y=events["dev_map"], name="dev MAP", mode="lines+markers", yaxis="y2"))
+    unit = "" if events.empty else f"{events['unit'].iloc[-1]}s"
     figure.update_layout(
-        xaxis_title="mini-batches",
+        xaxis_title="mini-batches" if by_batch else unit,
         yaxis={"title": "loss"},
         yaxis2={"title": "dev MAP", "overlaying": "y", "side": "right"},
         template="plotly_white",
@@ -148,7 +163,7 @@ def versions_table(store: Store, model: str) -> pd.DataFrame:
         rows.append(
             {
                 "version": version["version"],
-                "promoted": bool(version["promoted"]),
+                "in use for": ", ".join(version["promoted_for"]),
                 "created": version["created_at"],
                 "dataset": data.get("dataset", ""),
                 "labels": ", ".join(f"{k} {v}" for k, v in labels.items()) if isinstance(labels, dict) else labels,
@@ -157,17 +172,18 @@ def versions_table(store: Store, model: str) -> pd.DataFrame:
                 "job": data.get("job"),
             }
         )
-    columns = ["version", "promoted", "created", "dataset", "labels", "train labels", *METRIC_COLUMNS.values(), "job"]
+    columns = ["version", "in use for", "created", "dataset", "labels", "train labels", *METRIC_COLUMNS.values(), "job"]
     return pd.DataFrame(rows, columns=columns)
 
 
-def comparison(store: Store, model: str, version: int) -> pd.DataFrame:
-    """Metrics of ``version`` beside the promoted version's (rows: metric; NaN where unknown)."""
+def comparison(store: Store, model: str, version: int, dataset: str) -> pd.DataFrame:
+    """Metrics of ``version`` beside those of the version ``dataset`` uses (rows: metric; NaN where
+    unknown)."""
     versions = {v["version"]: v for v in store.model_versions(model)}
-    promoted = store.promoted_model(model)
+    in_use = store.promoted_model(model, dataset)
     columns = {f"version {version}": versions[version]["metrics"] or {}}
-    if promoted is not None and promoted["version"] != version:
-        columns[f"promoted (version {promoted['version']})"] = promoted["metrics"] or {}
+    if in_use is not None and in_use["version"] != version:
+        columns[f"in use for {dataset} (version {in_use['version']})"] = in_use["metrics"] or {}
     return pd.DataFrame(
         {name: [metrics.get(key) for key in METRIC_COLUMNS] for name, metrics in columns.items()},
         index=list(METRIC_COLUMNS.values()),

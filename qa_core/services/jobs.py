@@ -3,10 +3,11 @@
 ``start_training_job`` records a job in the store and runs ``python -m qa_core train --job ID``
 detached from the caller, so a page never freezes and a crash or a kill of the training cannot
 touch the app's process. The job process (``run_job``) trains on the store's labels
-(``qa_core.labeling.training_dataset``), reports progress events, and at the end registers the
+(``qa_core.services.labeling.training_dataset``), reports progress events, and at the end registers the
 new version and marks the job succeeded in one transaction; the checkpoint file is written
 atomically before that. Whatever happens before that transaction commits, the registry, and so
-the promoted model, is untouched: a killed run leaves at most an unreferenced checkpoint file.
+the promoted model, is untouched: a killed run leaves at most an unreferenced checkpoint file
+(``python -m qa_core gc`` deletes it).
 
 ``load_promoted`` loads a model's promoted version and, when its checkpoint is missing or
 corrupt, falls back to the most recently promoted loadable version before it (then the newest
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -26,22 +26,23 @@ import threading
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from db.base import serves
 from qa_core import config
+from qa_core.checkpoints import new_checkpoint_path
 from qa_core.rankers import registry
 from qa_core.types import InputError, NotTrainedError
 
 if TYPE_CHECKING:
     from db.store import Store
     from qa_core.rankers.base import Ranker
+    from qa_core.training.events import TrainingEvent
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 5.0
-EVAL_SPLIT = "test"  # also reported on gold labels when the dataset has them, so versions compare
 
 # Launched processes, kept so that they are reaped when they end (no zombies in a long-lived app).
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -70,12 +71,12 @@ def start_training_job(
     """Queue a training of ``model`` on ``dataset`` and start its process; returns the job id.
 
     Labels: with ``store_labels`` the stored labels by the rule of
-    ``qa_core.labeling.training_labels`` (adjudication, then majority), with ``gold`` filling the
+    ``qa_core.services.labeling.training_labels`` (adjudication, then majority), with ``gold`` filling the
     gaps (``True``: every split; split names: only those); without ``store_labels`` the
     dataset's gold labels only. The new version is registered unpromoted unless ``promote``.
     Poll ``store.job(id)`` and ``store.job_events(id)`` for status and progress.
     """
-    if not registry.ranker_class(model).trainable:
+    if not registry.ranker_class(model).capabilities.trainable:
         raise InputError(f"model {model!r} has nothing to train")
     store.dataset_summary(dataset)  # InputError naming the known datasets
     if store.engine.dialect.name == "sqlite" and store.engine.url.database in (None, "", ":memory:"):
@@ -156,18 +157,12 @@ def wait_for_job(store: Store, job_id: int, timeout: float = 600.0, poll_seconds
     return job
 
 
-def progress_fraction(job: dict[str, Any], events: list[dict[str, Any]]) -> float:
-    """0..1 for a progress bar: 1 once the job has ended, else the last event's epoch over the
-    planned epochs (the model's ``max_epochs``; early stopping can end the job sooner)."""
+def progress_fraction(job: dict[str, Any], events: list[TrainingEvent]) -> float:
+    """0..1 for a progress bar: 1 once the job has ended, else how far the last event is along the
+    planned steps (epochs, grid points; early stopping can end the job sooner)."""
     if job["status"] not in ("queued", "running"):
         return 1.0
-    if not events or events[-1]["epoch"] is None:
-        return 0.0
-    planned = (job["params"].get("config") or {}).get("max_epochs")
-    if planned is None:
-        config_class = getattr(registry.ranker_class(job["model"]), "config_class", None)
-        planned = getattr(config_class, "max_epochs", None)
-    return min(1.0, events[-1]["epoch"] / planned) if planned else 0.0
+    return (events[-1].fraction or 0.0) if events else 0.0
 
 
 # ---------------------------------------------------------------------- the job process
@@ -193,8 +188,9 @@ def run_job(store: Store, job_id: int) -> int:
 
 
 def _train(store: Store, job: dict[str, Any]) -> int:
-    from qa_core.experiments import evaluate_ranker, has_positives, train_ranker
-    from qa_core.labeling import training_dataset
+    from qa_core.services.analysis import analyzer_for
+    from qa_core.services.experiments import EVAL_SPLIT, train_ranker, version_record
+    from qa_core.services.labeling import training_dataset
 
     job_id, model, name, params = job["id"], job["model"], job["dataset"], job["params"]
     store.job_heartbeat(job_id, "loading labels")
@@ -212,7 +208,7 @@ def _train(store: Store, job: dict[str, Any]) -> int:
                 "label some of its pairs, or include its gold labels"
             )
     store.job_heartbeat(job_id, "training")
-    checkpoint = config.checkpoint_dir() / f"{model}-{_slug(name)}-job{job_id}.pt"
+    checkpoint = new_checkpoint_path(model, name, f"job{job_id}", owner=store.store_id)
     outcome = train_ranker(
         model,
         dataset,
@@ -220,32 +216,22 @@ def _train(store: Store, job: dict[str, Any]) -> int:
         train_split=params["train_split"],
         dev_split=params["dev_split"],
         progress=False,
-        callback=lambda point: store.add_job_event(job_id, **point),
+        callback=lambda event: store.add_job_event(job_id, event),
         checkpoint=checkpoint,
         model_config=params["config"],
+        analyzer=analyzer_for(store, model),
     )
-    metrics: dict[str, Any] = {**outcome.metrics, "train_seconds": outcome.report.get("seconds")}
-    gold_eval = store.load_dataset(name, split=EVAL_SPLIT).questions
-    has_gold = has_positives(gold_eval)  # all-negative gold has no defined MAP
-    if has_gold and EVAL_SPLIT not in (params["train_split"], params["dev_split"]):
-        store.job_heartbeat(job_id, "evaluating")
-        result = evaluate_ranker(outcome.ranker, gold_eval)
-        metrics.update({f"{EVAL_SPLIT}_gold_{metric}": value for metric, value in result.aggregate.items()})
+    store.job_heartbeat(job_id, "evaluating")
+    training_data, metrics = version_record(
+        outcome,
+        dataset,
+        store.load_dataset(name, split=EVAL_SPLIT).questions,
+        seed=params["seed"],
+        train_split=params["train_split"],
+        dev_split=params["dev_split"],
+        extra={"job": job_id, "gold": params["gold"], "config": params["config"], **source},
+    )
     store.job_heartbeat(job_id, "registering")
-    training_data = {
-        "dataset": name,
-        "train": params["train_split"],
-        "dev": params["dev_split"],
-        "seed": params["seed"],
-        "job": job_id,
-        "gold": params["gold"],
-        "config": params["config"],
-        # TRAIN pairs with a label, whatever their source: the x axis of the Train page's curve.
-        "train_labels": sum(c.label is not None for q in dataset.split(params["train_split"]) for c in q.candidates),
-        "epochs_run": outcome.report.get("epochs_run"),
-        "best_epoch": outcome.report.get("best_epoch"),
-        **source,
-    }
     return store.finish_job(
         job_id,
         kind=model,
@@ -264,10 +250,6 @@ def _beat(store: Store, job_id: int, stop: threading.Event) -> None:
             logger.exception("heartbeat of job %s failed", job_id)
 
 
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "dataset"
-
-
 # ---------------------------------------------------------------------- loading the promoted model
 
 
@@ -280,21 +262,19 @@ class LoadedModel:
     wanted: dict[str, Any]  # the promoted (else newest) record
     notice: str | None = None  # set when ``version`` is a fallback: say it on the page
 
-    @property
-    def fell_back(self) -> bool:
-        return self.version["id"] != self.wanted["id"]
 
-
-def load_promoted(store: Store, name: str) -> LoadedModel:
-    """Load ``name``'s promoted version (else its newest); if that checkpoint is missing or
-    corrupt, the most recently promoted loadable version before it, then the newest other
-    loadable one. ``NotTrainedError`` without any version; ``InputError`` when none loads."""
-    wanted = store.promoted_model(name)
+def load_promoted(store: Store, name: str, dataset: str) -> LoadedModel:
+    """Load the version of ``name`` that ``dataset`` uses (``Store.promoted_model``); if its
+    checkpoint is missing or refused, the version promoted for ``dataset`` before it, then the
+    newest other version trained on ``dataset``: never, silently, one trained for another dataset.
+    ``NotTrainedError`` without any such version; ``InputError`` when none loads."""
+    wanted = store.promoted_model(name, dataset)
     if wanted is None:
-        raise NotTrainedError(f"model {name!r} has no registered version")
-    others = [v for v in store.model_versions(name) if v["id"] != wanted["id"]]
-    earliest = datetime.min.replace(tzinfo=UTC)
-    others.sort(key=lambda v: (v["promoted_at"] is not None, v["promoted_at"] or earliest, v["version"]), reverse=True)
+        raise NotTrainedError(f"model {name!r} has no version trained on or promoted for dataset {dataset!r}")
+    earlier = [v for v in store.promotion_history(name, dataset) if v["id"] != wanted["id"]]
+    tried = {wanted["id"], *(e["id"] for e in earlier)}
+    trained_here = [v for v in reversed(store.model_versions(name)) if serves(v["training_data"], dataset) and v["id"] not in tried]
+    others = [*earlier, *trained_here]
     failures: list[str] = []
     for record in [wanted, *others]:
         try:

@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from qa_core import config
+from qa_core.checkpoints import new_checkpoint_path
+from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.evaluation import EvalResult, evaluate, qrels_from_questions, run_from_scores
 from qa_core.rankers import registry
-from qa_core.rankers.base import ProgressCallback, Ranker
+from qa_core.rankers.base import Ranker
+from qa_core.training.events import ProgressCallback
 from qa_core.types import Dataset, InputError, Question
 
 
@@ -74,17 +77,16 @@ def train_ranker(
     callback: ProgressCallback | None = None,
     checkpoint: Path | None = None,
     model_config: dict[str, Any] | None = None,
+    analyzer: QuestionAnalyzer | None = None,
 ) -> TrainingOutcome:
     """Fit ``model`` on a dataset's train split, select on dev, save the checkpoint atomically.
 
     ``model_config`` overrides the model's settings (e.g. ``{"max_epochs": 1}``); an unknown setting is
-    an ``InputError``.
+    an ``InputError``. ``analyzer``: the question analysis for a model that reads one (the caller's
+    store's classifiers, ``analysis.question_analyzer``); the rules when ``None``.
     """
-    try:
-        ranker = registry.create(model, **(model_config or {}))
-    except TypeError as error:
-        raise InputError(f"model {model!r} does not take these settings {sorted(model_config or {})}: {error}") from None
-    if not ranker.trainable:
+    ranker = registry.create(model, **(model_config or {}))
+    if not ranker.capabilities.trainable:
         raise InputError(f"model {model!r} has nothing to train; evaluate it directly")
     train, dev = require_split(dataset, train_split), require_split(dataset, dev_split)
     for split, questions in ((train_split, train), (dev_split, dev)):
@@ -94,11 +96,48 @@ def train_ranker(
                 f"split {split!r} of dataset {dataset.name!r} has no relevant (label > 0) candidate: "
                 "a model cannot learn or be selected without one; label some candidates relevant first"
             )
+    path = checkpoint or new_checkpoint_path(model, dataset.name, f"seed{seed}")
+    config.ensure_free_space(path.parent, f"training {model}")
+    callback = config.watch_free_space(path.parent, f"training {model}", callback)
     started = time.perf_counter()
-    report = ranker.fit(train, dev, seed=seed, progress=progress, callback=callback)
+    report = ranker.fit(train, dev, seed=seed, analyzer=analyzer, progress=progress, callback=callback)
     report["seconds"] = round(time.perf_counter() - started, 2)
     dev_result = evaluate_ranker(ranker, dev)
     metrics = {f"dev_{name}": value for name, value in dev_result.aggregate.items()}
-    path = checkpoint or config.checkpoint_dir() / f"{model}-{dataset.name}-seed{seed}-{int(time.time())}.pt"
     registry.save(ranker, path)
     return TrainingOutcome(ranker, path, report, metrics)
+
+
+EVAL_SPLIT = "test"  # also reported on gold labels when the dataset has them, so versions compare
+
+
+def version_record(
+    outcome: TrainingOutcome,
+    dataset: Dataset,
+    gold_eval: Sequence[Question],
+    *,
+    seed: int,
+    train_split: str,
+    dev_split: str,
+    extra: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(training_data, metrics)`` of a new version, the same whichever path trained it (the CLI,
+    a job): the data it saw, its DEV metrics and, when ``gold_eval`` (the dataset's
+    ``EVAL_SPLIT`` with its gold labels) has any relevant candidate and is not a training or
+    selection split, its gold TEST metrics, so every version lists the same numbers."""
+    metrics: dict[str, Any] = {**outcome.metrics, "train_seconds": outcome.report.get("seconds")}
+    if has_positives(gold_eval) and EVAL_SPLIT not in (train_split, dev_split):  # all-negative gold has no MAP
+        result = evaluate_ranker(outcome.ranker, gold_eval)
+        metrics.update({f"{EVAL_SPLIT}_gold_{metric}": value for metric, value in result.aggregate.items()})
+    training_data = {
+        "dataset": dataset.name,
+        "train": train_split,
+        "dev": dev_split,
+        "seed": seed,
+        # TRAIN pairs with a label, whatever their source: the x axis of the Train page's curve.
+        "train_labels": sum(c.label is not None for q in dataset.split(train_split) for c in q.candidates),
+        "epochs_run": outcome.report.get("epochs_run"),
+        "best_epoch": outcome.report.get("best_epoch"),
+        **(extra or {}),
+    }
+    return training_data, metrics

@@ -10,7 +10,7 @@ For every pair of the dataset, the first that applies:
 4. else no label: the pair is left out of training and of dev/test evaluation.
 
 ``training_dataset`` builds the ``qa_core.types.Dataset`` with those labels in
-``Candidate.label``, so ``qa_core.experiments.train_ranker`` trains on it unchanged.
+``Candidate.label``, so ``qa_core.services.experiments.train_ranker`` trains on it unchanged.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from qa_core.labeling.agreement import Conflict, conflict_list
+from qa_core.services.labeling.agreement import Conflict, conflict_list
 from qa_core.types import Dataset
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from qa_core.labeling.strategies import STRATEGIES, Scores, TextRecord, model_scores, order_candidates
-from qa_core.labeling.training_labels import training_dataset
+from qa_core.services.labeling.strategies import STRATEGIES, Scores, TextRecord, model_scores, order_candidates
+from qa_core.services.labeling.training_labels import training_dataset
 from qa_core.types import InputError
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def simulate_loop(
     among the unlabelled ones. Training labels come from the store by the documented rule, with
     gold labels only on ``dev_split`` (model selection); ``test_split`` gold is for reporting.
     """
-    from qa_core.experiments import evaluate_ranker, train_ranker
+    from qa_core.services.experiments import evaluate_ranker, train_ranker
 
     if strategy not in STRATEGIES:
         raise InputError(f"unknown queue order {strategy!r}; choose one of {', '.join(STRATEGIES)}")
@@ -218,7 +218,7 @@ def version_curve(store: Store, model: str) -> list[dict[str, Any]]:
                 "labels": int(labels),
                 "dev_map": metrics.get("dev_map"),
                 "test_map": metrics.get("test_gold_map"),
-                "promoted": bool(version.get("promoted")),
+                "in_use_for": version["promoted_for"],
             }
         )
     return sorted(rows, key=lambda row: (row["labels"], row["version"]))

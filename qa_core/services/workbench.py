@@ -16,23 +16,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
-from sqlalchemy.engine import make_url
 
 from qa_core import config
 from qa_core.rankers import registry
-from qa_core.rankers.base import Explanation, Ranker
+from qa_core.rankers.base import Ranker
 from qa_core.types import Candidate, Dataset, InputError, NotTrainedError, Question
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading the store or bm25s
     from db.store import Store
-    from qa_core.classifiers.analysis import QuestionAnalysis, QuestionAnalyzer
     from qa_core.retrieval import BM25Index
-    from qa_core.structure.rel import PairLinks
 
 MAX_QUESTION_CHARS = 1000
 MAX_CANDIDATE_CHARS = 5000
 DEFAULT_CANDIDATES = 50
-RESULT_COLUMNS = ["rank", "score", "first_stage_rank", "rank_change", "gold_label", "text", "doc_id", "stored_label"]
 
 
 # ---------------------------------------------------------------------- store and demo data
@@ -67,7 +63,7 @@ def ensure_demo(store: Store) -> bool:
 def masked_url(url: str) -> str:
     """The database URL with any password hidden, safe to show on a page."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        return config.parse_database_url(url).render_as_string(hide_password=True)
     except Exception:  # not parseable: show nothing that could be a secret
         return "(unparseable database URL)"
 
@@ -103,79 +99,117 @@ def datasets_overview(store: Store) -> pd.DataFrame:
 
 
 def models_overview(store: Store) -> pd.DataFrame:
-    """Registered model versions with their training data and headline metrics."""
+    """Registered model versions with their training data, where they are in use, headline metrics."""
     rows = [
         {
             "model": version["name"],
             "version": version["version"],
-            "promoted": version["promoted"],
             "trained on": (version["training_data"] or {}).get("dataset", ""),
+            "in use for": ", ".join(version["promoted_for"]),
             "dev MAP": (version["metrics"] or {}).get("dev_map"),
             "created": version["created_at"],
         }
         for version in store.model_versions()
     ]
-    return pd.DataFrame(rows, columns=["model", "version", "promoted", "trained on", "dev MAP", "created"])
+    return pd.DataFrame(rows, columns=["model", "version", "trained on", "in use for", "dev MAP", "created"])
 
 
 # ---------------------------------------------------------------------- models
 
 
-def model_names(store: Store | None = None) -> list[str]:
-    """Registered models, those ready to score first (baselines and trained models), so that a
-    page's default choice works on a fresh store."""
+def model_names(store: Store | None = None, dataset: str | None = None) -> list[str]:
+    """Registered models; with a store and a dataset, those ready to score it first (baselines,
+    models trained on or promoted for it), so that a page's default choice works on a fresh store."""
     names = registry.available()
-    if store is None:
+    if store is None or dataset is None:
         return names
 
     def ready(name: str) -> bool:
-        return not registry.ranker_class(name).trainable or store.promoted_model(name) is not None
+        return not registry.ranker_class(name).capabilities.trainable or store.promoted_model(name, dataset) is not None
 
     return sorted(names, key=lambda name: (not ready(name), name))
+
+
+def default_model(store: Store, names: Sequence[str], dataset: str | None = None) -> str | None:
+    """The one of ``names`` promoted most recently (for ``dataset``, when given): what the user last
+    put to work; else the first of ``names``."""
+    latest = None
+    for version in store.model_versions():
+        if version["name"] not in names:
+            continue
+        scopes = version["promoted_for"] if dataset is None else [s for s in version["promoted_for"] if s == dataset]
+        for scope in scopes:
+            history = store.promotion_history(version["name"], scope)
+            when = history[0]["promoted_at"] if history else None
+            if when is not None and (latest is None or when > latest[0]):
+                latest = (when, version["name"])
+    return latest[1] if latest is not None else (names[0] if names else None)
 
 
 def train_command(name: str, dataset: str | None = None) -> str:
     return f"python -m qa_core train --model {name} --data {dataset or 'DATASET'}"
 
 
-def model_version_key(store: Store, name: str) -> str | None:
-    """The checkpoint a trainable model would load now (None otherwise): a cache key that changes
-    when a new version is trained or promoted."""
-    if looks_like_path(name) or not registry.ranker_class(name).trainable:
+def model_version_key(store: Store, name: str, dataset: str) -> str | None:
+    """The version a trainable model would load for ``dataset`` now (None otherwise): a cache key
+    that changes when a new version is trained or promoted for it."""
+    if looks_like_path(name) or not registry.ranker_class(name).capabilities.trainable:
         return None
-    record = store.promoted_model(name)
-    return None if record is None else str(record["checkpoint_path"])
+    record = store.promoted_model(name, dataset)
+    return None if record is None else f"{record['id']}:{record['checkpoint_path']}"
 
 
-def load_ranker(store: Store, name: str, fit_on: str | None = None) -> Ranker:
-    """A ready-to-score ranker by registered name or checkpoint path.
+def version_in_use(store: Store, name: str, dataset: str) -> str:
+    """One line for a page: which version of ``name`` scores ``dataset`` and what it was trained on."""
+    if looks_like_path(name):
+        return f"checkpoint {name}"
+    capabilities = registry.ranker_class(name).capabilities
+    if not capabilities.trainable:
+        fitted = f"; IDF from {dataset}'s training split" if capabilities.learns_statistics else ""
+        return f"{name}: nothing to train{fitted}"
+    record = store.promoted_model(name, dataset)
+    if record is None:
+        return f"{name}: no version trained on or promoted for {dataset}"
+    data = record["training_data"] or {}
+    trained = data.get("dataset") or "its own data"
+    seed = f", seed {data['seed']}" if data.get("seed") is not None else ""
+    why = f"promoted for {dataset}" if record["promoted"] else f"the newest trained on {dataset} (none promoted)"
+    return f"{name} version {record['version']} · trained on {trained}{seed} · {why}"
 
-    Trainable models load the promoted (else newest) registered version and raise
-    ``NotTrainedError`` with the train command when there is none. When that version's checkpoint
-    is missing or corrupt, the previous loadable version is used and a
-    ``qa_core.jobs.CheckpointFallbackWarning`` says which (``qa_core.jobs.load_promoted`` returns
-    the same as data, for a page to show). Baselines are created and, when they learn statistics
-    (``fit``), fitted on ``fit_on``'s train split.
+
+def load_ranker(store: Store, name: str, dataset: str | None = None) -> Ranker:
+    """A ready-to-score ranker for ``dataset``, by registered name or checkpoint path.
+
+    Trainable models load the version ``dataset`` uses (``Store.promoted_model``: promoted for it,
+    else the newest trained on it) and raise ``NotTrainedError`` with the train command when there
+    is none: a model trained on another dataset is used only where it was promoted. When that
+    version's checkpoint is missing or refused, the previous loadable one is used and a
+    ``qa_core.services.jobs.CheckpointFallbackWarning`` says which (``load_promoted`` returns the
+    same as data, for a page to show). Baselines are created and, when they learn statistics
+    (``capabilities.learns_statistics``), fitted on ``dataset``'s train split.
     """
     if looks_like_path(name):
         return registry.load(Path(name))
     ranker_class = registry.ranker_class(name)
-    if ranker_class.trainable:
-        from qa_core.jobs import CheckpointFallbackWarning, load_promoted
+    if ranker_class.capabilities.trainable:
+        from qa_core.services.jobs import CheckpointFallbackWarning, load_promoted
 
-        if store.promoted_model(name) is None:
+        if dataset is None:
+            raise InputError(f"model {name!r} is trained per dataset: say which dataset it is to score")
+        if store.promoted_model(name, dataset) is None:
             raise NotTrainedError(
-                f"model {name!r} is not trained yet; train it with: {train_command(name, fit_on)}"
+                f"model {name!r} has no version trained on or promoted for {dataset!r}; train it with: "
+                f"{train_command(name, dataset)} (or promote a version trained elsewhere on the Train page)"
             )
-        loaded = load_promoted(store, name)
+        loaded = load_promoted(store, name, dataset)
         if loaded.notice is not None:
             warnings.warn(loaded.notice, CheckpointFallbackWarning, stacklevel=2)
         return loaded.ranker
     ranker = ranker_class()
-    if fit_on is not None and ranker_class.fit is not Ranker.fit:
-        dataset = store.load_dataset(fit_on)
+    if dataset is not None and ranker_class.capabilities.learns_statistics:
+        questions = store.load_dataset(dataset)
         # Baselines learn label-free statistics (IDF); a dataset without a train split still has text.
-        ranker.fit(dataset.split("train") or dataset.questions, dataset.split("dev"), progress=False)
+        ranker.fit(questions.split("train") or questions.questions, questions.split("dev"), progress=False)
     return ranker
 
 
@@ -200,6 +234,11 @@ def _checked_text(text: str | None, what: str, limit: int, hint: str) -> str:
 def check_question(text: str | None) -> str:
     """The question stripped of surrounding whitespace; ``InputError`` if empty or too long."""
     return _checked_text(text, "the question", MAX_QUESTION_CHARS, "type a question or pick one from the dataset")
+
+
+def check_candidate(text: str | None) -> str:
+    """An edited candidate stripped of surrounding whitespace; ``InputError`` if empty or too long."""
+    return _checked_text(text, "the edited candidate", MAX_CANDIDATE_CHARS, "type the answer text to score")
 
 
 class _Collection:
@@ -277,37 +316,7 @@ def dataset_questions(store: Store, dataset: str) -> list[Question]:
     return store.load_dataset(dataset).questions
 
 
-# ---------------------------------------------------------------------- ranking and explanations
-
-
-def rank(
-    ranker: Ranker, question: str, candidates: Sequence[Candidate], stored_labels: Mapping[str, int] | None = None
-) -> pd.DataFrame:
-    """Score the pool and return it best first.
-
-    Columns: rank (1-based), score, first_stage_rank, rank_change (positive = moved up from the
-    first stage), gold_label, text, doc_id, stored_label (the latest label in the store, from
-    ``stored_labels`` ``{doc_id: grade}``). Missing first-stage ranks and labels are ``<NA>``.
-    """
-    question = check_question(question)
-    if not candidates:
-        return pd.DataFrame(columns=RESULT_COLUMNS)
-    scores = ranker.score(question, candidates)
-    stored = stored_labels or {}
-    table = pd.DataFrame(
-        {
-            "score": [float(s) for s in scores],
-            "first_stage_rank": pd.array([c.first_stage_rank for c in candidates], dtype="Int64"),
-            "gold_label": pd.array([c.label for c in candidates], dtype="Int64"),
-            "text": [c.text for c in candidates],
-            "doc_id": [c.doc_id for c in candidates],
-            "stored_label": pd.array([stored.get(c.doc_id) for c in candidates], dtype="Int64"),
-        }
-    )
-    table = table.sort_values("score", ascending=False, kind="stable").reset_index(drop=True)
-    table.insert(0, "rank", range(1, len(table) + 1))
-    table.insert(3, "rank_change", table["first_stage_rank"] - table["rank"])
-    return table[RESULT_COLUMNS]
+# ---------------------------------------------------------------------- rendering data
 
 
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]#~|$])")
@@ -321,7 +330,7 @@ def as_markdown(text: str) -> str:
     return html.escape(_MARKDOWN_SPECIALS.sub(r"\\\1", text), quote=False)
 
 
-# ---------------------------------------------------------------------- labels, analysis, links
+# ---------------------------------------------------------------------- labels
 
 
 def stored_labels(store: Store, dataset: str, qid: str | None = None) -> dict[str, int]:
@@ -334,103 +343,6 @@ def stored_labels(store: Store, dataset: str, qid: str | None = None) -> dict[st
     if qid is not None:
         return dict(qrels.get(qid, {}))
     return {f"{q}/{doc_id}": grade for q, grades in qrels.items() for doc_id, grade in grades.items()}
-
-
-def question_analyzer(store: Store) -> QuestionAnalyzer:
-    """The store's registered question classifiers, else the wh-word rules (never raises on a bad
-    checkpoint: question analysis is an aid)."""
-    from qa_core.classifiers.analysis import QuestionAnalyzer
-
-    return QuestionAnalyzer.from_store(store)
-
-
-def classifier_version_key(store: Store) -> tuple[str | None, ...]:
-    """Changes when a new question classifier or focus tagger is registered: a cache key."""
-    from qa_core.classifiers.focus import FocusTagger
-    from qa_core.classifiers.question_class import QuestionClassifier
-
-    records = (store.promoted_model(model.kind) for model in (QuestionClassifier, FocusTagger))
-    return tuple(None if record is None else str(record["checkpoint_path"]) for record in records)
-
-
-@dataclass(frozen=True)
-class AnalysisSummary:
-    """What the Ask page says about a question: class, focus words, and who decided."""
-
-    qclass: str | None
-    focus_words: str | None
-    source: str
-    probabilities: dict[str, float]
-
-
-def analyse_question(analyzer: QuestionAnalyzer, question: str) -> AnalysisSummary:
-    """Class and focus of ``question`` (the focus as its noun chunk's words)."""
-    from qa_core.text.nlp import parse
-
-    parsed = parse(question)
-    analysis: QuestionAnalysis = analyzer.analyse(parsed)
-    words = None
-    if analysis.focus_span is not None:
-        start, end = analysis.focus_span
-        words = " ".join(token for token in parsed.tokens[start:end] if token.strip())
-    return AnalysisSummary(analysis.qclass, words, analysis.source, dict(analysis.probabilities))
-
-
-def pair_links(question: str, candidate: str, analyzer: QuestionAnalyzer | None = None) -> PairLinks:
-    """REL links (lexical and focus-to-entity, typed by question class) and REL-tagged trees of one
-    pair, with focus and class from ``analyzer`` (the wh-word rules when None)."""
-    from qa_core.structure import rel
-
-    return rel.links(question, candidate, analyzer=analyzer)  # QuestionAnalyzer is (parsed) -> (focus, class)
-
-
-# ---------------------------------------------------------------------- counterfactual edits
-
-
-def check_candidate(text: str | None) -> str:
-    """An edited candidate stripped of surrounding whitespace; ``InputError`` if empty or too long."""
-    return _checked_text(text, "the edited candidate", MAX_CANDIDATE_CHARS, "type the answer text to score")
-
-
-@dataclass(frozen=True)
-class Counterfactual:
-    """An edited candidate's score against its original's, and its explanation."""
-
-    text: str
-    score: float
-    original_score: float
-    rank: int  # where the edited text would rank among the other candidates (1-based)
-    explanation: Explanation
-
-    @property
-    def delta(self) -> float:
-        return self.score - self.original_score
-
-
-def counterfactual(ranker: Ranker, question: str, pool: Sequence[str], index: int, edited: str) -> Counterfactual:
-    """Score ``pool`` with candidate ``index`` replaced by ``edited`` and explain only that one.
-
-    The pool is scored again as a whole (one batched call, no retrieval, no other explanation)
-    because some models' scores depend on the pool (BM25's IDF is the pool's), so a score
-    computed alone would not be comparable with the ranked table's.
-    """
-    question = check_question(question)
-    edited = check_candidate(edited)
-    if not 0 <= index < len(pool):
-        raise InputError(f"no candidate {index + 1} in a pool of {len(pool)}")
-    texts = list(pool)
-    original = ranker.score(question, texts)
-    texts[index] = edited
-    scores = ranker.score(question, texts)
-    new_score = float(scores[index])
-    others = [float(s) for i, s in enumerate(scores) if i != index]
-    return Counterfactual(
-        text=edited,
-        score=new_score,
-        original_score=float(original[index]),
-        rank=1 + sum(score > new_score for score in others),
-        explanation=ranker.explain(question, edited),
-    )
 
 
 # ---------------------------------------------------------------------- links between pages

@@ -1,0 +1,191 @@
+"""How far to trust a heatmap: the faithfulness of a ranker's explanations, measured as ERASER does
+(DeYoung et al., ACL 2020), for rankers.
+
+For a (question, candidate) pair, rank the answer's words by the explanation's ``answer_weights``
+(highest first; equal weights in a seeded random order, so a tie never favours the start of the
+answer) and take the top k% of them (at least one word):
+
+- comprehensiveness = score(answer) - score(answer without the top-k words): how much the score
+  needed them (higher is better);
+- sufficiency = score(answer) - score(only the top-k words): how much is lost when the model sees
+  nothing else (lower is better).
+
+Each is compared with the same deletion of k% random words (the mean over ``RANDOM_DRAWS`` seeded
+draws): a heatmap that reflects what the model used beats random. A deletion is a counterfactual
+edit and goes through ``Ranker.score_edits``, the path the app's edits take (inside the pool for a
+pool-dependent model such as BM25). Words are the answer's non-whitespace spaCy tokens, and an
+edited answer is its kept words joined by single spaces.
+
+Scores live on each model's own scale (a probability, a BM25 sum, an SVM margin), so summaries
+also give the drops as a share of the model's score range over the evaluated pairs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from qa_core.rankers.base import CandidateInput, Explanation, Ranker, candidate_at
+from qa_core.text.nlp import parse
+from qa_core.types import Question
+
+FRACTIONS = (0.1, 0.2, 0.5)
+RANDOM_DRAWS = 5
+SEED = 1
+
+
+def words(tokens: Sequence[str]) -> list[int]:
+    """Positions of the answer's words (its non-whitespace tokens)."""
+    return [i for i, token in enumerate(tokens) if token.strip()]
+
+
+def top_words(weights: Sequence[float], positions: Sequence[int], fraction: float, rng: np.random.Generator) -> list[int]:
+    """The ``fraction`` of ``positions`` with the highest weight (at least one); ties in random order."""
+    count = max(1, math.ceil(fraction * len(positions)))
+    shuffled = rng.permutation(len(positions))
+    order = sorted(shuffled, key=lambda i: -float(weights[positions[i]]))  # stable: ties stay shuffled
+    return sorted(positions[i] for i in order[:count])
+
+
+def without(tokens: Sequence[str], dropped: Sequence[int]) -> str:
+    gone = set(dropped)
+    return " ".join(tokens[i] for i in words(tokens) if i not in gone)
+
+
+def only(tokens: Sequence[str], kept: Sequence[int]) -> str:
+    return " ".join(tokens[i] for i in sorted(kept))
+
+
+@dataclass(frozen=True)
+class PairDeletions:
+    """One pair's scores under each deletion: per fraction, the top-k edit and the random draws."""
+
+    score: float
+    comprehensiveness: dict[float, float]
+    sufficiency: dict[float, float]
+    random_comprehensiveness: dict[float, float]  # mean over the random draws
+    random_sufficiency: dict[float, float]
+
+
+def pair_deletions(
+    ranker: Ranker,
+    question: str,
+    candidates: Sequence[CandidateInput],
+    index: int,
+    explanation: Explanation | None = None,
+    *,
+    score: float | None = None,
+    fractions: Sequence[float] = FRACTIONS,
+    draws: int = RANDOM_DRAWS,
+    seed: int = SEED,
+) -> PairDeletions:
+    """Comprehensiveness and sufficiency of candidate ``index``'s explanation, and of random words.
+
+    ``explanation`` and ``score`` default to the ranker's own (a page passes the ones it shows)."""
+    explanation = explanation or ranker.explain(question, candidates, index)
+    score = explanation.score if score is None else score
+    tokens = explanation.answer_tokens
+    if parse(candidate_at(candidates, index).text).tokens != tuple(tokens):
+        raise ValueError("the explanation's answer tokens are not the candidate's")
+    positions = words(tokens)
+    rng = np.random.default_rng(seed)
+    edits: list[str] = []
+    for fraction in fractions:
+        top = top_words(explanation.answer_weights, positions, fraction, rng)
+        edits += [without(tokens, top), only(tokens, top)]
+        for _ in range(draws):
+            chosen = sorted(rng.choice(positions, size=len(top), replace=False).tolist()) if positions else []
+            edits += [without(tokens, chosen), only(tokens, chosen)]
+    edited = iter(ranker.score_edits(question, candidates, index, edits).tolist())
+    out: dict[str, dict[float, float]] = {name: {} for name in ("comp", "suff", "random_comp", "random_suff")}
+    for fraction in fractions:
+        out["comp"][fraction], out["suff"][fraction] = score - next(edited), score - next(edited)
+        randoms = [(score - next(edited), score - next(edited)) for _ in range(draws)]
+        out["random_comp"][fraction] = float(np.mean([c for c, _ in randoms]))
+        out["random_suff"][fraction] = float(np.mean([s for _, s in randoms]))
+    return PairDeletions(score, out["comp"], out["suff"], out["random_comp"], out["random_suff"])
+
+
+def faithfulness_table(
+    ranker: Ranker,
+    questions: Sequence[Question],
+    *,
+    fractions: Sequence[float] = FRACTIONS,
+    draws: int = RANDOM_DRAWS,
+    seed: int = SEED,
+) -> pd.DataFrame:
+    """One row per (question, candidate) pair with a non-empty answer: its score and, per fraction
+    k, ``comp@k``, ``suff@k``, ``random_comp@k`` and ``random_suff@k``."""
+    rows = []
+    for question in questions:
+        for index, candidate in enumerate(question.candidates):
+            if not words(parse(candidate.text).tokens):
+                continue
+            deletions = pair_deletions(
+                ranker, question.text, question.candidates, index, fractions=fractions, draws=draws, seed=seed
+            )
+            row = {"qid": question.qid, "doc_id": candidate.doc_id, "score": deletions.score}
+            for k in fractions:
+                row[f"comp@{k:g}"] = deletions.comprehensiveness[k]
+                row[f"suff@{k:g}"] = deletions.sufficiency[k]
+                row[f"random_comp@{k:g}"] = deletions.random_comprehensiveness[k]
+                row[f"random_suff@{k:g}"] = deletions.random_sufficiency[k]
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class FaithfulnessSummary:
+    """Means over pairs at one fraction, raw and as a share of the score range, with the paired
+    randomisation test of the explanation against random words (two-sided p)."""
+
+    fraction: float
+    pairs: int
+    score_range: float
+    comprehensiveness: float
+    random_comprehensiveness: float
+    comprehensiveness_p: float | None
+    sufficiency: float
+    random_sufficiency: float
+    sufficiency_p: float | None
+
+    def share(self, value: float) -> float:
+        """A drop as a share of the score range (0 when every pair scored the same)."""
+        return value / self.score_range if self.score_range > 0 else 0.0
+
+    @property
+    def beats_random(self) -> bool:
+        """More comprehensive AND more sufficient than random words, each at p < 0.01."""
+        comp = self.comprehensiveness_p is not None and self.comprehensiveness_p < 0.01
+        suff = self.sufficiency_p is not None and self.sufficiency_p < 0.01
+        better = self.comprehensiveness > self.random_comprehensiveness and self.sufficiency < self.random_sufficiency
+        return comp and suff and better
+
+
+def summarise(table: pd.DataFrame, fractions: Sequence[float] = FRACTIONS) -> list[FaithfulnessSummary]:
+    """Per fraction: the means and the paired randomisation tests (``qa_core.significance``)."""
+    from qa_core.significance import randomisation_test
+
+    score_range = float(table["score"].max() - table["score"].min()) if len(table) else 0.0
+    summaries = []
+    for k in fractions:
+        comp, random_comp = table[f"comp@{k:g}"], table[f"random_comp@{k:g}"]
+        suff, random_suff = table[f"suff@{k:g}"], table[f"random_suff@{k:g}"]
+        summaries.append(
+            FaithfulnessSummary(
+                fraction=k,
+                pairs=len(table),
+                score_range=score_range,
+                comprehensiveness=float(comp.mean()),
+                random_comprehensiveness=float(random_comp.mean()),
+                comprehensiveness_p=randomisation_test(comp, random_comp).p_value,
+                sufficiency=float(suff.mean()),
+                random_sufficiency=float(random_suff.mean()),
+                sufficiency_p=randomisation_test(suff, random_suff).p_value,
+            )
+        )
+    return summaries

@@ -1,0 +1,187 @@
+"""One request path: what a page shows is exactly what the model computed.
+
+``rank_pool`` scores a pool once and keeps everything a page needs of that one computation in a
+``Ranking``: the ranker object that scored (a version promoted meanwhile cannot change what is
+explained), the question analysis that ranker read, and the scored ``Candidate`` records with
+their doc_id, first-stage rank and URL. The table is a view of them; an explanation is computed
+when a candidate is opened, for that candidate in that same pool, and kept in the request; a
+counterfactual edit is scored against the request's own scores.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import pandas as pd
+
+from qa_core.classifiers.analysis import QuestionAnalysis
+from qa_core.faithfulness import PairDeletions, pair_deletions
+from qa_core.rankers.base import Explanation, Ranker, ScoredCandidate
+from qa_core.services.workbench import check_candidate, check_question
+from qa_core.text.nlp import parse
+from qa_core.types import Candidate, InputError
+
+LIVE_FRACTION = 0.2  # the share of words the page's live faithfulness test deletes
+RESULT_COLUMNS = ["rank", "score", "first_stage_rank", "rank_change", "gold_label", "text", "doc_id", "stored_label"]
+
+
+@dataclass(frozen=True)
+class AnalysisSummary:
+    """What a page says about the question analysis a model read: class, focus words, who decided."""
+
+    qclass: str | None
+    focus_words: str | None
+    source: str
+    probabilities: dict[str, float]
+
+
+def summarise(question: str, analysis: QuestionAnalysis) -> AnalysisSummary:
+    """Class and focus of ``question`` (the focus as its noun chunk's words)."""
+    words = None
+    if analysis.focus_span is not None:
+        tokens = parse(question).tokens
+        start, end = analysis.focus_span
+        words = " ".join(token for token in tokens[start:end] if token.strip())
+    return AnalysisSummary(analysis.qclass, words, analysis.source, dict(analysis.probabilities))
+
+
+@dataclass(frozen=True)
+class Counterfactual:
+    """An edited candidate's score against its original's, and its explanation."""
+
+    text: str
+    score: float
+    original_score: float
+    rank: int  # where the edited text would rank among the other candidates (1-based)
+    explanation: Explanation
+
+    @property
+    def delta(self) -> float:
+        return self.score - self.original_score
+
+
+@dataclass
+class Ranking:
+    """One ranked request. ``scored`` is best first; ``analysis`` is the model's own (``None`` when
+    the model reads no question analysis)."""
+
+    ranker: Ranker
+    model: str  # what was asked for: a registered name or a checkpoint path
+    question: str
+    qid: str | None
+    pool: tuple[Candidate, ...]
+    scored: tuple[ScoredCandidate, ...]
+    analysis: QuestionAnalysis | None
+    _explanations: dict[int, Explanation] = field(default_factory=dict, repr=False)
+    _deletions: dict[int, PairDeletions] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.scored)
+
+    def at(self, rank: int) -> ScoredCandidate:
+        """The candidate ranked ``rank`` (1-based)."""
+        if not 1 <= rank <= len(self.scored):
+            raise InputError(f"no candidate at rank {rank} of {len(self.scored)}")
+        return self.scored[rank - 1]
+
+    def summary(self) -> AnalysisSummary | None:
+        return None if self.analysis is None else summarise(self.question, self.analysis)
+
+    def table(self, stored_labels: Mapping[str, int] | None = None) -> pd.DataFrame:
+        """The ranked candidates as a table (``RESULT_COLUMNS``; missing values are ``<NA>``).
+
+        rank_change is positive when the model moved a candidate up from its first-stage rank;
+        stored_label is the latest label in the store (``stored_labels`` ``{doc_id: grade}``).
+        """
+        stored = stored_labels or {}
+        rows = [s.candidate for s in self.scored]
+        return pd.DataFrame(
+            {
+                "rank": [s.rank for s in self.scored],
+                "score": [s.score for s in self.scored],
+                "first_stage_rank": pd.array([c.first_stage_rank for c in rows], dtype="Int64"),
+                "rank_change": pd.array([s.rank_change for s in self.scored], dtype="Int64"),
+                "gold_label": pd.array([c.label for c in rows], dtype="Int64"),
+                "text": [c.text for c in rows],
+                "doc_id": [c.doc_id for c in rows],
+                "stored_label": pd.array([stored.get(c.doc_id) for c in rows], dtype="Int64"),
+            },
+            columns=RESULT_COLUMNS,
+        )
+
+    def explain(self, rank: int) -> Explanation:
+        """The explanation of the candidate ranked ``rank``, in this pool, computed once."""
+        index = self.at(rank).index
+        with self._lock:
+            cached = self._explanations.get(index)
+        if cached is None:
+            cached = self.ranker.explain(self.question, self.pool, index)
+            with self._lock:
+                self._explanations[index] = cached
+        return cached
+
+    def deletion_test(self, rank: int) -> PairDeletions:
+        """The faithfulness test of the candidate's heatmap, live (``qa_core.faithfulness``): its
+        score without its top ``LIVE_FRACTION`` of words and with only them, against random words."""
+        index = self.at(rank).index
+        with self._lock:
+            cached = self._deletions.get(index)
+        if cached is None:
+            cached = pair_deletions(
+                self.ranker, self.question, self.pool, index, self.explain(rank),
+                score=self.at(rank).score, fractions=(LIVE_FRACTION,),
+            )
+            with self._lock:
+                self._deletions[index] = cached
+        return cached
+
+    def counterfactual(self, rank: int, edited: str) -> Counterfactual:
+        """Candidate ``rank`` with its text replaced by ``edited``: its score (``Ranker.score_edits``,
+        the path the faithfulness deletions take too), its rank among the others' scores in this
+        ranking, and its explanation; the original score is the table's."""
+        edited = check_candidate(edited)
+        target = self.at(rank)
+        new_score = float(self.ranker.score_edits(self.question, self.pool, target.index, [edited])[0])
+        pool = list(self.pool)
+        pool[target.index] = replace(target.candidate, text=edited)
+        others = [s.score for s in self.scored if s.index != target.index]
+        return Counterfactual(
+            text=edited,
+            score=new_score,
+            original_score=target.score,
+            rank=1 + sum(score > new_score for score in others),
+            explanation=self.ranker.explain(self.question, pool, target.index),
+        )
+
+
+def missed_answers(result: Ranking) -> list[int]:
+    """Ranks of the gold-relevant candidates with a gold-irrelevant one ranked above them: where to
+    look first in an error analysis ("why is the right answer at #12?")."""
+    missed, wrong_above = [], False
+    for scored in result.scored:
+        label = scored.candidate.label
+        if label is not None and label > 0 and wrong_above:
+            missed.append(scored.rank)
+        wrong_above = wrong_above or label == 0
+    return missed
+
+
+def option_label(scored: ScoredCandidate, width: int = 80) -> str:
+    """How a candidate is named in a picker: rank, score, gold label, the start of its text."""
+    text = " ".join(scored.candidate.text.split())
+    short = text if len(text) <= width else text[: width - 1] + "…"
+    gold = "" if scored.candidate.label is None else f" · gold {scored.candidate.label}"
+    return f"#{scored.rank} · {scored.score:.4f}{gold} · {short}"
+
+
+def rank_pool(
+    ranker: Ranker, question: str, candidates: Sequence[Candidate], *, model: str | None = None, qid: str | None = None
+) -> Ranking:
+    """Score ``candidates`` for ``question`` once, with the question analysis the ranker reads."""
+    question = check_question(question)
+    pool = tuple(candidates)
+    scored = tuple(ranker.rank(question, pool)) if pool else ()
+    return Ranking(ranker, model or ranker.name, question, qid, pool, scored, ranker.question_analysis(question))

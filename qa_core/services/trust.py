@@ -1,0 +1,51 @@
+"""How far to trust a model's heatmap, said where the heatmap is shown: the faithfulness measured by
+``benchmarks/faithfulness.py`` (ERASER-style deletions on WikiQA and TrecQA TEST, against random
+words; ``qa_core.faithfulness``), read from its result file."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from qa_core import config
+
+RESULTS = config.PROJECT_ROOT / "benchmarks" / "results" / "faithfulness.json"
+SHOWN_FRACTION = 0.2
+NAMES = {"wikiqa": "WikiQA", "trecqa": "TrecQA"}
+
+
+@cache
+def _measured(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def measured_line(model: str, dataset: str, path: Path = RESULTS) -> str | None:
+    """One sentence on ``model``'s measured faithfulness: on ``dataset`` when it is a benchmark
+    dataset, else on WikiQA (then TrecQA). ``None`` when the model was not measured."""
+    measured = _measured(path).get("datasets", {})
+    for name in (dataset, "wikiqa", "trecqa"):
+        entry = measured.get(name, {}).get("models", {}).get(model)
+        if entry is None:
+            continue
+        summary = next((s for s in entry["summaries"] if s["fraction"] == SHOWN_FRACTION), None)
+        if summary is None or not summary["score_range"]:
+            continue
+        share = 100 / summary["score_range"]
+        p = summary["comprehensiveness_p"]
+        verdict = "beat" if entry["beats_random"] else "do not beat"
+        return (
+            f"Measured on {NAMES.get(name, name)} TEST ({summary['pairs']:,} pairs): deleting the top "
+            f"{SHOWN_FRACTION:.0%} of words by this model's weights lowers its score by "
+            f"{summary['comprehensiveness'] * share:.0f}% of its score range, {SHOWN_FRACTION:.0%} random words "
+            f"by {summary['random_comprehensiveness'] * share:.0f}% ({_p(p)}); its heatmaps {verdict} random "
+            f"words at p < 0.01 (comprehensiveness and sufficiency at every k measured)."
+        )
+    return None
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "no test"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"

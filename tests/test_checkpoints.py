@@ -1,0 +1,183 @@
+"""Checkpoints hold tensors and plain data only: a file made to run code, a foreign file, or one
+whose content does not fit the model (empty state, an unknown config field, other tensor shapes)
+is refused with a clear ``InputError``, nothing in it runs, and the registry's previous version
+is used instead. Files written the way this project always wrote them still load."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from db.store import Store
+from qa_core.checkpoints import CHECKPOINT_FORMAT, load_checkpoint
+from qa_core.data.demo import load_demo
+from qa_core.rankers import registry
+from qa_core.services.experiments import train_ranker
+from qa_core.services.jobs import load_promoted
+from qa_core.types import InputError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class RunsCode:
+    """Unpickling this calls ``open(marker, "w")``: the file appears only if the payload ran."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[str, str]]:
+        return open, (str(self.marker), "w")
+
+
+def write_payload(path: Path, payload: Any) -> Path:
+    """``torch.save`` of anything, as an attacker (or an older program) would write it."""
+    torch.save(payload, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def smcnn_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real SM-CNN checkpoint (one epoch on the demo corpus)."""
+    path = tmp_path_factory.mktemp("smcnn") / "smcnn.pt"
+    train_ranker("smcnn", load_demo(), progress=False, checkpoint=path, model_config={"max_epochs": 1})
+    return path
+
+
+def smcnn_state(smcnn_file: Path) -> dict[str, Any]:
+    kind, state = load_checkpoint(smcnn_file)
+    assert kind == "smcnn"
+    return state
+
+
+def test_a_payload_that_runs_code_is_refused_and_never_runs(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    evil = write_payload(tmp_path / "evil.pt", {"format": CHECKPOINT_FORMAT, "kind": "smcnn",
+                                                "state": {"config": RunsCode(marker)}})
+    with pytest.raises(InputError, match="refused") as caught:
+        registry.load(evil)
+    assert "evil.pt" in str(caught.value) and "corrupt" not in str(caught.value)
+    assert not marker.exists()
+
+
+def test_evaluate_refuses_a_code_running_checkpoint_given_as_a_path(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    evil = write_payload(tmp_path / "evil.pt", RunsCode(marker))
+    env = {**os.environ, "RERANK_LAB_DATA": str(tmp_path / "data"), "RERANK_LAB_DB": f"sqlite:///{tmp_path / 's.sqlite'}"}
+    subprocess.run([sys.executable, "-m", "qa_core", "data", "demo"], cwd=ROOT, env=env, check=True, capture_output=True)
+    result = subprocess.run([sys.executable, "-m", "qa_core", "evaluate", "--model", str(evil), "--data", "demo"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: ") and "refused" in result.stderr and "Traceback" not in result.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        pytest.param(lambda path: [1, 2, 3], id="not-a-dict"),
+        pytest.param(lambda path: {"kind": "smcnn", "state": {}}, id="no-format"),
+        pytest.param(lambda path: {"format": 99, "kind": "smcnn", "state": {}}, id="future-format"),
+        pytest.param(lambda path: {"format": CHECKPOINT_FORMAT, "kind": 7, "state": {}}, id="kind-not-text"),
+        pytest.param(lambda path: {"format": CHECKPOINT_FORMAT, "kind": "smcnn", "state": None}, id="state-not-a-dict"),
+        pytest.param(lambda path: {"format": CHECKPOINT_FORMAT, "kind": "nosuch", "state": {}}, id="unknown-kind"),
+    ],
+)
+def test_foreign_checkpoints_are_refused(tmp_path: Path, payload: Callable[[Path], Any]) -> None:
+    path = write_payload(tmp_path / "foreign.pt", payload(tmp_path))
+    with pytest.raises(InputError, match="foreign.pt"):
+        registry.load(path)
+
+
+def _no_state(state: dict[str, Any]) -> dict[str, Any]:
+    return {}
+
+
+def _extra_config_field(state: dict[str, Any]) -> dict[str, Any]:
+    return {**state, "config": {**state["config"], "added_in_a_later_version": 3}}
+
+
+def _other_shapes(state: dict[str, Any]) -> dict[str, Any]:
+    weights = dict(state["model"])
+    name = next(key for key, tensor in weights.items() if tensor.dim() == 2 and "embedding" not in key)
+    weights[name] = torch.zeros(weights[name].shape[0] + 1, weights[name].shape[1])
+    return {**state, "model": weights}
+
+
+def _missing_weights(state: dict[str, Any]) -> dict[str, Any]:
+    weights = dict(state["model"])
+    weights.pop(next(iter(weights)))
+    return {**state, "model": weights}
+
+
+def _vocabulary_not_a_list(state: dict[str, Any]) -> dict[str, Any]:
+    return {**state, "vocabulary": 12}
+
+
+UNFITTING = {
+    "empty-state": (_no_state, "KeyError"),
+    "extra-config-field": (_extra_config_field, "added_in_a_later_version"),
+    "other-tensor-shapes": (_other_shapes, "size mismatch"),
+    "missing-weights": (_missing_weights, "Missing key"),
+    "vocabulary-not-a-list": (_vocabulary_not_a_list, "TypeError"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNFITTING))
+def test_unfitting_content_is_one_clear_input_error(smcnn_file: Path, tmp_path: Path, name: str) -> None:
+    change, needle = UNFITTING[name]
+    path = write_payload(tmp_path / "changed.pt", {"format": CHECKPOINT_FORMAT, "kind": "smcnn",
+                                                   "state": change(smcnn_state(smcnn_file))})
+    with pytest.raises(InputError) as caught:
+        registry.load(path)
+    message = str(caught.value)
+    assert "changed.pt" in message and "does not fit" in message and needle in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("fault", ["runs-code", "empty-state", "extra-config-field", "other-tensor-shapes"])
+def test_the_previous_version_is_used_when_the_promoted_one_is_refused(
+    store: Store, smcnn_file: Path, tmp_path: Path, fault: str
+) -> None:
+    marker = tmp_path / "ran"
+    state = smcnn_state(smcnn_file)
+    bad_state = {"config": RunsCode(marker)} if fault == "runs-code" else UNFITTING[fault][0](state)
+    bad = write_payload(tmp_path / "v2.pt", {"format": CHECKPOINT_FORMAT, "kind": "smcnn", "state": bad_state})
+    store.register_model("smcnn", "smcnn", smcnn_file, {"dataset": "demo"}, {}, promote=True)
+    store.register_model("smcnn", "smcnn", bad, {"dataset": "demo"}, {}, promote=True)
+
+    loaded = load_promoted(store, "smcnn", "demo")
+    assert loaded.version["version"] == 1 and loaded.wanted["version"] == 2
+    assert "version 2" in loaded.notice and "v2.pt" in loaded.notice
+    assert not marker.exists()
+    question = load_demo().split("test")[0]
+    expected = registry.load(smcnn_file).score(question.text, question.candidates)
+    np.testing.assert_allclose(loaded.ranker.score(question.text, question.candidates), expected)
+
+
+def test_a_checkpoint_written_the_old_way_still_loads(smcnn_file: Path, tmp_path: Path) -> None:
+    """Before the weights-only loader, ``save_checkpoint`` was a plain ``torch.save`` of this dict
+    (with the pickle protocol torch picks); such files keep loading, scores unchanged."""
+    ranker = registry.load(smcnn_file)
+    old = tmp_path / "old.pt"
+    with old.open("wb") as handle:
+        torch.save({"format": 1, "kind": "smcnn", "state": ranker.state()}, handle)
+    question = load_demo().split("test")[0]
+    np.testing.assert_allclose(registry.load(old).score(question.text, question.candidates),
+                               ranker.score(question.text, question.candidates))
+
+
+def test_numpy_arrays_are_refused_not_unpickled(tmp_path: Path) -> None:
+    """The tree kernel once stored numpy arrays; the loader never unpickles numpy objects (they
+    are not on its allow-list), so such a file is refused with the same clear message."""
+    path = write_payload(tmp_path / "tk-old.pt", {"format": 1, "kind": "tree_kernel",
+                                                  "state": {"dual_coef": np.zeros(3)}})
+    with pytest.raises(InputError, match="refused"):
+        registry.load(path)
