@@ -18,6 +18,7 @@ import io
 import json
 import os
 import pstats
+import re
 import shutil
 import signal
 import socket
@@ -33,7 +34,7 @@ from typing import Any
 
 from common import RESULTS, ROOT, machine, machine_line, mean_std, read_results, write_result, write_section
 
-PARTS = ("e2e", "throughput", "import", "app", "gpu")
+PARTS = ("e2e", "throughput", "import", "app", "walk", "gpu")
 CANDIDATES = 100
 QUESTIONS = 100  # WikiQA test questions timed end to end (the first ones, in file order)
 WARMUP = 5  # WikiQA dev questions run first: spaCy, BM25 index, allocator
@@ -227,20 +228,16 @@ def run_import(repeats: int = 3) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- page render in Chromium
 
 
-def run_app(runs: int = APP_RUNS) -> dict[str, Any]:
-    """The app as tests/conftest.py's running_app starts it (``make run PORT=...``, own data folder),
-    timed in headless Chromium: navigation to the Ask page's first widget, and Rank click to the
-    ranked list, each tab a fresh session. The first run is cold (spaCy load, BM25 index)."""
-    from playwright.sync_api import expect, sync_playwright
-
-    folder = Path(os.environ["RERANK_LAB_DATA"]).parent / "app"
+@contextlib.contextmanager
+def app_server(folder: Path) -> Iterator[tuple[str, subprocess.Popen]]:
+    """The app as tests/conftest.py's running_app starts it (``make run PORT=...``, own data folder
+    and store in ``folder``): its URL and process (a session leader), stopped afterwards."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {**os.environ, "RERANK_LAB_DATA": str(folder / "data"), "RERANK_LAB_DB": f"sqlite:///{folder / 'store.sqlite'}",
-           "STREAMLIT_SERVER_HEADLESS": "true", "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     folder.mkdir(parents=True, exist_ok=True)
+    env = {**app_environment(folder), "STREAMLIT_SERVER_HEADLESS": "true", "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
+           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     log = (folder / "make-run.log").open("w")
     server = subprocess.Popen(["make", "run", f"PORT={port}"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                               start_new_session=True)
@@ -254,35 +251,123 @@ def run_app(runs: int = APP_RUNS) -> dict[str, Any]:
             if server.poll() is not None or time.monotonic() > deadline:
                 sys.exit(f"the app did not start; see {folder / 'make-run.log'}")
             time.sleep(0.5)
-        first_widget, ranked = [], []
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                                 args=["--no-sandbox", "--disable-gpu"])
-            for _ in range(runs):
-                page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
-                started = time.perf_counter()
-                page.goto(f"{url}/Ask")
-                question = page.get_by_role("textbox", name="Your question")
-                expect(question).to_be_visible(timeout=300_000)
-                first_widget.append((time.perf_counter() - started) * 1000)
-                page.get_by_test_id("stSelectbox").nth(1).click()
-                page.get_by_role("option", name="smcnn", exact=True).click()
-                question.fill("who discovered penicillin")
-                question.press("Enter")
-                button = page.get_by_role("button", name="Rank")
-                expect(button).to_be_enabled(timeout=300_000)
-                page.wait_for_timeout(500)  # let the Enter rerun settle before the click
-                started = time.perf_counter()
-                button.click()
-                expect(page.get_by_test_id("stDataFrame").first).to_be_visible(timeout=300_000)
-                ranked.append((time.perf_counter() - started) * 1000)
-                page.context.close()
-            browser.close()
+        yield url, server
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
         log.close()
+
+
+def app_environment(folder: Path) -> dict[str, str]:
+    return {**os.environ, "RERANK_LAB_DATA": str(folder / "data"), "RERANK_LAB_DB": f"sqlite:///{folder / 'store.sqlite'}"}
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                             args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def run_app(runs: int = APP_RUNS) -> dict[str, Any]:
+    """Timed in headless Chromium against ``app_server``: navigation to the Ask page's first widget,
+    and Rank click to the ranked list, each tab a fresh session. The first run is cold (spaCy load,
+    BM25 index)."""
+    from playwright.sync_api import expect
+
+    first_widget, ranked = [], []
+    with app_server(Path(os.environ["RERANK_LAB_DATA"]).parent / "app") as (url, _), chromium() as browser:
+        for _ in range(runs):
+            page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
+            started = time.perf_counter()
+            page.goto(f"{url}/Ask")
+            question = page.get_by_role("textbox", name="Your question")
+            expect(question).to_be_visible(timeout=300_000)
+            first_widget.append((time.perf_counter() - started) * 1000)
+            page.get_by_test_id("stSelectbox").nth(1).click()
+            page.get_by_role("option", name="smcnn", exact=True).click()
+            question.fill("who discovered penicillin")
+            question.press("Enter")
+            button = page.get_by_role("button", name="Rank")
+            expect(button).to_be_enabled(timeout=300_000)
+            page.wait_for_timeout(500)  # let the Enter rerun settle before the click
+            started = time.perf_counter()
+            button.click()
+            expect(page.get_by_test_id("stDataFrame").first).to_be_visible(timeout=300_000)
+            ranked.append((time.perf_counter() - started) * 1000)
+            page.context.close()
     return {"model": "smcnn", "runs": runs, "first_widget_ms": first_widget, "rank_to_list_ms": ranked}
+
+
+# ---------------------------------------------------------------------------- server memory (walk)
+
+
+def resident_mb(leader: int) -> float:
+    """Resident memory (VmRSS) of every process in ``leader``'s session (make, the Streamlit server
+    and anything it started), in MB."""
+    total_kb = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        with contextlib.suppress(OSError, ValueError):
+            if os.getsid(int(status.parent.name)) != leader:
+                continue
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            total_kb += int(fields.get("VmRSS", "0 kB").split()[0])
+    return total_kb / 1024
+
+
+def run_walk(hold_seconds: int = 30) -> dict[str, Any]:
+    """WikiQA and TrecQA imported beside the demo, the app started, then one Chromium session walks
+    every page on each dataset as a user would (Ask ranks a TEST question from a link, Errors, a
+    whole-split Compare of two models, Label, Train), and the server's resident memory is read after
+    each page and once more after ``hold_seconds`` idle. Target (issue 22): under 1 GB."""
+    from playwright.sync_api import expect
+
+    from db.store import Store
+
+    folder = Path(os.environ["RERANK_LAB_DATA"]).parent / "walk"
+    shared = wikiqa_path().parent
+    env = app_environment(folder)
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    for name in ("wikiqa", "trecqa"):
+        subprocess.run([sys.executable, "-m", "qa_core", "data", "import", str(shared / name), "--name", name],
+                       cwd=ROOT, env=env, check=True, capture_output=True)
+    steps: list[dict[str, Any]] = []
+    with app_server(folder) as (url, server), chromium() as browser:
+        store = Store(env["RERANK_LAB_DB"])
+        first_test = {name: store.load_dataset(name).split("test")[0].qid for name in store.dataset_names()}
+        store.close()
+        page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
+
+        def visit(name: str, dataset: str, ready) -> None:
+            started = time.perf_counter()
+            expect(ready).to_be_visible(timeout=600_000)
+            steps.append({"page": name, "dataset": dataset, "seconds": time.perf_counter() - started,
+                          "resident_mb": resident_mb(server.pid)})
+            print(f"walk: {name} on {dataset}: {steps[-1]['resident_mb']:.0f} MB", file=sys.stderr)
+
+        for dataset in ("wikiqa", "trecqa", "demo"):
+            page.goto(f"{url}/Ask?dataset={dataset}&qid={first_test[dataset]}&model=bm25")
+            visit("Ask", dataset, page.get_by_text("Ranked candidates"))
+            page.get_by_role("link", name="Errors").click()
+            visit("Errors", dataset, page.get_by_text("Worst questions"))
+            page.get_by_role("link", name="Compare").click()
+            page.get_by_text("Whole split").click()
+            page.get_by_role("button", name="Compare on the split").click()
+            visit("Compare", dataset, page.get_by_text("Means with 95% bootstrap intervals"))
+            page.get_by_role("link", name="Label").click()
+            visit("Label", dataset, page.get_by_text("Annotator").first)
+            page.get_by_role("link", name="Train").click()
+            visit("Train", dataset, page.get_by_role("heading", name=re.compile("^Versions of")))
+        time.sleep(hold_seconds)
+        held = resident_mb(server.pid)
+    return {"steps": steps, "hold_seconds": hold_seconds, "held_resident_mb": held,
+            "peak_resident_mb": max([held, *(step["resident_mb"] for step in steps)])}
 
 
 # ---------------------------------------------------------------------------- GPU (mixed precision)
@@ -431,6 +516,18 @@ def render(results: dict[str, Any]) -> list[str]:
             values = app[key]
             lines.append(f"| {name} | {values[0]:.0f} | {statistics.median(values[1:] or values):.0f} |")
         lines.append("")
+    walk = results.get("walk")
+    if walk:
+        lines += ["### Server memory after a walk of every page", "",
+                  "WikiQA and TrecQA imported beside the demo, the app started with `make run`, one Chromium session "
+                  "walks every page on each dataset (Ask ranks a TEST question with BM25 from a link, Errors with "
+                  "the default model, Compare of the first two models on the whole TEST split, Label, Train); "
+                  "resident memory (VmRSS) of the server's process session after each page and after "
+                  f"{walk['hold_seconds']} s idle. Target (issue 22): under 1 GB.{_load_note(walk)}", "",
+                  "| page | dataset | seconds to ready | resident MB |", "|---|---|---|---|"]
+        lines += [f"| {s['page']} | {s['dataset']} | {s['seconds']:.1f} | {s['resident_mb']:.0f} |" for s in walk["steps"]]
+        lines += ["", f"Held after the walk: {walk['held_resident_mb']:.0f} MB; peak {walk['peak_resident_mb']:.0f} MB "
+                  f"({'under' if walk['peak_resident_mb'] < 1024 else 'over'} 1 GB).", ""]
     lines += ["### GPU, mixed precision", ""]
     gpu = results.get("gpu")
     if gpu and gpu["device"].startswith("cuda"):
@@ -481,6 +578,8 @@ def main() -> None:
                     results["import"] = {**run_import(), "load_average": load_average}
                 elif part == "app":
                     results["app"] = {**run_app(), "load_average": load_average}
+                elif part == "walk":
+                    results["walk"] = {**run_walk(), "load_average": load_average}
                 elif part == "gpu":
                     results["gpu"] = run_gpu(args.device, args.amp_dtype)
                 results["machine"] = machine()

@@ -29,6 +29,7 @@ ORDER_HELP = {
 }
 LABEL, AGREEMENT, REVIEW = "Label", "Agreement", "Review conflicts"
 NEW_NAME = "New annotator…"
+LABEL_SPLIT = "train"  # the queue's default split (issue 22: never TEST unless chosen)
 ANNOTATOR, HOLDER, SHOWN, NOTICE, CONFIG = "annotator", "label_holder", "label_shown", "label_notice", "label_config"
 
 st.set_page_config(page_title="Label · Rerank Lab", layout="wide")
@@ -73,7 +74,15 @@ def undo(session: labeling.LabelingSession) -> None:
 
 
 def label_view(store, dataset: str, annotator: str) -> None:
-    order = st.selectbox(
+    splits = list(store.dataset_summary(dataset)["questions"])
+    left, right = st.columns([1, 3])
+    split = left.selectbox(  # TRAIN by default: labels there train models and never move a TEST metric
+        "Split", splits, index=splits.index(LABEL_SPLIT) if LABEL_SPLIT in splits else 0, key=f"label_split-{dataset}",
+    )
+    if split == "test":
+        left.caption("Labels on TEST pairs count in reported TEST metrics only under the training-label rule; "
+                     "gold stays the default on Compare, Errors and the CLI.")
+    order = right.selectbox(
         "Queue order", labeling.STRATEGIES, key="order", format_func=lambda s: f"{s}: {ORDER_HELP[s]}"
     )
     names = workbench.model_names(store, dataset)
@@ -93,7 +102,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
             return
     try:
         session = labeling.LabelingSession.build(
-            store, dataset, annotator, order, scores=scores, holder=st.session_state[HOLDER]
+            store, dataset, annotator, order, scores=scores, holder=st.session_state[HOLDER], split=split
         )
         item = session.current()
         progress = session.progress()

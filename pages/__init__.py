@@ -4,6 +4,7 @@ the page header with its clear messages. Streamlit does not list ``__init__.py``
 from __future__ import annotations
 
 import ast
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -12,13 +13,17 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from db.store import Store
 from qa_core import config
+from qa_core.evaluation import Run
 from qa_core.rankers.base import Ranker
-from qa_core.services import workbench
-from qa_core.types import Candidate, InputError, NotTrainedError
+from qa_core.services import experiments, ranking, trust, viz, workbench
+from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
+from qa_core.types import Candidate, InputError, NotTrainedError, Question
 
 PAGES_DIR = Path(__file__).resolve().parent
 TYPED, PICKED = "Type a question", "Pick a dataset question"
 MODELS_KEPT = 6  # loaded (model version, dataset) pairs the server keeps; older ones are dropped
+DATASETS_KEPT = 2  # loaded dataset imports the server keeps (WikiQA's is ~100 MB of Python objects)
+RUNS_KEPT = 32  # whole-split runs the server keeps, per (model version, dataset import, split)
 NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
 
 
@@ -72,9 +77,47 @@ def show_not_trained(error: NotTrainedError, model: str, dataset: str) -> None:
     st.code(workbench.train_command(model, dataset), language="bash")
 
 
-@st.cache_resource(show_spinner="Loading the dataset…")
+@st.cache_resource(show_spinner="Loading the dataset…", max_entries=DATASETS_KEPT)
 def get_questions(_store, url: str, dataset: str, dataset_version: str):
     return workbench.dataset_questions(_store, dataset)
+
+
+@st.cache_resource
+def _split_runs() -> OrderedDict:
+    """The server's whole-split runs, newest last (a plain LRU: ``st.cache_data`` would replay the
+    progress bar instead of showing it)."""
+    return OrderedDict()
+
+
+def split_run(store: Store, url: str, ranker: Ranker, model: str, dataset: str, split: str,
+              questions: Sequence[Question]) -> Run:
+    """``model``'s run over ``questions`` (a whole split), computed once per (model version, dataset
+    import, split) for the whole server, with a progress bar while it is scored."""
+    key = (url, model, workbench.model_version_key(store, model, dataset), dataset,
+           workbench.dataset_version(store, dataset), split)
+    runs = _split_runs()
+    if key in runs:
+        runs.move_to_end(key)
+        return runs[key]
+    bar = st.progress(0.0, text=f"Scoring {model} on {split}…")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"Scoring {model} on {split}: {done:,} of {total:,} questions")
+
+    run = experiments.score_questions(ranker, questions, progress)
+    bar.empty()
+    runs[key] = run
+    while len(runs) > RUNS_KEPT:
+        runs.popitem(last=False)
+    return run
+
+
+def pick_label_rule(container, key: str) -> LabelRule:
+    """The labels a page's metrics are computed against (default gold), with the rule spelled out."""
+    rule = container.radio("Labels", list(LabelRule), key=key, horizontal=True,
+                           format_func=lambda r: {LabelRule.GOLD: "gold", LabelRule.TRAINING: "training-label rule"}[r],
+                           help=" ".join(f"{r.value}: {text}." for r, text in DESCRIPTIONS.items()))
+    return LabelRule(rule)
 
 
 def open_store(show_device: bool = True) -> tuple[str, Store]:
@@ -159,3 +202,70 @@ def question_input(store: Store, url: str, dataset: str, dataset_version: str) -
         return questions[picked].text, questions[picked].candidates, questions[picked].qid
 
     return chosen
+
+
+# ------------------------------------------------------------- one candidate explained (Ask, Compare)
+
+
+def explain_candidate(result: ranking.Ranking, rank: int, dataset: str, key: str) -> None:
+    """Everything the app shows of why ``result``'s candidate at ``rank`` scored as it did, computed
+    when opened: the model's heatmaps, how far to trust them, its REL links as arcs, its trees, and
+    a counterfactual edit."""
+    with st.spinner("Explaining…"):
+        explanation = result.explain(rank)
+    show_explanation(explanation, key)
+    show_trust(result, rank, dataset)
+    st.plotly_chart(
+        viz.arcs_figure(explanation.question_tokens, explanation.answer_tokens, explanation.links), key=f"{key}-arcs"
+    )
+    if explanation.trees and st.toggle("Show the REL-tagged trees (as the model compared them)", key=f"{key}-trees"):
+        for name, tree in explanation.trees.items():
+            st.caption(workbench.as_markdown(name))
+            st.code(viz.indented_tree(tree), language=None)
+    show_counterfactual(result, rank, key)
+
+
+def show_explanation(explanation, key: str) -> None:
+    """The model's heatmaps: its word x word matrices and its per-word weights (question side too,
+    where the model has them)."""
+    for name in explanation.matrices:
+        st.plotly_chart(viz.heatmap_figure(explanation, name), key=f"{key}-matrix-{name}")
+    if explanation.question_weights is not None:
+        st.plotly_chart(viz.token_weights_figure(explanation, side="question"), key=f"{key}-question-weights")
+    st.plotly_chart(viz.token_weights_figure(explanation), key=f"{key}-weights")
+
+
+def show_counterfactual(result: ranking.Ranking, rank: int, key: str) -> None:
+    """Edit the candidate and score the edit against this ranking's scores; explain only the edit."""
+    with st.form(f"{key}-form", border=False):
+        edited = st.text_area(
+            "Edit this candidate and score it again", value=result.at(rank).candidate.text, key=f"{key}-text"
+        )
+        submitted = st.form_submit_button("Score edited text")
+    if submitted:
+        try:
+            st.session_state[f"{key}-result"] = result.counterfactual(rank, edited)
+        except InputError as error:
+            st.session_state.pop(f"{key}-result", None)
+            st.error(workbench.as_markdown(str(error)))
+    outcome = st.session_state.get(f"{key}-result")
+    if outcome is not None:
+        st.metric("Score of the edited text", f"{outcome.score:.4f}", delta=f"{outcome.delta:+.4f}")
+        st.caption(f"Would rank #{outcome.rank} of {len(result)} (now #{rank}).")
+        show_explanation(outcome.explanation, f"{key}-edited")
+
+
+def show_trust(result: ranking.Ranking, rank: int, dataset: str) -> None:
+    """How far to trust this heatmap: the model's measured faithfulness, and the same test live on
+    this candidate (its score without its top-weighted words, and with only them, against random)."""
+    measured = trust.measured_line(result.model, dataset)
+    if measured is not None:
+        st.caption(workbench.as_markdown(measured))
+    test = result.deletion_test(rank)
+    k = ranking.LIVE_FRACTION
+    st.caption(
+        f"This candidate: score {test.score:.4f}; without its top {k:.0%} words "
+        f"{test.score - test.comprehensiveness[k]:.4f} (without {k:.0%} random words: "
+        f"{test.score - test.random_comprehensiveness[k]:.4f}); with only them "
+        f"{test.score - test.sufficiency[k]:.4f} (only random words: {test.score - test.random_sufficiency[k]:.4f})."
+    )

@@ -10,17 +10,46 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qa_core import config
 from qa_core.checkpoints import GC_GRACE_MINUTES, collect_garbage, new_checkpoint_path
 from qa_core.services import analysis, workbench
-from qa_core.types import InputError, NotTrainedError, StorageError
+from qa_core.types import Dataset, InputError, NotTrainedError, StorageError
+
+if TYPE_CHECKING:
+    from qa_core.services.experiments import ScoringProgress
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 ORPHAN_EXAMPLES = 5
+
+
+@contextmanager
+def _progress_bar(description: str, quiet: bool) -> Iterator[ScoringProgress | None]:
+    """A progress bar on stderr for a long step (none with ``--quiet``: the final line still prints)."""
+    if quiet:
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    with tqdm(desc=description, unit="question", file=sys.stderr, leave=False) as bar:
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        yield progress
+
+
+def _add_label_arguments(parser: argparse.ArgumentParser) -> None:
+    """The label rule of ``qa_core.services.evaluation_labels`` and ``--quiet``."""
+    parser.add_argument("--labels", choices=["gold", "training"], default="gold",
+                        help="evaluate against the dataset's gold labels (default) or the training-label rule "
+                             "(adjudicated > annotators' majority > gold)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (the final output still prints)")
 
 
 def _emit(record: dict) -> None:
@@ -71,7 +100,7 @@ def cmd_data_orphans(args: argparse.Namespace) -> None:
 
 def cmd_data_demo(args: argparse.Namespace) -> None:
     store = _store(args)
-    workbench.ensure_demo(store)
+    workbench.ensure_demo(store, beside_others=True)
     _emit({"datasets": store.dataset_names()})
 
 
@@ -127,6 +156,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         dev_split=args.dev_split,
         checkpoint=new_checkpoint_path(args.model, args.data, f"seed{args.seed}", owner=store.store_id),
         analyzer=analysis.analyzer_for(store, args.model),
+        progress=not args.quiet,
     )
     training_data, metrics = version_record(
         outcome,
@@ -180,6 +210,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     """Metrics as one JSON line; the run is kept in the store (with the model version that made it)
     and, with ``--run-out``, written as a TREC run."""
     from qa_core.rankers import registry
+    from qa_core.services.evaluation_labels import evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_and_evaluate
 
     store = _store(args)
@@ -198,13 +229,16 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         ranker, version_id = loaded.ranker, loaded.version["id"]
     else:
         ranker = workbench.load_ranker(store, args.model, args.data)
-    questions = require_split(store.load_dataset(args.data), args.split)
-    run, result = score_and_evaluate(ranker, questions, clean=args.clean)
+    labels = evaluation_labels(store, args.data, parse_rule(args.labels))
+    questions = require_split(Dataset(args.data, labels.questions), args.split)
+    with _progress_bar(f"scoring {args.split}", args.quiet) as progress:
+        run, result = score_and_evaluate(ranker, questions, clean=args.clean, progress=progress)
     if args.run_out:
         from qa_core.data.exporters import write_trec_run
 
         write_trec_run(run, Path(args.run_out), tag=ranker.name)
-    line = {"model": args.model, "data": args.data, "split": args.split, **result.aggregate}
+    line = {"model": args.model, "data": args.data, "split": args.split, "labels": labels.rule.value,
+            **result.aggregate}
     line.update(questions=result.questions, clean=result.clean)
     line["run_id"] = store.save_run(args.data, args.split, run, dict(line), model_version_id=version_id, tag=ranker.name)
     _emit(line)
@@ -265,20 +299,23 @@ def cmd_compare(args: argparse.Namespace) -> None:
     from qa_core.data.importers import read_trec_run
     from qa_core.evaluation import qrels_from_questions
     from qa_core.rankers import registry
+    from qa_core.services.evaluation_labels import describe, evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_questions
     from qa_core.significance import compare_runs
 
     store = _store(args)
-    questions = [q for q in require_split(store.load_dataset(args.data), args.split) if q.candidates]
+    labels = evaluation_labels(store, args.data, parse_rule(args.labels))
+    questions = [q for q in require_split(Dataset(args.data, labels.questions), args.split) if q.candidates]
     qrels = qrels_from_questions(questions)
     if not qrels:
-        raise InputError(f"split {args.split!r} of dataset {args.data!r} has no gold labels to compare against")
+        raise InputError(f"split {args.split!r} of dataset {args.data!r} has no labels to compare against")
     runs = {}
     for source in args.runs:
         if source in runs:
             raise InputError(f"{source!r} is named twice")
         if source in registry.available() or source.endswith(".pt"):
-            runs[source] = score_questions(workbench.load_ranker(store, source, args.data), questions)
+            with _progress_bar(f"scoring {source} on {args.split}", args.quiet) as progress:
+                runs[source] = score_questions(workbench.load_ranker(store, source, args.data), questions, progress)
         elif Path(source).is_file():
             run = {qid: {doc: score for doc, _, score in docs} for qid, docs in read_trec_run(Path(source)).items()}
             if not run.keys() & qrels.keys():
@@ -288,7 +325,11 @@ def cmd_compare(args: argparse.Namespace) -> None:
         else:
             raise InputError(f"{source!r} is neither a run file nor a registered model "
                              f"({', '.join(registry.available())})")
-    print(compare_runs(runs, qrels, metrics=args.metric, clean=args.clean).render(args.format), end="")
+    result = compare_runs(runs, qrels, metrics=args.metric, clean=args.clean)
+    if args.format == "json":
+        print(json.dumps({**result.to_dict(), "labels": labels.rule.value}, indent=2))
+    else:
+        print(result.render(args.format) + ("% " if args.format == "latex" else "") + describe(labels.rule))
 
 
 def _add_compare_parser(commands) -> None:
@@ -305,6 +346,7 @@ def _add_compare_parser(commands) -> None:
     compare.add_argument("--metric", nargs="+", choices=METRICS, default=list(METRICS))
     compare.add_argument("--clean", action="store_true", help="drop questions with no or only correct candidates")
     compare.add_argument("--format", choices=FORMATS, default="table")
+    _add_label_arguments(compare)
     compare.set_defaults(func=cmd_compare)
 
 
@@ -370,6 +412,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--train-split", default="train")
     train.add_argument("--dev-split", default="dev")
     train.add_argument("--no-promote", action="store_true", help="register without making it the version the app uses")
+    train.add_argument("--quiet", action="store_true", help="no progress bars (the final JSON line still prints)")
     train.add_argument(
         "--job", type=int, default=None, help="run training job ID queued in the store (its settings come from there)"
     )
@@ -381,7 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("classifier", choices=["question_class", "question_focus"])
     classify.add_argument("--path", default=None, help="folder of the label files (default: the shared data's)")
     classify.add_argument("--seed", type=int, default=1)
-    classify.add_argument("--quiet", action="store_true", help="no progress bars")
+    classify.add_argument("--quiet", action="store_true", help="no progress bars (the final JSON line still prints)")
     classify.add_argument("--no-promote", action="store_true", help="register without making it the version models use")
     classify.set_defaults(func=cmd_train_classifier)
 
@@ -391,6 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--split", default="test")
     ev.add_argument("--clean", action="store_true", help="drop questions with no or only correct candidates")
     ev.add_argument("--run-out", default=None, help="also write the TREC run file here")
+    _add_label_arguments(ev)
     ev.set_defaults(func=cmd_evaluate)
 
     rank = commands.add_parser("rank", help="rank BM25 candidates of a dataset's collection for a question")
