@@ -25,7 +25,7 @@ from sqlalchemy import create_engine, text
 
 from db.store import Store
 from qa_core.access import AccessDenied, Actor, Role
-from tests.conftest import BROWSER_TIMEOUT_MS, CHROMIUM, CHROMIUM_ARGS, _free_port, _require_chromium, _wait_healthy
+from tests.conftest import BROWSER_TIMEOUT_MS, _free_port, _require_chromium, _wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 SHORT_TOKEN_SECONDS = 20  # long enough to sign in and see the first page on a busy machine
@@ -112,18 +112,6 @@ def _serving(app: TeamApp, server: subprocess.Popen, log: Path) -> Iterator[Team
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=20)
-
-
-@pytest.fixture(scope="module")
-def chromium(team_app: TeamApp):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def signed_in_page(chromium, app: TeamApp, who: str, provider: str = "team"):
