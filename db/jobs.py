@@ -37,8 +37,10 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from db.audit import authorize, record
 from db.base import StoreBase, check_annotator, insert_model_version, jsonable, now
 from db.models import TrainingEventRow, TrainingJobRow
+from qa_core.access import Actor, Permission
 from qa_core.config import JOB_RUNNERS
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError
@@ -74,19 +76,42 @@ def new_claim() -> str:
 class JobStore(StoreBase):
     """Training jobs and their events (mixed into ``db.store.Store``)."""
 
-    def create_job(self, model: str, dataset: str, params: dict[str, Any], runner: str = "process") -> int:
+    def create_job(self, model: str, dataset: str, params: dict[str, Any], runner: str = "process", *,
+                   actor: Actor | None = None) -> int:
         """A new ``queued`` job; ``params`` is everything the job process needs (JSON); ``runner``:
-        ``process`` (the caller starts a process for it) or ``worker`` (a worker claims it)."""
+        ``process`` (the caller starts a process for it) or ``worker`` (a worker claims it). Needs the
+        right to train (and to promote, when ``params["promote"]`` asks the job to promote its version)."""
         model, dataset = check_annotator(model, "model"), check_annotator(dataset, "dataset")
         if runner not in JOB_RUNNERS:
             raise InputError(f"unknown job runner {runner!r}; choose one of: {', '.join(JOB_RUNNERS)}")
         with self.session_scope() as session:
-            return session.scalar(
+            who = authorize(session, actor, Permission.TRAIN, team=self.team)
+            if params.get("promote"):
+                authorize(session, who, Permission.PROMOTE, team=self.team)
+            job_id = session.scalar(
                 insert(TrainingJobRow)
                 .values(model=model, dataset=dataset, params=jsonable(params), status="queued", heartbeat_at=now(),
                         runner=runner, phase=WAITING_FOR_WORKER if runner == "worker" else "")
                 .returning(TrainingJobRow.id)
             )
+            record(session, who, "train", model, {"job": job_id, "dataset": dataset, **params})
+            return job_id
+
+    def cancel_job(self, job_id: int, *, actor: Actor | None = None) -> dict[str, Any] | None:
+        """Mark a queued or running job failed ("cancelled"; the audit trail says by whom) and return it, so the caller
+        can stop its process; ``None`` when it had ended already. Needs the right to train."""
+        with self.session_scope() as session:
+            who = authorize(session, actor, Permission.TRAIN, team=self.team)
+            result = session.execute(
+                update(TrainingJobRow)
+                .where(TrainingJobRow.id == job_id, TrainingJobRow.status.in_(ACTIVE_STATUSES))
+                .values(status="failed", finished_at=now(), error="cancelled", claim=None, lease_until=None)
+            )
+            if result.rowcount != 1:
+                return None
+            row = session.get(TrainingJobRow, job_id)
+            record(session, who, "cancel_job", row.model, {"job": job_id, "dataset": row.dataset})
+            return _job_dict(row)
 
     def set_job_process(self, job_id: int, pid: int, host: str | None = None) -> None:
         """Record the job's process (the launcher calls this right after spawning it)."""

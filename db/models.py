@@ -1,6 +1,6 @@
 """SQLAlchemy 2 ORM models of the store.
 
-Migrations ``0001_initial`` to ``0006_job_claims`` create exactly these tables;
+Migrations ``0001_initial`` to ``0007_job_claims`` create exactly these tables;
 ``tests/test_store.py`` checks that the two agree, so any change here needs a new Alembic revision.
 
 History is append-only wherever people's work is recorded: a judgement is never updated or
@@ -159,6 +159,8 @@ class LabelRow(Base):
     value: Mapped[int]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     note: Mapped[str | None] = mapped_column(Text)
+    # The signed-in user who wrote it (team mode, revision 0006); NULL in local mode and before.
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
 
 
 class LabelRetractionRow(Base):
@@ -324,4 +326,38 @@ class TrainingEventRow(Base):
     batch: Mapped[int | None]
     loss: Mapped[float | None]
     dev_map: Mapped[float | None]
+    detail: Mapped[dict[str, Any] | None]
+
+
+class UserRow(Base):
+    """A person who signed in through the identity provider (team mode), keyed by the provider's
+    subject (stable, unlike email and name, which are refreshed at every sign-in). ``role`` is one
+    of ``qa_core.access.Role``; ``signed_out_at`` ends every sign-in issued before it (a copied
+    cookie replayed after signing out is refused)."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    subject: Mapped[str] = mapped_column(unique=True)
+    email: Mapped[str | None] = mapped_column(index=True)
+    display_name: Mapped[str | None] = mapped_column(Text)
+    role: Mapped[str] = mapped_column(default="annotator")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_sign_in_at: Mapped[datetime | None]
+    signed_out_at: Mapped[datetime | None]
+
+
+class AuditEventRow(Base):
+    """Append-only: who (``actor``: a user's email, ``cli:<os user>``, ``local``, ``system``) did
+    what (``action``: import, promote, rollback, adjudicate, train, role_change, ...) to what
+    (``target``) and when, written in the same transaction as the action itself."""
+
+    __tablename__ = "audit_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    actor: Mapped[str]
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    action: Mapped[str] = mapped_column(index=True)
+    target: Mapped[str] = mapped_column(Text, default="")
     detail: Mapped[dict[str, Any] | None]

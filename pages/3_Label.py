@@ -15,7 +15,8 @@ import pandas as pd
 import streamlit as st
 
 from db.base import MAX_LABEL, MIN_LABEL
-from pages import get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
+from pages import current_actor, get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
+from qa_core.access import Permission
 from qa_core.services import labeling, workbench
 from qa_core.types import InputError, NotTrainedError
 
@@ -102,7 +103,8 @@ def label_view(store, dataset: str, annotator: str) -> None:
             return
     try:
         session = labeling.LabelingSession.build(
-            store, dataset, annotator, order, scores=scores, holder=st.session_state[HOLDER], split=split
+            store, dataset, annotator, order, scores=scores, holder=st.session_state[HOLDER], split=split,
+            actor=current_actor(),
         )
         item = session.current()
         progress = session.progress()
@@ -225,7 +227,7 @@ def review_view(store, dataset: str, reviewer: str | None) -> None:
         st.info("Choose or type your name above to settle conflicts as a reviewer.")
     if st.button("Settle", type="primary", key="adjudicate", disabled=reviewer is None):
         try:
-            store.adjudicate(conflict.candidate_id, int(grade), reviewer, note or None)
+            store.adjudicate(conflict.candidate_id, int(grade), reviewer, note or None, actor=current_actor())
         except InputError as error:
             st.error(workbench.as_markdown(str(error)))
         else:
@@ -241,25 +243,32 @@ datasets = require_datasets(store)
 st.session_state.setdefault(HOLDER, f"session-{uuid.uuid4().hex}")
 left, right = st.columns(2)
 dataset = pick_dataset(left, datasets, key="label_dataset")
-remembered = st.session_state.get(ANNOTATOR)
-known = sorted({name for judged in store.current_labels(dataset).values() for name in judged} | {remembered} - {None})
-options = [*known, NEW_NAME]
-choice = right.selectbox("Annotator", options, index=options.index(remembered) if remembered in options else len(known))
-if choice == NEW_NAME:
-    typed = right.text_input("Your name", key="new_annotator", placeholder="e.g. alice").strip()
-    if typed:
-        st.session_state[ANNOTATOR] = typed
-        st.rerun()  # the name is now a known one: the select box shows it
+actor = current_actor()
+if actor.signed_in:  # team mode: a label's annotator is the signed-in user, never a typed name
+    right.text_input("Annotator", value=actor.name, disabled=True, key="signed_in_annotator")
+    annotator = st.session_state[ANNOTATOR] = actor.name
 else:
-    st.session_state[ANNOTATOR] = choice
-annotator = st.session_state.get(ANNOTATOR) if choice != NEW_NAME else None
+    remembered = st.session_state.get(ANNOTATOR)
+    known = sorted({name for judged in store.current_labels(dataset).values() for name in judged} | {remembered} - {None})
+    options = [*known, NEW_NAME]
+    choice = right.selectbox("Annotator", options, index=options.index(remembered) if remembered in options else len(known))
+    if choice == NEW_NAME:
+        typed = right.text_input("Your name", key="new_annotator", placeholder="e.g. alice").strip()
+        if typed:
+            st.session_state[ANNOTATOR] = typed
+            st.rerun()  # the name is now a known one: the select box shows it
+    else:
+        st.session_state[ANNOTATOR] = choice
+    annotator = st.session_state.get(ANNOTATOR) if choice != NEW_NAME else None
 
 previous = st.session_state.get(CONFIG)
 if previous is not None and previous != (dataset, annotator):
     store.release_claims(previous[0], st.session_state[HOLDER])  # hand back the pair left on screen
 st.session_state[CONFIG] = (dataset, annotator)
 
-view = st.radio("View", [LABEL, AGREEMENT, REVIEW], horizontal=True, key="label_view", label_visibility="collapsed")
+views = [LABEL, *([AGREEMENT] if actor.may(Permission.SEE_AGREEMENT) else []),
+         *([REVIEW] if actor.may(Permission.ADJUDICATE) else [])]  # an annotator labels and sees their progress
+view = st.radio("View", views, horizontal=True, key="label_view", label_visibility="collapsed")
 if view == LABEL:
     if annotator is None:
         st.info("Choose your name or type a new one to start labelling.")

@@ -1,21 +1,33 @@
-"""What every page shares: one store per URL for the whole server, cached rankers and datasets, and
-the page header with its clear messages. Streamlit does not list ``__init__.py`` as a page."""
+"""What every page shares: one store per URL for the whole server, cached rankers and datasets, the
+page header with its clear messages, and the sign-in gate. Streamlit does not list ``__init__.py``
+as a page.
+
+Local mode (no ``[auth]`` section in ``.streamlit/secrets.toml``): no sign-in, everyone is the local
+user, as before teams existed. Team mode (an ``[auth]`` section, as Streamlit's ``st.login``
+documents it): ``open_store`` shows nothing but a sign-in button until the identity provider has
+signed the user in, then checks the user against the store on every run (known, not signed out
+since, token not expired, the role the page needs) and puts "Signed in as ..." and "Sign out" in the
+sidebar. Pages pass ``current_actor()`` to every write; the store checks it again.
+"""
 
 from __future__ import annotations
 
 import ast
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
+from streamlit.errors import StreamlitSecretNotFoundError
 
 from db.store import Store
 from qa_core import config
+from qa_core.access import LOCAL, Actor, Permission
 from qa_core.evaluation import Run
 from qa_core.rankers.base import Ranker
-from qa_core.services import experiments, ranking, trust, viz, workbench
+from qa_core.services import audit, experiments, ranking, trust, viz, workbench
 from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
 from qa_core.types import Candidate, InputError, NotTrainedError, Question
 
@@ -25,13 +37,24 @@ MODELS_KEPT = 6  # loaded (model version, dataset) pairs the server keeps; older
 DATASETS_KEPT = 2  # loaded dataset imports the server keeps (WikiQA's is ~100 MB of Python objects)
 RUNS_KEPT = 32  # whole-split runs the server keeps, per (model version, dataset import, split)
 NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
+ACTOR, SIGNED_IN_TOKEN = "signed_in_actor", "signed_in_token"
+# What a role needs to open a page (the others need Permission.VIEW); the landing page lists only these.
+PAGE_PERMISSIONS = {"4_Train.py": Permission.TRAIN, "6_Audit.py": Permission.VIEW_AUDIT}
 
 
-def page_summaries() -> list[tuple[str, str]]:
-    """(path, first sentence of its docstring) of every page, in sidebar order: the landing page's
-    links, so that adding a page means adding its file."""
+def page_files(actor: Actor = LOCAL) -> list[Path]:
+    """The pages ``actor`` may open, in sidebar order."""
+    return [
+        path for path in sorted(PAGES_DIR.glob("[0-9]*.py"))
+        if actor.may(PAGE_PERMISSIONS.get(path.name, Permission.VIEW))
+    ]
+
+
+def page_summaries(actor: Actor = LOCAL) -> list[tuple[str, str]]:
+    """(path, first sentence of its docstring) of every page ``actor`` may open, in sidebar order:
+    the landing page's links, so that adding a page means adding its file."""
     pages = []
-    for path in sorted(PAGES_DIR.glob("[0-9]*.py")):
+    for path in page_files(actor):
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or path.stem
         first = " ".join(doc.split("\n\n")[0].split())
         pages.append((f"pages/{path.name}", first.split(". ")[0].rstrip(".")))
@@ -39,9 +62,9 @@ def page_summaries() -> list[tuple[str, str]]:
 
 
 @st.cache_resource(show_spinner="Opening the store…")
-def get_store(url: str) -> Store:
-    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
-    store = workbench.open_store(url)
+def get_store(url: str, team: bool = False) -> Store:
+    """One store per URL (and mode) for the whole server; the demo corpus is imported into an empty one."""
+    store = workbench.open_store(url, team=team)
     workbench.ensure_demo(store)
     return store
 
@@ -120,17 +143,95 @@ def pick_label_rule(container, key: str) -> LabelRule:
     return LabelRule(rule)
 
 
-def open_store(show_device: bool = True) -> tuple[str, Store]:
-    """The configured store, or an error on the page and a stop (never a traceback)."""
+def open_store(show_device: bool = True, need: Permission = Permission.VIEW) -> tuple[str, Store]:
+    """The configured store once the sign-in gate let the user through with the right to ``need``
+    (``current_actor()`` is who that is), or a message on the page and a stop (never a traceback)."""
     url = config.database_url()
-    if show_device:
-        st.caption(f"Running on: {workbench.device_label()}")
+    team = team_mode()
     try:
-        return url, get_store(url)
+        store = get_store(url, team)
     except (InputError, SQLAlchemyError) as error:
         st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
         st.stop()
         raise  # st.stop() raises; this line only tells type checkers so
+    actor = _signed_in(store) if team else LOCAL
+    if not actor.may(need):
+        st.warning(workbench.as_markdown(f"{actor.describe()} may not {need.value} here; ask an admin for the role."))
+        st.stop()
+    st.session_state[ACTOR] = actor
+    if show_device:
+        st.caption(f"Running on: {workbench.device_label()}")
+    return url, store
+
+
+def current_actor() -> Actor:
+    """Who this run acts as: the user ``open_store`` let in (team mode), else the local user."""
+    actor = st.session_state.get(ACTOR)
+    return actor if isinstance(actor, Actor) else LOCAL
+
+
+def auth_settings() -> Mapping[str, Any] | None:
+    """The ``[auth]`` section of ``.streamlit/secrets.toml``: team mode when there is one."""
+    try:
+        section = st.secrets.get("auth")
+    except (StreamlitSecretNotFoundError, FileNotFoundError):
+        return None
+    return section or None
+
+
+def team_mode() -> bool:
+    return auth_settings() is not None
+
+
+def _providers() -> list[str | None]:
+    """The named providers (``[auth.NAME]`` sections), else the one unnamed provider (``None``)."""
+    settings = auth_settings() or {}
+    return [name for name, value in settings.items() if isinstance(value, Mapping) and "client_id" in value] or [None]
+
+
+def _sign_in_screen(message: str, refused: bool = False) -> None:
+    """A sign-in button per provider under ``message``, and nothing else: the page stops."""
+    st.title("Rerank Lab")
+    (st.error if refused else st.info)(workbench.as_markdown(message))
+    for provider in _providers():
+        label = "Sign in" if provider is None else f"Sign in with {provider}"
+        if st.button(label, key=f"sign_in_{provider or 'default'}", type="primary"):
+            st.login(provider)
+    st.stop()
+
+
+def _signed_in(store: Store) -> Actor:
+    """The signed-in user, checked against the store (see the module docstring), with the sidebar's
+    name, role and sign-out button; otherwise the sign-in screen."""
+    if not st.user.get("is_logged_in", False):
+        _sign_in_screen("Sign in to use Rerank Lab: this workbench is shared by a team.")
+    claims = st.user.to_dict()
+    token = (claims.get("sub"), claims.get("iat"))
+    known = st.session_state.get(ACTOR)
+    try:
+        if st.session_state.get(SIGNED_IN_TOKEN) == token and isinstance(known, Actor) and known.signed_in:
+            actor = store.user_actor(known)
+        else:  # a new sign-in in this browser session: the store records it (and the first user's admin role)
+            actor = audit.sign_in(store, claims)
+            st.session_state[SIGNED_IN_TOKEN] = token
+    except InputError as error:  # refused (AccessDenied), a token the store cannot keep, or the database
+        st.session_state.pop(SIGNED_IN_TOKEN, None)
+        st.session_state.pop(ACTOR, None)
+        _sign_in_screen(str(error), refused=True)
+        raise  # st.stop() raises; this line only tells type checkers so
+    name = claims.get("name") if isinstance(claims.get("name"), str) else None
+    who = workbench.as_markdown(name or actor.name)
+    st.sidebar.markdown(f"Signed in as **{who}** ({workbench.as_markdown(actor.name)}) · {actor.role}")
+    if st.sidebar.button("Sign out", key="sign_out"):
+        try:
+            store.sign_out(actor)
+        except InputError as error:  # this browser still signs out; copies of its cookie are not ended
+            st.sidebar.error(workbench.as_markdown(f"The store could not record the sign-out: {error}"))
+        st.session_state.pop(SIGNED_IN_TOKEN, None)
+        st.session_state.pop(ACTOR, None)
+        st.logout()
+        st.stop()
+    return actor
 
 
 LAST_DATASET = "last_dataset"

@@ -1,4 +1,7 @@
-"""Command line: ``python -m qa_core data|train|worker|train-classifier|evaluate|rank|compare|batch-score|models|gc``.
+"""Command line: ``python -m qa_core data|train|worker|train-classifier|evaluate|rank|compare|batch-score|models|gc|users|audit``.
+
+Whoever runs it holds the database URL, so it acts as an operator with every right
+(``qa_core.access.operator``), recorded in the audit trail as ``cli:<OS user>``.
 
 Exit status: 0 done; 2 bad input, or the database or the disk refused (one clear ``error:`` line
 on stderr, never a traceback, nothing half written); 130 interrupted (Ctrl-C); 1 only for a bug
@@ -8,6 +11,7 @@ on stderr, never a traceback, nothing half written); 130 interrupted (Ctrl-C); 1
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -79,12 +83,23 @@ def _store(args: argparse.Namespace):
         raise InputError(f"cannot open the store at {url}: {reason}") from None
 
 
+def _actor():
+    """The operator running this command (see the module docstring)."""
+    from qa_core.access import operator
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (some containers)
+        user = "unknown"
+    return operator(user)
+
+
 def cmd_data_import(args: argparse.Namespace) -> None:
     from qa_core.data.importers import load_dataset
 
     dataset = load_dataset(Path(args.path), fmt=args.format, name=args.name)
     store = _store(args)
-    report = store.import_dataset(dataset, replace=args.replace)
+    report = store.import_dataset(dataset, replace=args.replace, actor=_actor())
     _emit({"imported": dataset.name, **store.dataset_summary(dataset.name), "import": report.summary()})
     if report.moved:
         print(f"note: {len(report.moved)} candidates kept their labels under another id (rows moved in the file)",
@@ -115,7 +130,7 @@ def cmd_data_import_run(args: argparse.Namespace) -> None:
     from qa_core.data.importers import read_trec_run
 
     run = read_trec_run(Path(args.path))
-    _store(args).set_first_stage(args.data, run)
+    _store(args).set_first_stage(args.data, run, actor=_actor())
     _emit({"first_stage_from": args.path, "questions": len(run)})
 
 
@@ -124,7 +139,7 @@ def cmd_data_import_qrels(args: argparse.Namespace) -> None:
 
     qrels, lines = read_qrels_located(Path(args.path))
     annotator = args.annotator or f"qrels:{Path(args.path).name}"
-    result = _store(args).import_qrels(args.data, qrels, annotator, lines=lines, path=args.path)
+    result = _store(args).import_qrels(args.data, qrels, annotator, lines=lines, path=args.path, actor=_actor())
     _emit({"labels": result.added, "unchanged": result.unchanged, "annotator": annotator})
 
 
@@ -185,6 +200,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         training_data=training_data,
         metrics=metrics,
         promote=not args.no_promote,  # for the dataset it was trained on
+        actor=_actor(),
     )
     version = next(v["version"] for v in store.model_versions(args.model) if v["id"] == version_id)
     _emit({"model": args.model, "version": version, "model_version_id": version_id,
@@ -227,6 +243,7 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
         training_data={"path": str(folder), "seed": args.seed},
         metrics={**outcome.metrics, "best_epoch": outcome.report["best_epoch"], "train_seconds": outcome.report["seconds"]},
         promote=not args.no_promote,
+        actor=_actor(),
     )
     _emit({"model": args.classifier, "version": version, "checkpoint": str(path), **outcome.metrics})
 
@@ -316,6 +333,33 @@ def cmd_gc(args: argparse.Namespace) -> None:
         "kept_other_store": len(report.not_ours),
         "kept_unmarked": len(report.unmarked),
     })
+
+
+def cmd_users_grant(args: argparse.Namespace) -> None:
+    user = _store(args).grant_role(args.email, args.role, actor=_actor())
+    _emit({"user": user["email"] or user["subject"], "role": user["role"]})
+
+
+def cmd_users_list(args: argparse.Namespace) -> None:
+    for user in _store(args).users():
+        _emit(user)
+
+
+def cmd_audit(args: argparse.Namespace) -> None:
+    """The audit trail, newest first: JSON lines, or CSV with ``--out``."""
+    from qa_core.services.audit import audit_csv, audit_table
+
+    store = _store(args)
+    if args.out:
+        from qa_core.checkpoints import atomic_file
+
+        table = audit_table(store, args.action)
+        with atomic_file(args.out) as handle:
+            handle.write(audit_csv(table))
+        _emit({"written": args.out, "events": len(table)})
+        return
+    for event in store.audit_events(args.action):
+        _emit(event)
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
@@ -558,6 +602,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_compare_parser(commands)
     _add_batch_score_parser(commands)
+
+    users = commands.add_parser("users", help="the team's users and roles (team mode)").add_subparsers(
+        dest="users_command", required=True
+    )
+    grant = users.add_parser("grant", help="give a user who has signed in once a role: annotator, reviewer or admin")
+    grant.add_argument("email", help="the user's email (or their provider subject)")
+    grant.add_argument("role", help="annotator, reviewer or admin")
+    grant.set_defaults(func=cmd_users_grant)
+    users.add_parser("list", help="every user with their role").set_defaults(func=cmd_users_list)
+
+    audit = commands.add_parser("audit", help="who imported, trained, promoted, rolled back, adjudicated, changed roles")
+    audit.add_argument("--action", nargs="+", default=None, help="only these actions (import, promote, rollback, ...)")
+    audit.add_argument("--out", default=None, help="write CSV here instead of JSON lines")
+    audit.set_defaults(func=cmd_audit)
     return parser
 
 

@@ -281,15 +281,24 @@ def running_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp
 
 
 @pytest.fixture(scope="session")
-def browser(running_app: RunningApp):
+def chromium():
+    """One Chromium for the whole test session: Playwright's sync API runs one instance per thread,
+    so every browser test (this app's and the team-mode app's) shares it."""
+    _require_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         try:
-            yield chromium
+            yield launched
         finally:
-            chromium.close()
+            launched.close()
+
+
+@pytest.fixture(scope="session")
+def browser(running_app: RunningApp, chromium):
+    """Chromium, once the app runs."""
+    return chromium
 
 
 @pytest.fixture

@@ -124,9 +124,11 @@ def test_compare_escapes_candidate_text(store_url):
     assert not app.exception, app.exception
     text = markdown(app)
     assert ESCAPED in text and "<script>" not in text
-    (chart,) = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    charts = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    (chart,) = [c for c in charts if c["layout"]["title"]["text"].startswith("Rank of each candidate")]
     names = [trace["name"] for trace in chart["data"]]
     assert any(ESCAPED in name for name in names) and not any("<script>" in name for name in names)
+    assert len(charts) > 1 and not any("<script>" in json.dumps(c) for c in charts)  # the explanations' too
 
 
 # ============================================================================ Label

@@ -41,6 +41,7 @@ from qa_core.types import InputError, NotTrainedError
 
 if TYPE_CHECKING:
     from db.store import Store
+    from qa_core.access import Actor
     from qa_core.rankers.base import Ranker
     from qa_core.training.events import TrainingEvent
 
@@ -72,6 +73,7 @@ def start_training_job(
     model_config: dict[str, Any] | None = None,
     promote: bool = False,
     runner: str | None = None,
+    actor: Actor | None = None,
 ) -> int:
     """Queue a training of ``model`` on ``dataset`` and start its process (``runner``, default
     ``config.job_runner()``: ``process``), or leave it to the workers (``worker``); returns the job id.
@@ -80,6 +82,8 @@ def start_training_job(
     ``qa_core.services.labeling.training_labels`` (adjudication, then majority), with ``gold`` filling the
     gaps (``True``: every split; split names: only those); without ``store_labels`` the
     dataset's gold labels only. The new version is registered unpromoted unless ``promote``.
+    ``actor`` must be allowed to train (and to promote, with ``promote``); the store checks and
+    records it before any process starts.
     Poll ``store.job(id)`` and ``store.job_events(id)`` for status and progress.
     """
     if not registry.ranker_class(model).capabilities.trainable:
@@ -99,7 +103,7 @@ def start_training_job(
         "promote": promote,
     }
     runner = runner or config.job_runner()
-    job_id = store.create_job(model, dataset, params, runner=runner)
+    job_id = store.create_job(model, dataset, params, runner=runner, actor=actor)
     if runner == "worker":
         return job_id
     log_path = job_log_path(job_id)
@@ -136,20 +140,21 @@ def job_log_path(job_id: int) -> Path:
     return folder / f"job-{job_id}.log"
 
 
-def cancel_job(store: Store, job_id: int) -> bool:
-    """Stop a queued or running job and mark it failed; returns whether it was still active. A job
+def cancel_job(store: Store, job_id: int, *, actor: Actor | None = None) -> bool:
+    """Mark a queued or running job failed and stop it; returns whether it was still active. A job
     process on this host gets SIGTERM; a worker (which serves other jobs too) sees at its next
     progress event or heartbeat that it no longer holds the job, and drops it. The promoted model
-    is untouched."""
-    job = store.job(job_id)
-    if job["status"] not in ("queued", "running"):
+    is untouched. Needs the right to train."""
+    store.job(job_id)  # a job whose process died is marked failed first
+    job = store.cancel_job(job_id, actor=actor)
+    if job is None:
         return False
     if job["runner"] == "process" and job["pid"] is not None and job["host"] == socket.gethostname():
         try:
             os.kill(job["pid"], signal.SIGTERM)
         except ProcessLookupError:
             pass
-    return store.fail_job(job_id, "cancelled")
+    return True
 
 
 def wait_for_job(store: Store, job_id: int, timeout: float = 600.0, poll_seconds: float = 0.2) -> dict[str, Any]:

@@ -40,11 +40,12 @@ DEFAULT_CANDIDATES = 50
 # ---------------------------------------------------------------------- store and demo data
 
 
-def open_store(url: str | None = None) -> Store:
-    """The store at ``url``, else the configured one (``RERANK_LAB_DB`` or SQLite in the data folder)."""
+def open_store(url: str | None = None, *, team: bool = False) -> Store:
+    """The store at ``url``, else the configured one (``RERANK_LAB_DB`` or SQLite in the data folder);
+    ``team``: writes need a signed-in user (``db/audit.py``)."""
     from db.store import Store
 
-    return Store(url or config.database_url())
+    return Store(url or config.database_url(), team=team)
 
 
 def ensure_demo(store: Store, *, beside_others: bool = False) -> bool:
@@ -53,15 +54,16 @@ def ensure_demo(store: Store, *, beside_others: bool = False) -> bool:
     datasets but not the demo.
 
     Returns whether it imported. Two first runs racing each other are fine: the loser sees the
-    winner's dataset.
+    winner's dataset. The app itself imports it (``SYSTEM`` in the audit trail), in team mode too.
     """
+    from qa_core.access import SYSTEM
     from qa_core.data.demo import DEMO_NAME, load_demo
 
     names = store.dataset_names()
     if DEMO_NAME in names or (names and not beside_others):
         return False
     try:
-        store.import_dataset(load_demo())
+        store.import_dataset(load_demo(), actor=SYSTEM)
     except InputError:
         if DEMO_NAME not in store.dataset_names():
             raise

@@ -7,8 +7,9 @@ the job claimable again) and how often it was claimed (``attempts``).
 Existing jobs keep running as they did: their runner is ``process``; those that started count
 one attempt.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006 (0006_users_and_audit: this revision was written as 0006 revising 0005 beside it,
+and chained after it when main, which had it, was merged)
 Create Date: 2026-11-24
 """
 
@@ -19,8 +20,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006"
-down_revision: str | None = "0005"
+revision: str = "0007"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
