@@ -1,5 +1,6 @@
 """Speed: end-to-end rerank latency, model throughput and training time, WikiQA import time, page
-render time in Chromium, and (on a GPU) mixed-precision throughput. Results go to
+render time in Chromium, batch scoring on the local and Ray engines (``--parts batch``,
+``benchmarks/batch_engines.py``), and (on a GPU) mixed-precision throughput. Results go to
 ``benchmarks/results/speed.json`` (each part merged in, so parts can be re-run alone) and the
 section "speed" of docs/benchmarks.md.
 
@@ -32,9 +33,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from batch_engines import render_batch, run_batch
 from common import RESULTS, ROOT, machine, machine_line, mean_std, read_results, write_result, write_section
 
-PARTS = ("e2e", "throughput", "import", "app", "walk", "gpu")
+PARTS = ("e2e", "throughput", "import", "app", "walk", "batch", "gpu")
 CANDIDATES = 100
 QUESTIONS = 100  # WikiQA test questions timed end to end (the first ones, in file order)
 WARMUP = 5  # WikiQA dev questions run first: spaCy, BM25 index, allocator
@@ -541,6 +543,8 @@ def render(results: dict[str, Any]) -> list[str]:
         lines += [f"| {s['page']} | {s['dataset']} | {s['seconds']:.1f} | {s['resident_mb']:.0f} |" for s in walk["steps"]]
         lines += ["", f"Held after the walk: {walk['held_resident_mb']:.0f} MB; peak {walk['peak_resident_mb']:.0f} MB "
                   f"({'under' if walk['peak_resident_mb'] < 1024 else 'over'} 1 GB).", ""]
+    if results.get("batch"):
+        lines += render_batch(results["batch"])
     lines += ["### GPU, mixed precision", ""]
     gpu = results.get("gpu")
     if gpu and gpu["device"].startswith("cuda"):
@@ -593,6 +597,11 @@ def main() -> None:
                     results["app"] = {**run_app(), "load_average": load_average}
                 elif part == "walk":
                     results["walk"] = {**run_walk(), "load_average": load_average}
+                elif part == "batch":
+                    from qa_core.data.importers import load_wikiqa
+
+                    results["batch"] = {**run_batch(Path(scratch), load_wikiqa(wikiqa_path()), trained_smcnn),
+                                        "load_average": load_average}
                 elif part == "gpu":
                     results["gpu"] = run_gpu(args.device, args.amp_dtype)
                 results["machine"] = machine()

@@ -1,6 +1,6 @@
 """SQLAlchemy 2 ORM models of the store.
 
-Migrations ``0001_initial`` to ``0006_users_and_audit`` create exactly these tables;
+Migrations ``0001_initial`` to ``0007_job_claims`` create exactly these tables;
 ``tests/test_store.py`` checks that the two agree, so any change here needs a new Alembic revision.
 
 History is append-only wherever people's work is recorded: a judgement is never updated or
@@ -281,7 +281,10 @@ class TrainingJobRow(Base):
     """A training run in its own OS process (``qa_core.services.jobs``): queued, running, succeeded or failed.
 
     ``params`` holds everything the process needs (model, labels, seed, config); ``pid``/``host``
-    and ``heartbeat_at`` let a reader notice a process that died without saying so.
+    and ``heartbeat_at`` let a reader notice a process that died without saying so. ``runner``:
+    ``process`` (the launcher starts one) or ``worker`` (``python -m qa_core worker`` claims it);
+    ``claim`` is the token of the attempt that holds a running job and ``lease_until`` when its
+    lease ends unless a heartbeat renews it (``db/jobs.py``).
     """
 
     __tablename__ = "training_jobs"
@@ -302,6 +305,10 @@ class TrainingJobRow(Base):
     model_version_id: Mapped[int | None] = mapped_column(
         ForeignKey("model_versions.id", ondelete="SET NULL"), index=True
     )
+    runner: Mapped[str] = mapped_column(Text, default="process", server_default="process")
+    claim: Mapped[str | None] = mapped_column(Text)
+    lease_until: Mapped[datetime | None]
+    attempts: Mapped[int] = mapped_column(default=0, server_default="0")
 
 
 class TrainingEventRow(Base):

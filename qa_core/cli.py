@@ -1,4 +1,4 @@
-"""Command line: ``python -m qa_core data|train|train-classifier|evaluate|rank|compare|models|gc|users|audit``.
+"""Command line: ``python -m qa_core data|train|worker|train-classifier|evaluate|rank|compare|batch-score|models|gc|users|audit``.
 
 Whoever runs it holds the database URL, so it acts as an operator with every right
 (``qa_core.access.operator``), recorded in the audit trail as ``cli:<OS user>``.
@@ -163,9 +163,13 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     store = _store(args)
     if args.job is not None:
+        from db.jobs import ClaimLost
         from qa_core.services.jobs import run_job
 
-        _emit({"job": args.job, "model_version_id": run_job(store, args.job)})
+        try:
+            _emit({"job": args.job, "model_version_id": run_job(store, args.job)})
+        except ClaimLost as lost:  # cancelled meanwhile: nothing was registered
+            raise InputError(str(lost)) from None
         return
     if not args.model or not args.data:
         raise InputError("train needs --model and --data (or --job ID for a job queued in the store)")
@@ -201,6 +205,20 @@ def cmd_train(args: argparse.Namespace) -> None:
     version = next(v["version"] for v in store.model_versions(args.model) if v["id"] == version_id)
     _emit({"model": args.model, "version": version, "model_version_id": version_id,
            "checkpoint": str(outcome.checkpoint), **outcome.metrics})
+
+
+def cmd_worker(args: argparse.Namespace) -> None:
+    """Serve the store's queue of training jobs (``qa_core.services.worker``): progress on stderr,
+    one JSON line per job on stdout."""
+    import logging
+
+    from qa_core.services.worker import serve
+
+    store = _store(args)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s worker %(levelname)s %(message)s")
+    logging.getLogger(__name__).info("serving the training jobs of %s", store.engine.url.render_as_string(hide_password=True))
+    serve(store, lease_seconds=args.lease, poll_seconds=args.poll, until_idle=args.until_idle, max_jobs=args.max_jobs,
+          report=_emit)
 
 
 def cmd_train_classifier(args: argparse.Namespace) -> None:
@@ -383,6 +401,53 @@ def cmd_compare(args: argparse.Namespace) -> None:
         print(result.render(args.format) + ("% " if args.format == "latex" else "") + describe(labels.rule))
 
 
+def cmd_batch_score(args: argparse.Namespace) -> None:
+    """Score a file of pairs (or a first-stage run) with a model into one TREC run (``qa_core.services.batch``)."""
+    from qa_core.services.batch import batch_score
+    from qa_core.services.batch_chunks import BatchRequest, input_format, store_texts
+
+    store = _store(args)
+    source = Path(args.input)
+    ranker = workbench.load_ranker(store, args.model, args.data)
+    run_input = args.data is not None and source.is_file() and input_format(source) == "trec"
+    request = BatchRequest(
+        source, Path(args.out), texts=store_texts(store, args.data) if run_input else None,
+        engine=args.engine, workers=args.workers, scorers=args.scorers, chunk_pairs=args.chunk_pairs, amp=args.amp,
+        tag=args.tag, address=args.address, device=args.device, quiet=args.quiet,
+    )
+    _emit({"written": args.out, "model": ranker.name, **batch_score(request, ranker).summary()})
+
+
+def _add_batch_score_parser(commands) -> None:
+    from qa_core.services.batch_chunks import CHUNK_PAIRS, ENGINES
+
+    run = commands.add_parser(
+        "batch-score", help="score every pair of a JSONL file or a first-stage TREC run with a model; writes a TREC run",
+        description=(
+            "INPUT is JSONL ({\"qid\", \"question\", \"docid\", \"text\"}, optional \"rank\" and \"url\") or a "
+            "TREC run whose texts are in the store (--data). The pairs of a query must be contiguous. "
+            "--engine local parses in DataLoader worker processes and scores here; --engine ray runs Ray Data "
+            "(parsing actors, scoring actors) on the cluster at --address, or on a local cluster started and "
+            "stopped for this command. The run file appears only when complete."
+        ),
+    )
+    run.add_argument("input", help="JSONL of qid/question/docid/text, or a TREC run (with --data)")
+    run.add_argument("--model", required=True, help="a checkpoint path or one of: {models}")
+    run.add_argument("--out", required=True, help="TREC run file to write (.gz: compressed)")
+    run.add_argument("--data", default=None, help="dataset in the store: a trained --model scores with the version "
+                     "in use for it (a baseline fits its IDF on it); a TREC run INPUT takes its texts from it")
+    run.add_argument("--engine", choices=ENGINES, default="local")
+    run.add_argument("--address", default=None, help="Ray: join this cluster (e.g. 10.0.0.5:6379) instead of starting one")
+    run.add_argument("--workers", type=int, default=2, help="parsing processes (local; 0: none) or Ray parsing actors")
+    run.add_argument("--scorers", type=int, default=None, help="Ray scoring actors (default: one per GPU, else one)")
+    run.add_argument("--chunk-pairs", type=int, default=CHUNK_PAIRS, help="pairs per chunk (whole queries)")
+    run.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: the GPU when there is one)")
+    run.add_argument("--amp", action="store_true", help="score under torch.autocast (float16 on CUDA)")
+    run.add_argument("--tag", default=None, help="run tag (default: the model's name)")
+    run.add_argument("--quiet", action="store_true", help="no progress notes or Ray logs on stderr")
+    run.set_defaults(func=cmd_batch_score)
+
+
 def _add_compare_parser(commands) -> None:
     from qa_core.evaluation import METRICS
     from qa_core.significance import FORMATS
@@ -469,6 +534,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.set_defaults(func=cmd_train)
 
+    from db.jobs import LEASE_SECONDS
+    from qa_core.services.worker import POLL_SECONDS
+
+    worker = commands.add_parser(
+        "worker", help="run the training jobs queued in the store (the app queues them with RERANK_LAB_JOB_RUNNER=worker)",
+        description="Claims the oldest queued training job, runs it, and goes on, until stopped (SIGTERM or Ctrl-C "
+        "give the running job back to the queue; after a SIGKILL or a crash its lease runs out and another worker "
+        "takes it). Run as many as you like, on any machine that reaches the store and the data folder.",
+    )
+    worker.add_argument("--until-idle", action="store_true", help="stop when no job is queued")
+    worker.add_argument("--max-jobs", type=int, default=None, help="stop after this many jobs")
+    worker.add_argument("--lease", type=float, default=LEASE_SECONDS,
+                        help="seconds a claim lasts without a heartbeat (heartbeats come every 5 s)")
+    worker.add_argument("--poll", type=float, default=POLL_SECONDS, help="seconds between looks at an empty queue")
+    worker.set_defaults(func=cmd_worker)
+
     classify = commands.add_parser(
         "train-classifier", help="train the question class CNN or focus tagger and register it in the store"
     )
@@ -520,6 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
     _add_compare_parser(commands)
+    _add_batch_score_parser(commands)
 
     users = commands.add_parser("users", help="the team's users and roles (team mode)").add_subparsers(
         dest="users_command", required=True
