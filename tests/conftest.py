@@ -34,6 +34,38 @@ from qa_core.types import Dataset
 os.environ.setdefault("RAY_AUTH_MODE", "token")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
+# ============================================================================ parallel runs
+# `make test` runs the suite on 2 pytest-xdist workers (scripts/test.sh). Tests are grouped so that
+# what is expensive to set up is set up once: each test file stays on one worker (its module-scoped
+# fixtures, e.g. test_every_model's trained store, are built once), every test of the running app
+# (`make run`, which trains the demo model) shares one worker, and so does every test of the Ray
+# cluster. Each worker runs torch on one thread: two workers already fill the 2-core CI machine, and
+# oversubscribed OpenMP threads make small models many times slower (see `single_thread`).
+
+SHARED_SETUPS = {"running_app": "app", "ray_cluster": "ray"}  # fixture -> worker group
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for item in items:
+        needs = getattr(item, "fixturenames", ())  # pytest API: only function items have fixture names
+        group = next((g for fixture, g in SHARED_SETUPS.items() if fixture in needs), item.path.name)
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread_per_worker() -> Iterator[None]:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 # ============================================================================ isolation
 # Tests never read or write the developer's ./data folder (its store may hold trained classifiers
 # that "auto" question analysis would pick up): every session gets an empty data folder.
