@@ -154,7 +154,7 @@ def open_store(show_device: bool = True, need: Permission = Permission.VIEW) -> 
         st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
         st.stop()
         raise  # st.stop() raises; this line only tells type checkers so
-    actor = _signed_in(store) if team else LOCAL
+    actor = _with_identity_in_sidebar(store, _signed_in(store)) if team else LOCAL
     if not actor.may(need):
         st.warning(workbench.as_markdown(f"{actor.describe()} may not {need.value} here; ask an admin for the role."))
         st.stop()
@@ -200,9 +200,22 @@ def _sign_in_screen(message: str, refused: bool = False) -> None:
     st.stop()
 
 
+def navigable_pages() -> list[tuple[str, str]]:
+    """The pages the user may open (``page_summaries``), for the entry point's navigation: in team
+    mode the sign-in screen and a stop until signed in. Draws nothing else (the page that runs next
+    opens the store and draws the sidebar's identity)."""
+    if not team_mode():
+        return page_summaries(LOCAL)
+    try:
+        store = get_store(config.database_url(), True)
+    except (InputError, SQLAlchemyError):
+        return []  # the landing page's open_store says why
+    return page_summaries(_signed_in(store))
+
+
 def _signed_in(store: Store) -> Actor:
-    """The signed-in user, checked against the store (see the module docstring), with the sidebar's
-    name, role and sign-out button; otherwise the sign-in screen."""
+    """The signed-in user, checked against the store (see the module docstring); otherwise the
+    sign-in screen."""
     if not st.user.get("is_logged_in", False):
         _sign_in_screen("Sign in to use Rerank Lab: this workbench is shared by a team.")
     claims = st.user.to_dict()
@@ -219,6 +232,13 @@ def _signed_in(store: Store) -> Actor:
         st.session_state.pop(ACTOR, None)
         _sign_in_screen(str(error), refused=True)
         raise  # st.stop() raises; this line only tells type checkers so
+    st.session_state[ACTOR] = actor  # the page that runs after the entry point knows the user
+    return actor
+
+
+def _with_identity_in_sidebar(store: Store, actor: Actor) -> Actor:
+    """The signed-in user's name, role and sign-out button in the sidebar."""
+    claims = st.user.to_dict()
     name = claims.get("name") if isinstance(claims.get("name"), str) else None
     who = workbench.as_markdown(name or actor.name)
     st.sidebar.markdown(f"Signed in as **{who}** ({workbench.as_markdown(actor.name)}) · {actor.role}")
