@@ -1,6 +1,6 @@
 """SQLAlchemy 2 ORM models of the store.
 
-Migrations ``0001_initial`` to ``0005_promotions_per_dataset`` create exactly these tables;
+Migrations ``0001_initial`` to ``0005_promotions_per_dataset`` and ``0007_annotation`` create exactly these tables;
 ``tests/test_store.py`` checks that the two agree, so any change here needs a new Alembic revision.
 
 History is append-only wherever people's work is recorded: a judgement is never updated or
@@ -159,6 +159,40 @@ class LabelRow(Base):
     value: Mapped[int]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     note: Mapped[str | None] = mapped_column(Text)
+    # The queue claim the label was given under (its holder: whose undo it is; its claimed_at:
+    # when the pair was shown), and the guidelines it was made under; NULL for labels written
+    # outside the queue or before migration 0007.
+    claim_id: Mapped[int | None] = mapped_column(ForeignKey("queue_claims.id", ondelete="SET NULL"), index=True)
+    guideline_id: Mapped[int | None] = mapped_column(ForeignKey("guidelines.id", ondelete="SET NULL"))
+
+
+class GuidelineRow(Base):
+    """One version of a dataset's annotation guidelines (markdown); append-only, the highest
+    version is the one in force."""
+
+    __tablename__ = "guidelines"
+    __table_args__ = (UniqueConstraint("dataset_id", "version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    version: Mapped[int]
+    text: Mapped[str] = mapped_column(Text)
+    author: Mapped[str]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AnnotationSettingsRow(Base):
+    """A dataset's labelling settings as set on the Label page; append-only, the latest row wins
+    (so every session of every annotator draws the same double-annotated sample)."""
+
+    __tablename__ = "annotation_settings"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    overlap_share: Mapped[float]  # share of pairs that want ``overlap`` annotators
+    overlap: Mapped[int]
+    changed_by: Mapped[str]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class LabelRetractionRow(Base):

@@ -17,6 +17,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from db.annotation import AnnotationStore
 from db.base import (
     ANY_DATASET,
     MAX_LABEL,
@@ -77,7 +78,7 @@ class QrelsImport(NamedTuple):
     unchanged: int
 
 
-class Store(LabelingStore, JobStore):
+class Store(LabelingStore, JobStore, AnnotationStore):
     """Persistent store over SQLite or PostgreSQL; the schema is migrated on construction."""
 
     # ------------------------------------------------------------------ datasets

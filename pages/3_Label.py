@@ -5,18 +5,25 @@ Widgets and layout only; the queue, its leases and the agreement coefficients ar
 ``qa_core.services.labeling`` and the store's (``db/labeling.py``): every judgement is written at once with
 history, and two browser sessions are never handed the same pair at once (each session holds its
 pair through a lease in the store). Data text is shown as escaped markdown, never as HTML.
+
+Every action has a key, listed on the page (``KEYS``); ``pages/assets/label_keys.js`` makes sure
+focus never stays stuck in a widget: choosing an option, changing a radio button or pressing
+Escape hands the keys back to the page, and capital letters work as the small ones.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from db.base import MAX_LABEL, MIN_LABEL
 from pages import get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
-from qa_core.services import labeling, workbench
+from qa_core.services import analysis, labeling, workbench
+from qa_core.services.labeling import charts, dashboard
 from qa_core.types import InputError, NotTrainedError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
@@ -28,18 +35,73 @@ ORDER_HELP = {
     "diversity": "one pair of each question in turn",
 }
 LABEL, AGREEMENT, REVIEW = "Label", "Agreement", "Review conflicts"
+VIEWS = [LABEL, AGREEMENT, REVIEW]
 NEW_NAME = "New annotator…"
 ANNOTATOR, HOLDER, SHOWN, NOTICE, CONFIG = "annotator", "label_holder", "label_shown", "label_notice", "label_config"
+CHOICE, NAME_ERROR = "annotator_choice", "annotator_name_error"
+KEYS_SCRIPT = Path(__file__).resolve().parent / "assets" / "label_keys.js"
+SCORING_REFRESH_SECONDS = 1.0
+
+
+def view_key(position: int) -> str:
+    """The view radio button at ``position`` (0-based; Streamlit's radio inputs carry their index)."""
+    return f'.st-key-label_view input[type="radio"][value="{position}"]'
+
+
+Keys = dict[str, tuple[list[str], str, bool]]
+# letter -> (CSS selectors tried in turn, "click" or "focus", Streamlit's own shortcut handles the small letter)
+PAGE_KEYS: Keys = {
+    "l": ([view_key(0)], "click", False),
+    "a": ([view_key(1)], "click", False),
+    "v": ([view_key(2)], "click", False),
+    "d": ([".st-key-label_dataset input"], "focus", False),
+    "n": ([".st-key-new_annotator input", ".st-key-annotator_choice input"], "focus", False),
+}
+VIEW_KEYS: dict[str, Keys] = {
+    LABEL: {
+        "s": ([".st-key-skip button"], "click", True),
+        "u": ([".st-key-undo button"], "click", True),
+        "o": ([".st-key-order input"], "focus", False),
+        "m": ([".st-key-order_model input", ".st-key-order_models input"], "focus", False),
+    },
+    AGREEMENT: {"e": ([".st-key-export button"], "click", True)},
+    REVIEW: {"f": ([".st-key-conflict input"], "focus", False)},
+}
+PAGE_HELP = "L / A / V label, agreement, review · D dataset · N annotator · Esc leaves a box (then keys work again)"
 
 st.set_page_config(page_title="Label · Rerank Lab", layout="wide")
 
 
-@st.cache_resource(show_spinner="Scoring the dataset's pairs…")
+@st.cache_resource(show_spinner=False, max_entries=8)
 def get_scores(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str):
-    """``{candidate_id: score}`` of one model over the dataset, for the uncertainty and
-    disagreement orders; a new model version or a re-import scores again."""
+    """One model's scores of the dataset, filled in by a background thread, for the uncertainty
+    and disagreement orders (shared by every session); a new model version or a re-import
+    scores again."""
     ranker = get_ranker(_store, url, model, dataset, model_version, dataset_version)  # the pages' shared cache
-    return labeling.model_scores(ranker, _store.candidate_rows(dataset))
+    return labeling.BackgroundScores(ranker, _store.candidate_rows(dataset))
+
+
+def install_keys(keys: Keys) -> None:
+    """The page's extra keys and the focus rules of ``label_keys.js`` (our own script, no data in it)."""
+    config = json.dumps({letter: list(entry) for letter, entry in keys.items()})
+    st.html(
+        f"<script>window.rerankLabKeys = {config};</script><script>{KEYS_SCRIPT.read_text(encoding='utf-8')}</script>",
+        unsafe_allow_javascript=True,
+    )
+
+
+@st.fragment(run_every=SCORING_REFRESH_SECONDS)
+def scoring_progress(jobs: dict[str, labeling.BackgroundScores]) -> None:
+    """Scoring progress while the model-based order fills in; one full rerun when it is done."""
+    states = {model: job.progress() for model, job in jobs.items()}
+    if all(state.done for state in states.values()):
+        st.rerun()
+    for model, state in states.items():
+        st.progress(
+            state.scored / state.total if state.total else 1.0,
+            text=f"Scoring with {model} for this order: {state.scored} of {state.total} pairs · "
+            "labelling goes on meanwhile, scored pairs first",
+        )
 
 
 def judge(session: labeling.LabelingSession, item: labeling.QueueItem, grade: int) -> None:
@@ -82,18 +144,29 @@ def label_view(store, dataset: str, annotator: str) -> None:
         chosen = [st.selectbox("Model", names, key="order_model")]
     elif order == "disagreement":
         chosen = st.multiselect("Models (two or more)", names, default=names[:2], key="order_models")
-    scores = {}
+    jobs = {}
     for model in chosen:
         try:
-            scores[model] = get_scores(
+            jobs[model] = get_scores(
                 store, url, model, dataset, workbench.model_version_key(store, model, dataset), workbench.dataset_version(store, dataset)
             )
         except NotTrainedError as error:
             show_not_trained(error, model, dataset)
             return
+    failed = [f"{model}: {job.progress().error}" for model, job in jobs.items() if job.progress().error]
+    if failed:
+        st.warning(workbench.as_markdown("Scoring stopped early, the rest of the queue is in random order: " + "; ".join(failed)))
+    elif jobs and not all(job.progress().done for job in jobs.values()):
+        scoring_progress(jobs)
     try:
         session = labeling.LabelingSession.build(
-            store, dataset, annotator, order, scores=scores, holder=st.session_state[HOLDER]
+            store,
+            dataset,
+            annotator,
+            order,
+            scores={model: job.snapshot() for model, job in jobs.items()},
+            holder=st.session_state[HOLDER],
+            policy=labeling.queue_policy(store, dataset),
         )
         item = session.current()
         progress = session.progress()
@@ -134,46 +207,114 @@ def label_view(store, dataset: str, annotator: str) -> None:
     left, right, _ = st.columns([1, 1, 3])
     left.button("Skip", key="skip", shortcut="S", on_click=skip, args=(session, item), disabled=item is None)
     right.button("Undo", key="undo", shortcut="U", on_click=undo, args=(session,))
-    st.caption("Keys: 0–4 judge the pair · S skip · U undo your last label.")
+    st.caption(
+        "Keys: 0–4 judge the pair · S skip · U undo this tab's last label · O queue order · M model(s) · " + PAGE_HELP
+    )
 
 
-def agreement_view(store, dataset: str) -> None:
-    report = labeling.agreement_report(store, dataset)
+@st.cache_data(show_spinner="Computing agreement and its confidence intervals…", max_entries=16)
+def get_dashboard(_store, url: str, dataset: str, stamp: str) -> dashboard.Dashboard:
+    """The agreement dashboard; ``stamp`` (labels, adjudications, timed judgements) says when it
+    changed (the bootstrap takes about a second per annotator pair)."""
+    return dashboard.store_dashboard(_store, dataset, analysis.question_analyzer(_store))
+
+
+def coefficient(value: float | None, items: int, enough: bool) -> str:
+    if not enough:
+        return f"{labeling.NOT_ENOUGH} ({items} shared)"
+    return "— (no variation)" if value is None else f"{value:.3f}"
+
+
+def agreement_view(store, dataset: str, annotator: str | None) -> None:
+    stamp = json.dumps(
+        [store.current_labels(dataset), sorted(store.adjudications(dataset)), len(store.judgement_times(dataset))],
+        sort_keys=True,
+    )
+    board = get_dashboard(store, url, dataset, stamp)
+    report = board.report
     left, middle, right = st.columns(3)
     left.metric("Annotators", len(report.annotators))
-    middle.metric("Pairs judged by two or more", report.items_with_overlap)
-    right.metric("Krippendorff's α (ordinal)", "—" if report.alpha is None else f"{report.alpha:.3f}")
+    share = "" if report.overlap_share is None else f" ({report.overlap_share:.0%} of {report.judged} judged)"
+    middle.metric("Pairs judged by two or more", f"{report.items_with_overlap}{share}")
+    right.metric(
+        "Krippendorff's α (ordinal)",
+        coefficient(report.alpha, report.items_with_overlap, report.enough),
+        help=f"95% bootstrap interval {report.alpha_ci}",
+    )
+    if report.enough:
+        right.caption(f"95% interval {report.alpha_ci}")
+    else:
+        st.warning(
+            f"Not enough overlap: {report.items_with_overlap} pairs were judged by two or more annotators; "
+            f"agreement means little below {labeling.MIN_SHARED_PAIRS}. Raise the share of double-annotated "
+            "pairs below, or label more."
+        )
+    overlap_setting(store, dataset, annotator)
+    st.caption("Keys: E export the dashboard as CSV · " + PAGE_HELP)
     if not report.pairs:
         st.info("Agreement needs pairs judged by two annotators; the queue hands a share of pairs to two.")
         return
     st.caption(
         "Cohen's κ per annotator pair over the pairs both judged (scikit-learn; weighted: quadratic over "
-        "grades 0–4); Krippendorff's α over everyone (krippendorff package). — means undefined "
-        "(no variation)."
+        "grades 0–4) with a 95% bootstrap interval over those pairs; Krippendorff's α over everyone "
+        f"(krippendorff package). Below {labeling.MIN_SHARED_PAIRS} shared pairs a coefficient is not shown."
     )
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "annotator": p.annotator_a,
-                    "other annotator": p.annotator_b,
-                    "pairs both judged": p.items,
-                    "Cohen's κ": p.kappa,
-                    "weighted κ": p.weighted_kappa,
-                }
-                for p in report.pairs
-            ]
-        ),
-        hide_index=True,
-        key="kappas",
+    st.dataframe(board.kappas, hide_index=True, key="kappas")
+    st.download_button(
+        "Export the dashboard as CSV", dashboard.dashboard_csv(board), file_name=f"agreement-{dataset}.csv",
+        mime="text/csv", key="export", shortcut="E",
     )
+    st.caption(
+        "Bias: mean of (grade − consensus) over the pairs judged with others; the consensus is the "
+        "reviewer's grade, else the median. Seconds: from the pair shown to the judgement."
+    )
+    tables = st.columns(3)
+    for column, (title, table) in zip(
+        tables, [("Bias per annotator", board.bias), ("Disagreement per question class", board.by_class),
+                 ("Seconds per judgement", board.timing)]
+    ):
+        column.markdown(f"**{title}**")
+        column.dataframe(table, hide_index=True)
+    for name, figure in charts.dashboard_figures(board).items():
+        st.plotly_chart(figure, key=f"chart-{name}")
+
+
+def overlap_setting(store, dataset: str, annotator: str | None) -> None:
+    """The dataset's share of double-annotated pairs: in the store, so every session draws the same sample."""
+    settings = store.annotation_settings(dataset)
+    with st.form("overlap_form", border=False):
+        share = st.slider(
+            "Share of pairs judged by two annotators", 0, 100, round(settings.overlap_share * 100), step=5,
+            format="%d%%", key="overlap_share",
+        )
+        changed = f"set by {settings.changed_by}" if settings.changed_by else "the default"
+        st.caption(workbench.as_markdown(f"Now {settings.overlap_share:.0%} ({changed}); it applies to pairs not yet judged."))
+        if st.form_submit_button("Save share", disabled=annotator is None) and annotator is not None:
+            try:
+                store.set_annotation_settings(dataset, share / 100, settings.overlap, annotator)
+            except InputError as error:
+                st.error(workbench.as_markdown(str(error)))
+            else:
+                st.session_state[NOTICE] = f"Share of double-annotated pairs set to {share}%."
+                st.rerun()
+
+
+def settle(store, conflict: labeling.Conflict, grade: int, reviewer: str) -> None:
+    """Button callback: the reviewer's final grade of the conflict on screen."""
+    note = st.session_state.get("adjudication_note") or None
+    try:
+        store.adjudicate(conflict.candidate_id, grade, reviewer, note)
+    except InputError as error:
+        st.session_state[NOTICE] = f"Not settled: {error}"
+        return
+    st.session_state[NOTICE] = f"Settled {conflict.qid} / {conflict.doc_id} as {grade} ({GRADE_NAMES[grade]})."
 
 
 def review_view(store, dataset: str, reviewer: str | None) -> None:
     conflicts = labeling.conflicts(store, dataset)
     notice = st.session_state.pop(NOTICE, None)
     if notice:
-        st.success(workbench.as_markdown(notice))
+        (st.error if notice.startswith("Not settled") else st.success)(workbench.as_markdown(notice))
     if not conflicts:
         st.info("No open conflicts: every pair's annotators agree or a reviewer has settled it.")
         return
@@ -208,39 +349,59 @@ def review_view(store, dataset: str, reviewer: str | None) -> None:
             "**Labels:** "
             + workbench.as_markdown(", ".join(f"{name}: {grade}" for name, grade in conflict.labels.items()))
         )
-    grade = st.radio(
-        "Final grade", list(GRADE_NAMES), horizontal=True, key="final_grade", format_func=lambda g: f"{g} · {GRADE_NAMES[g]}"
-    )
-    note = st.text_input("Note (optional)", key="adjudication_note")
+    st.text_input("Note (optional)", key="adjudication_note")
+    party = reviewer is not None and reviewer in conflict.labels
     if reviewer is None:
         st.info("Choose or type your name above to settle conflicts as a reviewer.")
-    if st.button("Settle", type="primary", key="adjudicate", disabled=reviewer is None):
-        try:
-            store.adjudicate(conflict.candidate_id, int(grade), reviewer, note or None)
-        except InputError as error:
-            st.error(workbench.as_markdown(str(error)))
-        else:
-            st.session_state[NOTICE] = f"Settled {conflict.qid} / {conflict.doc_id} as {grade} ({GRADE_NAMES[grade]})."
-            st.rerun()
+    elif party:
+        st.warning(workbench.as_markdown(f"You ({reviewer}) labelled this pair: another reviewer settles it."))
+    for column, (grade, name) in zip(st.columns(len(GRADE_NAMES)), GRADE_NAMES.items()):
+        column.button(
+            f"{grade} · {name}",
+            key=f"settle-{grade}",
+            shortcut=str(grade),
+            on_click=settle,
+            args=(store, conflict, grade, reviewer),
+            disabled=reviewer is None or party,
+            width="stretch",
+        )
+    st.caption("Keys: 0–4 settle the conflict shown with that final grade · F conflict list · " + PAGE_HELP)
+
+
+def take_name() -> None:
+    """Text box callback: a typed name becomes the annotator (and the select box's choice) before
+    the run, or the page says why it is refused."""
+    typed = st.session_state.get("new_annotator", "")
+    st.session_state[NAME_ERROR] = None
+    if not typed.strip():
+        return
+    try:
+        name = labeling.annotator_name(typed)
+    except InputError as error:
+        st.session_state[NAME_ERROR] = f"{error}."
+        return
+    st.session_state[ANNOTATOR] = st.session_state[CHOICE] = name
 
 
 st.title("Label")
 url, store = open_store(show_device=False)
 datasets = require_datasets(store)
 
-# One holder id per browser session: the store leases the pair on screen to it.
+# One holder id per browser session: the store leases the pair on screen to it, and undo takes
+# back only what this session judged.
 st.session_state.setdefault(HOLDER, f"session-{uuid.uuid4().hex}")
 left, right = st.columns(2)
 dataset = pick_dataset(left, datasets, key="label_dataset")
 remembered = st.session_state.get(ANNOTATOR)
 known = sorted({name for judged in store.current_labels(dataset).values() for name in judged} | {remembered} - {None})
 options = [*known, NEW_NAME]
-choice = right.selectbox("Annotator", options, index=options.index(remembered) if remembered in options else len(known))
+if st.session_state.get(CHOICE) not in options:
+    st.session_state[CHOICE] = remembered if remembered in options else NEW_NAME
+choice = right.selectbox("Annotator", options, key=CHOICE)
 if choice == NEW_NAME:
-    typed = right.text_input("Your name", key="new_annotator", placeholder="e.g. alice").strip()
-    if typed:
-        st.session_state[ANNOTATOR] = typed
-        st.rerun()  # the name is now a known one: the select box shows it
+    right.text_input("Your name", key="new_annotator", placeholder="e.g. alice", on_change=take_name)
+    if st.session_state.get(NAME_ERROR):
+        right.error(workbench.as_markdown(st.session_state[NAME_ERROR]))
 else:
     st.session_state[ANNOTATOR] = choice
 annotator = st.session_state.get(ANNOTATOR) if choice != NEW_NAME else None
@@ -250,13 +411,14 @@ if previous is not None and previous != (dataset, annotator):
     store.release_claims(previous[0], st.session_state[HOLDER])  # hand back the pair left on screen
 st.session_state[CONFIG] = (dataset, annotator)
 
-view = st.radio("View", [LABEL, AGREEMENT, REVIEW], horizontal=True, key="label_view", label_visibility="collapsed")
+view = st.radio("View", VIEWS, horizontal=True, key="label_view", label_visibility="collapsed")
 if view == LABEL:
     if annotator is None:
         st.info("Choose your name or type a new one to start labelling.")
     else:
         label_view(store, dataset, annotator)
 elif view == AGREEMENT:
-    agreement_view(store, dataset)
+    agreement_view(store, dataset, annotator)
 else:
     review_view(store, dataset, annotator)
+install_keys(PAGE_KEYS | VIEW_KEYS[view])

@@ -1,0 +1,128 @@
+"""Issue 21 on the Label page through AppTest: agreement that says when it means nothing, the
+overlap share set on the page, names that draw nothing refused, undo per browser session, and a
+model-based order that labels while it scores. Real store (SQLite in tmp), real demo corpus."""
+
+from __future__ import annotations
+
+import pytest
+
+from db.store import Store
+from qa_core.services import workbench
+from tests.pages import LABEL, open_page
+
+
+def start(name: str):
+    app = open_page(LABEL)
+    app.text_input(key="new_annotator").input(name).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def shown_pair(app) -> str:
+    return next(c.value for c in app.caption if " · " in c.value and "labelled" not in c.value)
+
+
+def metrics(app) -> dict[str, str]:
+    return {m.label: m.value for m in app.metric}
+
+
+@pytest.mark.parametrize("name", ["\u200b", "\u200b\u200c\ufeff", "\u3164", " \u2060 "])
+def test_invisible_annotator_names_are_refused(store_url, name):
+    app = open_page(LABEL)
+    app.text_input(key="new_annotator").input(name).run()
+    assert not app.exception, app.exception
+    assert any("invisible" in e.value or "empty" in e.value for e in app.error), [e.value for e in app.error]
+    assert not [b for b in app.button if b.key == "grade-0"]  # nobody to label as
+
+
+def test_a_name_hiding_a_zero_width_space_is_refused(store_url):
+    app = open_page(LABEL)
+    app.text_input(key="new_annotator").input("ali\u200bce").run()
+    assert any("invisible character" in e.value for e in app.error)
+    assert Store(store_url).current_labels("demo") == {}
+
+
+def test_agreement_over_one_shared_pair_says_not_enough_overlap(store_url):
+    store = Store(store_url)
+    workbench.ensure_demo(store)
+    (first, *_) = [r.candidate_id for r in store.candidate_rows("demo")]
+    store.add_label(first, "ann", 1)
+    store.add_label(first, "bob", 2)
+    app = open_page(LABEL)
+    app.radio(key="label_view").set_value("Agreement").run()
+    assert not app.exception, app.exception
+    assert metrics(app)["Krippendorff's α (ordinal)"] == "not enough overlap (1 shared)"  # was "0.000" before
+    (row,) = app.dataframe[0].value.to_dict("records")
+    assert row["pairs both judged"] == 1 and row["note"] == "not enough overlap"
+    assert row["weighted κ"] is None or row["weighted κ"] != row["weighted κ"]  # None / NaN: not shown
+    store.close()
+
+
+def test_agreement_with_enough_overlap_shows_coefficients_and_intervals(store_url):
+    store = Store(store_url)
+    workbench.ensure_demo(store)
+    ids = [r.candidate_id for r in store.candidate_rows("demo")][:12]
+    grades = [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (0, 1), (1, 1), (2, 3), (3, 3), (4, 3), (0, 0), (2, 2)]
+    for candidate_id, (a, b) in zip(ids, grades):
+        store.add_label(candidate_id, "ann", a)
+        store.add_label(candidate_id, "bob", b)
+    app = open_page(LABEL)
+    app.radio(key="label_view").set_value("Agreement").run()
+    assert not app.exception, app.exception
+    alpha = float(metrics(app)["Krippendorff's α (ordinal)"])
+    assert 0.8 < alpha < 1.0
+    (row,) = app.dataframe[0].value.to_dict("records")
+    assert row["pairs both judged"] == 12 and 0.8 < row["weighted κ"] < 1.0
+    assert row["weighted κ low"] < row["weighted κ"] < row["weighted κ high"] <= 1.0
+    assert not app.warning
+    # The dashboard's tables: bias (both 0: each disagreement is split around the median), the
+    # disagreement per question class, and no seconds (these labels were not given in the queue).
+    bias = app.dataframe[1].value.set_index("annotator")
+    assert bias.loc["ann", "bias"] == pytest.approx(-bias.loc["bob", "bias"])
+    assert app.dataframe[2].value["shared pairs"].sum() == 12
+    assert app.dataframe[3].value.empty
+    assert len(app.get("plotly_chart")) == 2
+    store.close()
+
+
+def test_share_of_double_annotated_pairs_is_set_on_the_page(store_url):
+    app = start("alice")
+    app.radio(key="label_view").set_value("Agreement").run()
+    app.slider(key="overlap_share").set_value(100)
+    app.button[[b.label for b in app.button].index("Save share")].click().run()
+    assert not app.exception, app.exception
+    store = Store(store_url)
+    settings = store.annotation_settings("demo")
+    assert (settings.overlap_share, settings.changed_by) == (1.0, "alice")
+    # Every pair now wants two annotators: alice's judgement leaves her pair open for bob, so
+    # bob's share of the queue is every pair (with 20%, alice's pair would likely be complete).
+    app.radio(key="label_view").set_value("Label").run()
+    app.button(key="grade-2").click().run()
+    total = len(store.candidate_rows("demo"))
+    bob = start("bob")
+    assert bob.get("progress")[0].proto.text.startswith(f"0 of {total} labelled by you")
+    store.close()
+
+
+def test_undo_takes_back_only_this_sessions_labels(store_url):
+    tab_a, tab_b = start("alice"), start("alice")
+    tab_a.button(key="grade-3").click().run()
+    tab_b.button(key="grade-1").click().run()
+    tab_a.button(key="undo").click().run()
+    store = Store(store_url)
+    assert sorted(g["alice"] for g in store.current_labels("demo").values()) == [1]  # tab b's stays
+    tab_a.button(key="undo").click().run()  # nothing of tab a's left: tab b's label is not touched
+    assert any("Nothing of yours to undo" in c.value for c in tab_a.caption)
+    assert sorted(g["alice"] for g in store.current_labels("demo").values()) == [1]
+    store.close()
+
+
+def test_every_action_lists_its_key(store_url):
+    app = start("alice")
+    keys = next(c.value for c in app.caption if c.value.startswith("Keys:"))
+    for key in ("0–4", "S skip", "U undo", "O queue order", "Esc"):
+        assert key in keys
+    shortcuts = {b.key: b.proto.shortcut for b in app.button if b.key}
+    assert {key: shortcuts[key] for key in ("grade-0", "grade-4", "skip", "undo")} == {
+        "grade-0": "0", "grade-4": "4", "skip": "s", "undo": "u"
+    }
