@@ -122,7 +122,7 @@ class AnnotationStore(StoreBase):
                 .outerjoin(GuidelineRow, LabelRow.guideline_id == GuidelineRow.id)
                 .where(LabelRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id, retired=True)))
             )
-            return dict(rows.tuples().all())
+            return {label_id: version for label_id, version in rows}
 
     # ------------------------------------------------------------------ settings
 

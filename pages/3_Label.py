@@ -27,6 +27,13 @@ from qa_core.services.labeling import charts, dashboard
 from qa_core.types import InputError, NotTrainedError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
+GRADE_MEANINGS = {
+    0: "says nothing about what the question asks",
+    1: "on the question's topic, but does not answer it",
+    2: "holds part of the answer, or the answer with something missing",
+    3: "answers the question",
+    4: "answers it fully and on its own; nothing else is needed",
+}
 assert sorted(GRADE_NAMES) == list(range(MIN_LABEL, MAX_LABEL + 1)), "one button per grade the store accepts"
 ORDER_HELP = {
     "random": "a seeded random order",
@@ -34,8 +41,8 @@ ORDER_HELP = {
     "disagreement": "pairs whose rank differs most between the models first",
     "diversity": "one pair of each question in turn",
 }
-LABEL, AGREEMENT, REVIEW = "Label", "Agreement", "Review conflicts"
-VIEWS = [LABEL, AGREEMENT, REVIEW]
+LABEL, AGREEMENT, REVIEW, GUIDELINES = "Label", "Agreement", "Review conflicts", "Guidelines"
+VIEWS = [LABEL, AGREEMENT, REVIEW, GUIDELINES]
 NEW_NAME = "New annotator…"
 ANNOTATOR, HOLDER, SHOWN, NOTICE, CONFIG = "annotator", "label_holder", "label_shown", "label_notice", "label_config"
 CHOICE, NAME_ERROR = "annotator_choice", "annotator_name_error"
@@ -54,6 +61,7 @@ PAGE_KEYS: Keys = {
     "l": ([view_key(0)], "click", False),
     "a": ([view_key(1)], "click", False),
     "v": ([view_key(2)], "click", False),
+    "g": ([view_key(3)], "click", False),
     "d": ([".st-key-label_dataset input"], "focus", False),
     "n": ([".st-key-new_annotator input", ".st-key-annotator_choice input"], "focus", False),
 }
@@ -66,8 +74,9 @@ VIEW_KEYS: dict[str, Keys] = {
     },
     AGREEMENT: {"e": ([".st-key-export button"], "click", True)},
     REVIEW: {"f": ([".st-key-conflict input"], "focus", False)},
+    GUIDELINES: {},
 }
-PAGE_HELP = "L / A / V label, agreement, review · D dataset · N annotator · Esc leaves a box (then keys work again)"
+PAGE_HELP = "L / A / V / G label, agreement, review, guidelines · D dataset · N annotator · Esc leaves a box (then keys work again)"
 
 st.set_page_config(page_title="Label · Rerank Lab", layout="wide")
 
@@ -134,6 +143,50 @@ def undo(session: labeling.LabelingSession) -> None:
     )
 
 
+def guidelines_panel(store, dataset: str) -> None:
+    """The grade scale and the dataset's guidelines in force, beside the pair (each label records
+    the version it was made under)."""
+    guideline = store.guidelines(dataset)
+    title = "Guidelines" if guideline is None else f"Guidelines (version {guideline.version})"
+    with st.expander(title, expanded=True):
+        st.markdown("\n".join(f"- **{grade} · {GRADE_NAMES[grade]}**: {meaning}" for grade, meaning in GRADE_MEANINGS.items()))
+        if guideline is None:
+            st.caption("No guidelines for this dataset yet: write them in the Guidelines view (G).")
+        else:
+            st.markdown(guideline.text)  # the guidelines' own markdown; Streamlit escapes HTML in it
+
+
+def guidelines_view(store, dataset: str, author: str | None) -> None:
+    """Edit the dataset's guidelines; every save is a new version in the store."""
+    history = store.guideline_history(dataset)
+    current = history[-1].text if history else ""
+    with st.form("guidelines_form", border=False):
+        text = st.text_area("Guidelines (markdown)", current, height=300, key="guidelines_text")
+        saved = st.form_submit_button("Save as a new version", disabled=author is None)
+    if author is None:
+        st.info("Choose or type your name above to edit the guidelines.")
+    elif saved:
+        try:
+            guideline = store.save_guidelines(dataset, text, author)
+        except InputError as error:
+            st.error(workbench.as_markdown(str(error)))
+        else:
+            st.session_state[NOTICE] = f"Guidelines version {guideline.version} is in force."
+            st.rerun()
+    notice = st.session_state.pop(NOTICE, None)
+    if notice:
+        st.success(workbench.as_markdown(notice))
+    if history:
+        st.dataframe(
+            pd.DataFrame(
+                [{"version": g.version, "author": g.author, "saved": g.created_at, "characters": len(g.text)} for g in reversed(history)]
+            ),
+            hide_index=True,
+            key="guideline_history",
+        )
+    st.caption("Keys: " + PAGE_HELP)
+
+
 def label_view(store, dataset: str, annotator: str) -> None:
     order = st.selectbox(
         "Queue order", labeling.STRATEGIES, key="order", format_func=lambda s: f"{s}: {ORDER_HELP[s]}"
@@ -190,10 +243,13 @@ def label_view(store, dataset: str, annotator: str) -> None:
         st.success(f"Nothing left for you to label in this queue{held}.")
     else:
         st.session_state[SHOWN] = item.claim.claim_id
-        with st.container(border=True):
+        pair, guide = st.columns([3, 2])
+        with pair.container(border=True):
             st.caption(workbench.as_markdown(f"{item.record.qid} · {item.record.doc_id}"))
             st.markdown(f"**Question:** {workbench.as_markdown(item.record.question)}")
             st.markdown(f"**Candidate:** {workbench.as_markdown(item.record.candidate)}")
+        with guide:
+            guidelines_panel(store, dataset)
         for column, (grade, name) in zip(st.columns(len(GRADE_NAMES)), GRADE_NAMES.items()):
             column.button(
                 f"{grade} · {name}",
@@ -419,6 +475,8 @@ if view == LABEL:
         label_view(store, dataset, annotator)
 elif view == AGREEMENT:
     agreement_view(store, dataset, annotator)
-else:
+elif view == REVIEW:
     review_view(store, dataset, annotator)
+else:
+    guidelines_view(store, dataset, annotator)
 install_keys(PAGE_KEYS | VIEW_KEYS[view])

@@ -191,3 +191,28 @@ def test_background_scoring_reports_a_failure_and_keeps_what_it_scored(ann_store
     job = BackgroundScores(Refuses(), ann_store.candidate_rows("ann"), questions_per_step=1)
     final = job.wait(timeout=60)
     assert final.done and final.error == "the model refuses this text" and final.scored == 3
+
+
+# ------------------------------------------------------------------------------ guidelines
+
+
+def test_guidelines_are_versioned_and_every_queue_label_records_its_version(ann_store: Store) -> None:
+    assert ann_store.guidelines("ann") is None
+    alice = session(ann_store, "alice", "tab")
+    before = alice.label(alice.current(), 1)  # made under no guidelines
+    first = ann_store.save_guidelines("ann", "# Grades\n\nA date answers *when*.", "lead")
+    assert (first.version, first.author) == (1, "lead")
+    assert ann_store.save_guidelines("ann", "# Grades\n\nA date answers *when*.", "bob") == first  # unchanged: no new version
+    under_first = alice.label(alice.current(), 2)
+    second = ann_store.save_guidelines("ann", "# Grades\n\nA year alone is partly answering.", "lead")
+    under_second = alice.label(alice.current(), 3)
+    assert second.version == 2 and ann_store.guidelines("ann") == second
+    assert [g.version for g in ann_store.guideline_history("ann")] == [1, 2]
+    versions = ann_store.label_guideline_versions("ann")
+    assert (versions[before], versions[under_first], versions[under_second]) == (None, 1, 2)
+    for text, message in [("   ", "empty"), ("x\x00", "NUL"), ("x" * 100_001, "too long")]:
+        with pytest.raises(InputError, match=message):
+            ann_store.save_guidelines("ann", text, "lead")
+    with pytest.raises(InputError, match="blank"):
+        ann_store.save_guidelines("ann", "fine", "\u200b")
+    assert len(ann_store.guideline_history("ann")) == 2

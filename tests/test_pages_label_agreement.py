@@ -126,3 +126,22 @@ def test_every_action_lists_its_key(store_url):
     assert {key: shortcuts[key] for key in ("grade-0", "grade-4", "skip", "undo")} == {
         "grade-0": "0", "grade-4": "4", "skip": "s", "undo": "u"
     }
+
+
+def test_guidelines_written_on_the_page_show_beside_the_pair_and_version_the_labels(store_url):
+    app = start("alice")
+    assert any("No guidelines for this dataset yet" in c.value for c in app.caption)
+    assert any("**2 · partly answers**" in m.value for m in app.markdown)  # the grade scale, always
+    app.radio(key="label_view").set_value("Guidelines").run()
+    app.text_area(key="guidelines_text").input("A year alone <b>partly</b> answers a *when* question.")
+    app.button[[b.label for b in app.button].index("Save as a new version")].click().run()
+    assert not app.exception, app.exception
+    assert any("version 1 is in force" in s.value for s in app.success)
+    app.radio(key="label_view").set_value("Label").run()
+    assert [e.label for e in app.expander] == ["Guidelines (version 1)"]
+    assert any(m.value == "A year alone <b>partly</b> answers a *when* question." for m in app.markdown)
+    app.button(key="grade-2").click().run()
+    store = Store(store_url)
+    (version,) = store.label_guideline_versions("demo").values()
+    assert version == 1
+    store.close()
