@@ -6,34 +6,25 @@
 from __future__ import annotations
 
 import streamlit as st
-from sqlalchemy.exc import SQLAlchemyError
 
-from pages import get_store, page_summaries
-from qa_core import config
+from pages import current_actor, open_store, page_summaries
 from qa_core.data.demo import DEMO_NAME
 from qa_core.services import workbench
-from qa_core.types import InputError
 
 st.set_page_config(page_title="Rerank Lab", layout="wide")
 
 
+url, store = open_store(show_device=False)  # in team mode: the sign-in screen until signed in
 st.title("Rerank Lab")
 st.markdown(
     "A workbench for neural answer reranking: ask a question (or pick one from a dataset), get BM25 "
     "candidates or the question's own pool, rerank them with a baseline or a neural model, and see "
     "why: scores, rank changes against the first stage, word heatmaps and REL links."
 )
-for path, summary in page_summaries():
+for path, summary in page_summaries(current_actor()):
     st.page_link(path, label=summary)
 
-url = config.database_url()
 st.caption(f"Running on: {workbench.device_label()} · Store: {workbench.as_markdown(workbench.masked_url(url))}")
-
-try:
-    store = get_store(url)
-except (InputError, SQLAlchemyError) as error:
-    st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
-    st.stop()
 
 st.subheader("Datasets")
 datasets = workbench.datasets_overview(store)

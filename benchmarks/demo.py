@@ -96,7 +96,7 @@ def measure(corpus: Path) -> dict[str, Any]:
 
         models: dict[str, Any] = {}
         for name in BASELINES:
-            ranker = workbench.load_ranker(store, name, fit_on="demo")
+            ranker = workbench.load_ranker(store, name, "demo")
             result = evaluate_ranker(ranker, test)
             models[name] = {
                 "test_map": result.aggregate["map"],

@@ -24,14 +24,17 @@ from rankers import RUNS, evaluate_both, render_section, run_path, summarise
 from qa_core.data.exporters import write_trec_run
 from qa_core.evaluation import qrels_from_questions
 from qa_core.fusion import fuse, select_members
+from qa_core.rankers import registry
 from qa_core.services.stored_runs import read_run, run_files
 
 
 def stored_runs(dataset: str) -> dict[str, dict[int | None, Path]]:
-    """``{model: {seed or None: test-run path}}`` for models that kept both a DEV and a TEST run."""
+    """``{model: {seed or None: test-run path}}`` for registered models that kept both a DEV and a TEST
+    run (not the ensemble's own runs, nor ablations such as ``compare_aggregate-pointwise``)."""
     dev = run_files(RUNS / dataset, "dev")
+    models = set(registry.available())
     found = {model: {seed: path for seed, path in by_seed.items() if seed in dev.get(model, {})}
-             for model, by_seed in run_files(RUNS / dataset, "test").items() if model != "ensemble"}
+             for model, by_seed in run_files(RUNS / dataset, "test").items() if model in models}
     return {model: by_seed for model, by_seed in found.items() if by_seed}
 
 

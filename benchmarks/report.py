@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from common import RESULTS, ROOT
 
-SECTION_ORDER = ("rankers", "classifiers", "semantic_overlap", "structure", "speed", "reliability", "learning_loop")
+SECTION_ORDER = (
+    "rankers", "stacking", "compare_aggregate", "classifiers", "semantic_overlap", "structure", "speed", "reliability",
+    "learning_loop",
+)
 
 
 def main() -> None:

@@ -1,5 +1,6 @@
 """Speed: end-to-end rerank latency, model throughput and training time, WikiQA import time, page
-render time in Chromium, and (on a GPU) mixed-precision throughput. Results go to
+render time in Chromium, the Label page's key press to next pair (``--parts label``), batch scoring on the local and Ray engines (``--parts batch``,
+``benchmarks/batch_engines.py``), and (on a GPU) mixed-precision throughput. Results go to
 ``benchmarks/results/speed.json`` (each part merged in, so parts can be re-run alone) and the
 section "speed" of docs/benchmarks.md.
 
@@ -18,6 +19,7 @@ import io
 import json
 import os
 import pstats
+import re
 import shutil
 import signal
 import socket
@@ -31,9 +33,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from batch_engines import render_batch, run_batch
 from common import RESULTS, ROOT, machine, machine_line, mean_std, read_results, write_result, write_section
 
-PARTS = ("e2e", "throughput", "import", "app", "label", "gpu")
+PARTS = ("e2e", "throughput", "import", "app", "label", "walk", "batch", "gpu")
 CANDIDATES = 100
 QUESTIONS = 100  # WikiQA test questions timed end to end (the first ones, in file order)
 WARMUP = 5  # WikiQA dev questions run first: spaCy, BM25 index, allocator
@@ -230,17 +233,15 @@ def run_import(repeats: int = 3) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def started_app() -> Iterator[str]:
-    """The app as tests/conftest.py's running_app starts it (``make run PORT=...``, own data folder);
-    yields its URL and stops it (with its process group) after."""
-    folder = Path(os.environ["RERANK_LAB_DATA"]).parent / "app"
+def app_server(folder: Path) -> Iterator[tuple[str, subprocess.Popen]]:
+    """The app as tests/conftest.py's running_app starts it (``make run PORT=...``, own data folder
+    and store in ``folder``): its URL and process (a session leader), stopped afterwards."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {**os.environ, "RERANK_LAB_DATA": str(folder / "data"), "RERANK_LAB_DB": f"sqlite:///{folder / 'store.sqlite'}",
-           "STREAMLIT_SERVER_HEADLESS": "true", "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     folder.mkdir(parents=True, exist_ok=True)
+    env = {**app_environment(folder), "STREAMLIT_SERVER_HEADLESS": "true", "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
+           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     log = (folder / "make-run.log").open("w")
     server = subprocess.Popen(["make", "run", f"PORT={port}"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                               start_new_session=True)
@@ -254,45 +255,133 @@ def started_app() -> Iterator[str]:
             if server.poll() is not None or time.monotonic() > deadline:
                 sys.exit(f"the app did not start; see {folder / 'make-run.log'}")
             time.sleep(0.5)
-        yield url
+        yield url, server
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
         log.close()
 
 
-def run_app(runs: int = APP_RUNS) -> dict[str, Any]:
-    """The app started with ``make run``, timed in headless Chromium: navigation to the Ask page's
-    first widget, and Rank click to the ranked list, each tab a fresh session. The first run is
-    cold (spaCy load, BM25 index)."""
-    from playwright.sync_api import expect, sync_playwright
+def app_environment(folder: Path) -> dict[str, str]:
+    return {**os.environ, "RERANK_LAB_DATA": str(folder / "data"), "RERANK_LAB_DB": f"sqlite:///{folder / 'store.sqlite'}"}
 
-    with started_app() as url:
-        first_widget, ranked = [], []
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                                 args=["--no-sandbox", "--disable-gpu"])
-            for _ in range(runs):
-                page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
-                started = time.perf_counter()
-                page.goto(f"{url}/Ask")
-                question = page.get_by_role("textbox", name="Your question")
-                expect(question).to_be_visible(timeout=300_000)
-                first_widget.append((time.perf_counter() - started) * 1000)
-                page.get_by_test_id("stSelectbox").nth(1).click()
-                page.get_by_role("option", name="smcnn", exact=True).click()
-                question.fill("who discovered penicillin")
-                question.press("Enter")
-                button = page.get_by_role("button", name="Rank")
-                expect(button).to_be_enabled(timeout=300_000)
-                page.wait_for_timeout(500)  # let the Enter rerun settle before the click
-                started = time.perf_counter()
-                button.click()
-                expect(page.get_by_test_id("stDataFrame").first).to_be_visible(timeout=300_000)
-                ranked.append((time.perf_counter() - started) * 1000)
-                page.context.close()
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                             args=["--no-sandbox", "--disable-gpu"])
+        try:
+            yield browser
+        finally:
             browser.close()
-    return {"model": "smcnn", "runs": runs, "first_widget_ms": first_widget, "rank_to_list_ms": ranked}
+
+
+def run_app(runs: int = APP_RUNS) -> dict[str, Any]:
+    """Timed in headless Chromium against ``app_server``: navigation to the Ask page's first widget,
+    and Rank click to the ranked list, each tab a fresh session. The first run is cold (spaCy load,
+    BM25 index)."""
+    from playwright.sync_api import expect
+
+    first_widget, ranked, opened = [], [], []
+    with app_server(Path(os.environ["RERANK_LAB_DATA"]).parent / "app") as (url, _), chromium() as browser:
+        for _ in range(runs):
+            page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
+            started = time.perf_counter()
+            page.goto(f"{url}/Ask")
+            question = page.get_by_role("textbox", name="Your question")
+            expect(question).to_be_visible(timeout=300_000)
+            first_widget.append((time.perf_counter() - started) * 1000)
+            page.get_by_test_id("stSelectbox").nth(1).click()
+            page.get_by_role("option", name="smcnn", exact=True).click()
+            question.fill("who discovered penicillin")
+            question.press("Enter")
+            button = page.get_by_role("button", name="Rank")
+            expect(button).to_be_enabled(timeout=300_000)
+            page.wait_for_timeout(500)  # let the Enter rerun settle before the click
+            started = time.perf_counter()
+            button.click()
+            expect(page.get_by_test_id("stDataFrame").first).to_be_visible(timeout=300_000)
+            ranked.append((time.perf_counter() - started) * 1000)
+            expect(page.get_by_text(re.compile(r"^#1 · score"))).to_be_visible(timeout=300_000)
+            page.wait_for_timeout(500)
+            page.get_by_test_id("stSelectbox").filter(has_text="Explain candidate").click()
+            started = time.perf_counter()
+            page.get_by_role("option").filter(has_text=re.compile(r"^#2 · ")).click()
+            expect(page.get_by_text(re.compile(r"^#2 · score"))).to_be_visible(timeout=300_000)
+            expect(page.locator(".js-plotly-plot .gtitle").filter(has_text="REL links:").first).to_be_visible(
+                timeout=300_000)
+            opened.append((time.perf_counter() - started) * 1000)
+            page.context.close()
+    return {"model": "smcnn", "runs": runs, "first_widget_ms": first_widget, "rank_to_list_ms": ranked,
+            "open_explanation_ms": opened}
+
+
+# ---------------------------------------------------------------------------- server memory (walk)
+
+
+def resident_mb(leader: int) -> float:
+    """Resident memory (VmRSS) of every process in ``leader``'s session (make, the Streamlit server
+    and anything it started), in MB."""
+    total_kb = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        with contextlib.suppress(OSError, ValueError):
+            if os.getsid(int(status.parent.name)) != leader:
+                continue
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+            total_kb += int(fields.get("VmRSS", "0 kB").split()[0])
+    return total_kb / 1024
+
+
+def run_walk(hold_seconds: int = 30) -> dict[str, Any]:
+    """WikiQA and TrecQA imported beside the demo, the app started, then one Chromium session walks
+    every page on each dataset as a user would (Ask ranks a TEST question from a link, Errors, a
+    whole-split Compare of two models, Label, Train), and the server's resident memory is read after
+    each page and once more after ``hold_seconds`` idle. Target (issue 22): under 1 GB."""
+    from playwright.sync_api import expect
+
+    from db.store import Store
+
+    folder = Path(os.environ["RERANK_LAB_DATA"]).parent / "walk"
+    shared = wikiqa_path().parent
+    env = app_environment(folder)
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    for name in ("wikiqa", "trecqa"):
+        subprocess.run([sys.executable, "-m", "qa_core", "data", "import", str(shared / name), "--name", name],
+                       cwd=ROOT, env=env, check=True, capture_output=True)
+    steps: list[dict[str, Any]] = []
+    with app_server(folder) as (url, server), chromium() as browser:
+        store = Store(env["RERANK_LAB_DB"])
+        first_test = {name: store.load_dataset(name).split("test")[0].qid for name in store.dataset_names()}
+        store.close()
+        page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
+
+        def visit(name: str, dataset: str, ready) -> None:
+            started = time.perf_counter()
+            expect(ready).to_be_visible(timeout=600_000)
+            steps.append({"page": name, "dataset": dataset, "seconds": time.perf_counter() - started,
+                          "resident_mb": resident_mb(server.pid)})
+            print(f"walk: {name} on {dataset}: {steps[-1]['resident_mb']:.0f} MB", file=sys.stderr)
+
+        for dataset in ("wikiqa", "trecqa", "demo"):
+            page.goto(f"{url}/Ask?dataset={dataset}&qid={first_test[dataset]}&model=bm25")
+            visit("Ask", dataset, page.get_by_text("Ranked candidates"))
+            page.get_by_role("link", name="Errors").click()
+            visit("Errors", dataset, page.get_by_text("Worst questions"))
+            page.get_by_role("link", name="Compare").click()
+            page.get_by_text("Whole split").click()
+            page.get_by_role("button", name="Compare on the split").click()
+            visit("Compare", dataset, page.get_by_text("Means with 95% bootstrap intervals"))
+            page.get_by_role("link", name="Label").click()
+            visit("Label", dataset, page.get_by_text("Annotator").first)
+            page.get_by_role("link", name="Train").click()
+            visit("Train", dataset, page.get_by_role("heading", name=re.compile("^Versions of")))
+        time.sleep(hold_seconds)
+        held = resident_mb(server.pid)
+    return {"steps": steps, "hold_seconds": hold_seconds, "held_resident_mb": held,
+            "peak_resident_mb": max([held, *(step["resident_mb"] for step in steps)])}
 
 
 # The "qid · doc_id" caption of the pair on screen.
@@ -304,18 +393,16 @@ def run_label(judgements: int = LABEL_JUDGEMENTS, warmup: int = LABEL_WARMUP) ->
     """Issue 21's target: from a grade key pressed on the Label page to the next pair shown, over
     ``judgements`` keyboard-only judgements after ``warmup`` ones, in headless Chromium (random
     order, demo corpus)."""
-    with started_app() as url:
+    with app_server(Path(os.environ["RERANK_LAB_DATA"]).parent / "app") as (url, _):
         return time_label_page(url, judgements, warmup)
 
 
 def time_label_page(url: str, judgements: int, warmup: int) -> dict[str, Any]:
     """``run_label`` on an app already running at ``url``; the clock stops when the caption names
     another pair (polled every 5 ms)."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                             args=["--no-sandbox", "--disable-gpu"])
+    with chromium() as browser:
         page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
         page.goto(f"{url}/Label")
         expect(page.get_by_text("Choose your name")).to_be_visible(timeout=300_000)
@@ -335,7 +422,6 @@ def time_label_page(url: str, judgements: int, warmup: int) -> dict[str, Any]:
                                    timeout=300_000, polling=5)
             if i >= warmup:
                 times.append((time.perf_counter() - started) * 1000)
-        browser.close()
     return {"judgements": judgements, "warmup": warmup, "key_to_next_pair_ms": times,
             "median_ms": statistics.median(times), "p95_ms": percentile(times, 95)}
 
@@ -479,10 +565,13 @@ def render(results: dict[str, Any]) -> list[str]:
                   f"The app started with `make run` (as the end-to-end tests do), headless Chromium, {app['runs']} "
                   f"fresh tabs, model {app['model']} on the demo corpus (50 BM25 candidates). Median of the warm runs "
                   "(2nd onwards); the first (cold: spaCy load, BM25 index, model load) apart. The ranked list "
-                  "comes with the page's explanations of the top 5 candidates (a saliency backward pass each) "
-                  f"and their Plotly charts; the app ran with torch's default threads.{_load_note(app)}", "",
+                  "comes with the first candidate's explanation (computed when opened; earlier runs explained the "
+                  "top 5 up front); opening another candidate computes its own. Targets (issue 16): < 500 ms "
+                  f"each, warm.{_load_note(app)}", "",
                   "| step | first run (ms) | warm median (ms) |", "|---|---|---|"]
-        for name, key in (("navigation -> first widget", "first_widget_ms"), ("Rank click -> ranked list", "rank_to_list_ms")):
+        steps = (("navigation -> first widget", "first_widget_ms"), ("Rank click -> ranked list", "rank_to_list_ms"),
+                 ("open candidate #2 -> its heatmap and arcs", "open_explanation_ms"))
+        for name, key in (step for step in steps if step[1] in app):
             values = app[key]
             lines.append(f"| {name} | {values[0]:.0f} | {statistics.median(values[1:] or values):.0f} |")
         lines.append("")
@@ -495,6 +584,20 @@ def render(results: dict[str, Any]) -> list[str]:
                   "warm-up ones (headless Chromium, the app started with `make run`, random order over the demo "
                   f"corpus). Median {label['median_ms']:.0f} ms, p95 {label['p95_ms']:.0f} ms: {verdict} the target "
                   f"on this machine.{_load_note(label)}", ""]
+    walk = results.get("walk")
+    if walk:
+        lines += ["### Server memory after a walk of every page", "",
+                  "WikiQA and TrecQA imported beside the demo, the app started with `make run`, one Chromium session "
+                  "walks every page on each dataset (Ask ranks a TEST question with BM25 from a link, Errors with "
+                  "the default model, Compare of the first two models on the whole TEST split, Label, Train); "
+                  "resident memory (VmRSS) of the server's process session after each page and after "
+                  f"{walk['hold_seconds']} s idle. Target (issue 22): under 1 GB.{_load_note(walk)}", "",
+                  "| page | dataset | seconds to ready | resident MB |", "|---|---|---|---|"]
+        lines += [f"| {s['page']} | {s['dataset']} | {s['seconds']:.1f} | {s['resident_mb']:.0f} |" for s in walk["steps"]]
+        lines += ["", f"Held after the walk: {walk['held_resident_mb']:.0f} MB; peak {walk['peak_resident_mb']:.0f} MB "
+                  f"({'under' if walk['peak_resident_mb'] < 1024 else 'over'} 1 GB).", ""]
+    if results.get("batch"):
+        lines += render_batch(results["batch"])
     lines += ["### GPU, mixed precision", ""]
     gpu = results.get("gpu")
     if gpu and gpu["device"].startswith("cuda"):
@@ -547,6 +650,13 @@ def main() -> None:
                     results["app"] = {**run_app(), "load_average": load_average}
                 elif part == "label":
                     results["label"] = {**run_label(), "load_average": load_average}
+                elif part == "walk":
+                    results["walk"] = {**run_walk(), "load_average": load_average}
+                elif part == "batch":
+                    from qa_core.data.importers import load_wikiqa
+
+                    results["batch"] = {**run_batch(Path(scratch), load_wikiqa(wikiqa_path()), trained_smcnn),
+                                        "load_average": load_average}
                 elif part == "gpu":
                     results["gpu"] = run_gpu(args.device, args.amp_dtype)
                 results["machine"] = machine()

@@ -59,11 +59,14 @@ class LabelRecord(NamedTuple):
 class StoreBase:
     """Persistent store over SQLite or PostgreSQL; the schema is migrated on construction."""
 
-    def __init__(self, url: str | None = None, engine: Engine | None = None):
+    def __init__(self, url: str | None = None, engine: Engine | None = None, *, team: bool = False):
+        """``team``: the app runs in team mode (sign-in configured), so every guarded write needs a
+        signed-in actor (``db/audit.py``); otherwise a write without one acts as the local user."""
         self.engine = engine if engine is not None else make_engine(url)
         upgrade(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._store_id: str | None = None
+        self.team = team
 
     def close(self) -> None:
         """Release pooled connections (tests and scripts that drop the database need this)."""

@@ -1,33 +1,52 @@
-"""Training jobs in the store: status, progress events and the atomic hand-over of a new version.
+"""Training jobs in the store: status, progress events, claims and the atomic hand-over of a new version.
 
 A job row is written by three parties: the launcher (``qa_core.services.jobs.start_training_job``)
-creates it and records the process id; the job process marks it running, beats a heartbeat,
+creates it; the process that runs it claims it (``start_job``: the process the launcher started
+for it, runner ``process``; ``claim_job``: any worker, runner ``worker``), beats a heartbeat,
 appends progress events and finally registers the model version AND marks the job succeeded in
-one transaction (or marks it failed with the error); any reader marks a job failed when its
-process is gone (same host: the pid no longer runs; any host: no heartbeat for
-``HEARTBEAT_TIMEOUT_SECONDS``). Status changes are compare-and-set, so a late writer cannot undo
-a reader's verdict: a job marked failed stays failed and its version is not registered.
+one transaction (or marks it failed with the error); any reader notices a runner that is gone.
+
+Claims. Each attempt holds the job under its own ``claim`` token, and every later write of that
+attempt (heartbeat, event, result, failure) is conditional on the job still being running under
+that token, so an attempt that lost its job (cancelled, or given back to the queue) writes
+nothing more. Workers claim the oldest queued job in ONE statement, ``UPDATE ... WHERE id =
+(SELECT ... FOR UPDATE SKIP LOCKED) AND status = 'queued'``: on PostgreSQL concurrent workers skip
+the rows others are locking, on SQLite (no row locks) the statement takes the database's write
+lock before it reads, so the second of two workers finds the job running and takes the next one.
+A worker's claim is a lease (``LEASE_SECONDS``) that its heartbeats renew; a worker job whose
+lease ran out (any host) or whose process is gone (this host) goes back to the queue, with the
+lost attempt's progress events removed, until ``MAX_ATTEMPTS`` claims are lost, then fails.
+
+A ``process`` job whose process is gone (same host: the pid no longer runs; any host: no
+heartbeat for ``HEARTBEAT_TIMEOUT_SECONDS``) is marked failed. Status changes are compare-and-set,
+so a late writer cannot undo a reader's verdict: a job marked failed stays failed and its version
+is not registered.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import secrets
 import socket
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from db.audit import authorize, record
 from db.base import StoreBase, check_annotator, insert_model_version, jsonable, now
 from db.models import TrainingEventRow, TrainingJobRow
+from qa_core.access import Actor, Permission
+from qa_core.config import JOB_RUNNERS
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError
 
 ACTIVE_STATUSES = ("queued", "running")
+WAITING_FOR_WORKER = "waiting for a worker (python -m qa_core worker)"
 
 
 @dataclass(frozen=True)
@@ -39,21 +58,60 @@ class RecordedEvent:
     event: TrainingEvent
 
 HEARTBEAT_TIMEOUT_SECONDS = 90.0
+LEASE_SECONDS = 30.0  # a worker's claim, renewed by every heartbeat (every 5 s)
+MAX_ATTEMPTS = 3  # claims of one job lost to stopped workers before it fails
 FINISH_ATTEMPTS = 5  # concurrent registrations of one model name: see ``insert_model_version``
+
+
+class ClaimLost(Exception):
+    """The attempt no longer holds its job (cancelled, failed by a reader, or given back to the
+    queue when its lease ran out): it must stop and write nothing more for it."""
+
+
+def new_claim() -> str:
+    """A claim token: where the attempt runs, and random, so no two attempts share one."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
 
 
 class JobStore(StoreBase):
     """Training jobs and their events (mixed into ``db.store.Store``)."""
 
-    def create_job(self, model: str, dataset: str, params: dict[str, Any]) -> int:
-        """A new ``queued`` job; ``params`` is everything the job process needs (JSON)."""
+    def create_job(self, model: str, dataset: str, params: dict[str, Any], runner: str = "process", *,
+                   actor: Actor | None = None) -> int:
+        """A new ``queued`` job; ``params`` is everything the job process needs (JSON); ``runner``:
+        ``process`` (the caller starts a process for it) or ``worker`` (a worker claims it). Needs the
+        right to train (and to promote, when ``params["promote"]`` asks the job to promote its version)."""
         model, dataset = check_annotator(model, "model"), check_annotator(dataset, "dataset")
+        if runner not in JOB_RUNNERS:
+            raise InputError(f"unknown job runner {runner!r}; choose one of: {', '.join(JOB_RUNNERS)}")
         with self.session_scope() as session:
-            return session.scalar(
+            who = authorize(session, actor, Permission.TRAIN, team=self.team)
+            if params.get("promote"):
+                authorize(session, who, Permission.PROMOTE, team=self.team)
+            job_id = session.scalar(
                 insert(TrainingJobRow)
-                .values(model=model, dataset=dataset, params=jsonable(params), status="queued", heartbeat_at=now())
+                .values(model=model, dataset=dataset, params=jsonable(params), status="queued", heartbeat_at=now(),
+                        runner=runner, phase=WAITING_FOR_WORKER if runner == "worker" else "")
                 .returning(TrainingJobRow.id)
             )
+            record(session, who, "train", model, {"job": job_id, "dataset": dataset, **params})
+            return job_id
+
+    def cancel_job(self, job_id: int, *, actor: Actor | None = None) -> dict[str, Any] | None:
+        """Mark a queued or running job failed ("cancelled"; the audit trail says by whom) and return it, so the caller
+        can stop its process; ``None`` when it had ended already. Needs the right to train."""
+        with self.session_scope() as session:
+            who = authorize(session, actor, Permission.TRAIN, team=self.team)
+            result = session.execute(
+                update(TrainingJobRow)
+                .where(TrainingJobRow.id == job_id, TrainingJobRow.status.in_(ACTIVE_STATUSES))
+                .values(status="failed", finished_at=now(), error="cancelled", claim=None, lease_until=None)
+            )
+            if result.rowcount != 1:
+                return None
+            row = session.get(TrainingJobRow, job_id)
+            record(session, who, "cancel_job", row.model, {"job": job_id, "dataset": row.dataset})
+            return _job_dict(row)
 
     def set_job_process(self, job_id: int, pid: int, host: str | None = None) -> None:
         """Record the job's process (the launcher calls this right after spawning it)."""
@@ -65,21 +123,13 @@ class JobStore(StoreBase):
             )
 
     def start_job(self, job_id: int, pid: int | None = None, host: str | None = None) -> dict[str, Any]:
-        """Mark a queued job running in this process and return it; ``InputError`` if it is not
-        queued (already run, failed, or unknown), so a job never runs twice."""
-        at = now()
+        """Claim the queued job ``job_id`` for this process and return it (its ``claim`` included);
+        ``InputError`` if it is not queued (already run, failed, or unknown), so a job never runs twice."""
         with self.session_scope() as session:
             result = session.execute(
                 update(TrainingJobRow)
                 .where(TrainingJobRow.id == job_id, TrainingJobRow.status == "queued")
-                .values(
-                    status="running",
-                    pid=pid or os.getpid(),
-                    host=host or socket.gethostname(),
-                    started_at=at,
-                    heartbeat_at=at,
-                    phase="starting",
-                )
+                .values(**_claim_values(pid, host, LEASE_SECONDS))
             )
             if result.rowcount != 1:
                 row = session.get(TrainingJobRow, job_id)
@@ -87,27 +137,95 @@ class JobStore(StoreBase):
                 raise InputError(f"training job {job_id} {state}; only a queued job can start")
             return _job_dict(session.get(TrainingJobRow, job_id))
 
-    def job_heartbeat(self, job_id: int, phase: str | None = None) -> None:
-        """Say the running job is alive (and what it is doing, e.g. "training")."""
-        values: dict[str, Any] = {"heartbeat_at": now()}
+    def claim_job(self, lease_seconds: float = LEASE_SECONDS, pid: int | None = None, host: str | None = None) -> dict[str, Any] | None:
+        """Claim the oldest queued worker job for this process (see the module docstring) and
+        return it, its ``claim`` included; ``None`` when none is queued. Jobs of lost workers go
+        back to the queue first."""
+        self.release_lost_jobs()
+        oldest_queued = (
+            select(TrainingJobRow.id)
+            .where(TrainingJobRow.status == "queued", TrainingJobRow.runner == "worker")
+            .order_by(TrainingJobRow.id)
+            .limit(1)
+            .with_for_update(skip_locked=True)  # PostgreSQL; SQLite renders no FOR UPDATE
+            .scalar_subquery()
+        )
+        with self.session_scope() as session:
+            job_id = session.scalar(
+                update(TrainingJobRow)
+                .where(TrainingJobRow.id == oldest_queued, TrainingJobRow.status == "queued")
+                .values(**_claim_values(pid, host, lease_seconds))
+                .returning(TrainingJobRow.id)
+            )
+            return None if job_id is None else _job_dict(session.get(TrainingJobRow, job_id))
+
+    def active_worker_jobs(self) -> int:
+        """Worker jobs queued or running (a running one comes back to the queue if its worker stops)."""
+        with self.session_scope() as session:
+            return session.scalar(
+                select(func.count()).select_from(TrainingJobRow)
+                .where(TrainingJobRow.runner == "worker", TrainingJobRow.status.in_(ACTIVE_STATUSES))
+            )
+
+    def release_lost_jobs(self) -> list[int]:
+        """Give the running worker jobs whose worker is gone (lease ran out; on this host, the
+        process ended) back to the queue, or fail them after ``MAX_ATTEMPTS``; returns their ids."""
+        with self.session_scope() as session:
+            rows = list(session.scalars(
+                select(TrainingJobRow).where(TrainingJobRow.status == "running", TrainingJobRow.runner == "worker")
+            ))
+        return [row.id for row in rows if (reason := _worker_lost(row)) is not None and self.give_back(row.id, row.claim, reason)]
+
+    def give_back(self, job_id: int, claim: str | None, reason: str) -> bool:
+        """End attempt ``claim`` of a running job: a worker job goes back to the queue (its progress
+        events go, the next attempt starts afresh) unless it has had ``MAX_ATTEMPTS``, then it fails
+        like a process job. Returns whether the attempt still held the job."""
+        with self.session_scope() as session:
+            row = session.get(TrainingJobRow, job_id)
+            if row is None or row.status != "running" or row.claim != claim:
+                return False
+            again = row.runner == "worker" and row.attempts < MAX_ATTEMPTS
+            values: dict[str, Any] = (
+                {"status": "queued", "phase": f"queued again: {reason}", "pid": None, "host": None}
+                if again else
+                {"status": "failed", "finished_at": now(),
+                 "error": reason if row.runner == "process" else f"{reason}; given up after {row.attempts} attempts"}
+            )
+            result = session.execute(
+                update(TrainingJobRow)
+                .where(TrainingJobRow.id == job_id, TrainingJobRow.status == "running", TrainingJobRow.claim == claim)
+                .values(claim=None, lease_until=None, **values)
+            )
+            if result.rowcount == 1 and again:
+                session.execute(delete(TrainingEventRow).where(TrainingEventRow.job_id == job_id))
+            return result.rowcount == 1
+
+    def job_heartbeat(self, job_id: int, phase: str | None = None, claim: str | None = None,
+                      lease_seconds: float = LEASE_SECONDS) -> bool:
+        """Say the running job is alive (and what it is doing, e.g. "training") and renew its
+        lease; with ``claim``, only while that attempt holds it. Returns whether it did."""
+        values: dict[str, Any] = _beat_values(lease_seconds)
         if phase is not None:
             values["phase"] = phase
         with self.session_scope() as session:
-            session.execute(
-                update(TrainingJobRow)
-                .where(TrainingJobRow.id == job_id, TrainingJobRow.status == "running")
-                .values(**values)
-            )
+            result = session.execute(update(TrainingJobRow).where(*_holding(job_id, claim)).values(**values))
+            return result.rowcount == 1
 
-    def add_job_event(self, job_id: int, event: TrainingEvent) -> int:
-        """Append one progress point (NaN becomes null) and beat the heartbeat; returns its id."""
-        at = now()
+    def add_job_event(self, job_id: int, event: TrainingEvent, claim: str | None = None,
+                      lease_seconds: float = LEASE_SECONDS) -> int:
+        """Append one progress point (NaN becomes null) and beat the heartbeat; returns its id.
+        With ``claim``: ``ClaimLost``, and nothing appended, when that attempt no longer holds the job."""
         with self.session_scope() as session:
+            beat = session.execute(
+                update(TrainingJobRow).where(*_holding(job_id, claim)).values(**_beat_values(lease_seconds))
+            )
+            if claim is not None and beat.rowcount != 1:
+                raise ClaimLost(f"training job {job_id} is no longer held by {claim}")
             event_id = session.scalar(
                 insert(TrainingEventRow)
                 .values(
                     job_id=job_id,
-                    created_at=at,
+                    created_at=now(),
                     step=_optional_int(event.step),
                     total=_optional_int(event.total),
                     unit=event.unit,
@@ -117,11 +235,6 @@ class JobStore(StoreBase):
                     detail=jsonable(dict(event.detail)) if event.detail else None,
                 )
                 .returning(TrainingEventRow.id)
-            )
-            session.execute(
-                update(TrainingJobRow)
-                .where(TrainingJobRow.id == job_id, TrainingJobRow.status == "running")
-                .values(heartbeat_at=at)
             )
             return event_id
 
@@ -134,12 +247,13 @@ class JobStore(StoreBase):
         training_data: dict[str, Any],
         metrics: dict[str, Any],
         promote: bool = False,
+        claim: str | None = None,
     ) -> int:
         """Register the job's model as the next version of its name (promoted for the job's dataset
         only if asked) and mark the job succeeded, in ONE transaction; returns the ``model_versions`` id.
 
-        ``InputError`` (and nothing registered) when the job is no longer running, e.g. a reader
-        declared it dead.
+        ``InputError`` (and nothing registered) when the job is no longer running (with ``claim``:
+        under that attempt), e.g. a reader declared it dead or gave it back to the queue.
         """
         for attempt in range(1, FINISH_ATTEMPTS + 1):
             try:
@@ -153,8 +267,9 @@ class JobStore(StoreBase):
                     )
                     result = session.execute(
                         update(TrainingJobRow)
-                        .where(TrainingJobRow.id == job_id, TrainingJobRow.status == "running")
-                        .values(status="succeeded", phase="done", finished_at=now(), model_version_id=version_id)
+                        .where(*_holding(job_id, claim))
+                        .values(status="succeeded", phase="done", finished_at=now(), model_version_id=version_id,
+                                claim=None, lease_until=None)
                     )
                     if result.rowcount != 1:
                         raise InputError(f"training job {job_id} is no longer running; its model is not registered")
@@ -164,13 +279,15 @@ class JobStore(StoreBase):
                     raise
         raise AssertionError("unreachable")
 
-    def fail_job(self, job_id: int, error: str) -> bool:
-        """Mark a queued or running job failed with ``error``; returns whether it was active."""
+    def fail_job(self, job_id: int, error: str, claim: str | None = None) -> bool:
+        """Mark a queued or running job failed with ``error`` (with ``claim``: only while that
+        attempt holds it); returns whether it did."""
+        active = (TrainingJobRow.id == job_id, TrainingJobRow.status.in_(ACTIVE_STATUSES))
         with self.session_scope() as session:
             result = session.execute(
                 update(TrainingJobRow)
-                .where(TrainingJobRow.id == job_id, TrainingJobRow.status.in_(ACTIVE_STATUSES))
-                .values(status="failed", finished_at=now(), error=error)
+                .where(*(active if claim is None else _holding(job_id, claim)))
+                .values(status="failed", finished_at=now(), error=error, claim=None, lease_until=None)
             )
             return result.rowcount == 1
 
@@ -189,7 +306,8 @@ class JobStore(StoreBase):
         """The newest jobs first (of ``model`` if given); dead processes are marked failed first.
 
         Each dict: id, model, dataset, params, status (queued/running/succeeded/failed), phase,
-        pid, host, created_at, started_at, heartbeat_at, finished_at, error, model_version_id.
+        pid, host, created_at, started_at, heartbeat_at, finished_at, error, model_version_id,
+        runner (process/worker), claim, lease_until, attempts.
         """
         query = select(TrainingJobRow).order_by(TrainingJobRow.id.desc()).limit(limit)
         if model is not None:
@@ -219,10 +337,14 @@ class JobStore(StoreBase):
             ]
 
     def _found_dead(self, row: TrainingJobRow) -> bool:
-        """Mark an active job whose process is gone failed; returns whether the process was gone
-        (the row read is stale then, even if the job reported its result just before dying)."""
+        """Mark an active job whose process is gone failed (a worker job: give it back to the
+        queue); returns whether the process was gone (the row read is stale then, even if the job
+        reported its result just before dying). A queued worker job waits for a worker, however long."""
         if row.status not in ACTIVE_STATUSES:
             return False
+        if row.runner == "worker":
+            reason = _worker_lost(row) if row.status == "running" else None
+            return reason is not None and self.give_back(row.id, row.claim, reason)
         reason = None
         if row.pid is not None and row.host == socket.gethostname() and not process_alive(row.pid):
             reason = f"the training process (pid {row.pid}) ended without reporting a result (killed or crashed)"
@@ -249,6 +371,43 @@ def process_alive(pid: int) -> bool:
     except OSError:  # no procfs (not Linux): trust the signal check
         return True
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def _claim_values(pid: int | None, host: str | None, lease_seconds: float) -> dict[str, Any]:
+    """What claiming a queued job writes: running, under a new claim, one more attempt."""
+    at = now()
+    return {
+        "status": "running",
+        "claim": new_claim(),
+        "lease_until": at + timedelta(seconds=lease_seconds),
+        "attempts": TrainingJobRow.attempts + 1,
+        "pid": pid or os.getpid(),
+        "host": host or socket.gethostname(),
+        "started_at": at,
+        "heartbeat_at": at,
+        "phase": "starting",
+    }
+
+
+def _beat_values(lease_seconds: float) -> dict[str, Any]:
+    at = now()
+    return {"heartbeat_at": at, "lease_until": at + timedelta(seconds=lease_seconds)}
+
+
+def _holding(job_id: int, claim: str | None) -> tuple[Any, ...]:
+    """The job is running (under attempt ``claim``, when given)."""
+    running = (TrainingJobRow.id == job_id, TrainingJobRow.status == "running")
+    return running if claim is None else (*running, TrainingJobRow.claim == claim)
+
+
+def _worker_lost(row: TrainingJobRow) -> str | None:
+    """Why the worker running ``row`` counts as gone, or ``None`` while it holds its lease."""
+    worker = f"worker {row.host}:{row.pid}"
+    if row.host == socket.gethostname() and row.pid is not None and not process_alive(row.pid):
+        return f"{worker} ended during attempt {row.attempts}"
+    if row.lease_until is not None and row.lease_until < now():
+        return f"the lease of {worker} ran out at {row.lease_until:%Y-%m-%d %H:%M:%S} UTC during attempt {row.attempts}"
+    return None
 
 
 def _finite(value: float | None) -> float | None:
@@ -278,4 +437,8 @@ def _job_dict(row: TrainingJobRow) -> dict[str, Any]:
         "finished_at": row.finished_at,
         "error": row.error,
         "model_version_id": row.model_version_id,
+        "runner": row.runner,
+        "claim": row.claim,
+        "lease_until": row.lease_until,
+        "attempts": row.attempts,
     }

@@ -36,6 +36,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from db.annotation import guideline_in_force
+from db.audit import authorize, candidate_ref, record
 from db.base import (
     StoreBase,
     candidates_of,
@@ -47,6 +48,7 @@ from db.base import (
     now,
 )
 from db.models import AdjudicationRow, CandidateRow, LabelRetractionRow, LabelRow, QueueClaimRow
+from qa_core.access import Actor, Permission, acting_name
 from qa_core.types import InputError, StorageError
 
 log = logging.getLogger(__name__)
@@ -108,7 +110,8 @@ class LabelingStore(StoreBase):
     # ------------------------------------------------------------------ undo
 
     def undo_last(
-        self, annotator: str, dataset: str | None = None, holder: str | None = None
+        self, annotator: str | None, dataset: str | None = None, holder: str | None = None, *,
+        actor: Actor | None = None,
     ) -> dict[str, Any] | None:
         """Retract ``annotator``'s latest current judgement (in ``dataset`` if given; given in the
         queue by ``holder``, one app session, if given) and return it (``label_id``,
@@ -117,12 +120,14 @@ class LabelingStore(StoreBase):
         With ``holder``, undo is per session: a second browser tab of the same annotator never
         takes back what the first one judged. The judgement stays in the history, marked
         retracted; the annotator's previous judgement of that pair, if any, becomes current
-        again. Repeated calls undo further back.
+        again. Repeated calls undo further back. A signed-in ``actor`` undoes only their own
+        judgements.
         """
-        annotator = check_annotator(annotator)
         for attempt in range(1, UNDO_ATTEMPTS + 1):
             try:
                 with self.session_scope() as session:
+                    who = authorize(session, actor, Permission.LABEL, team=self.team)
+                    annotator = check_annotator(acting_name(who, annotator))
                     query = select(LabelRow).where(LabelRow.annotator == annotator, not_retracted())
                     if holder is not None:
                         query = query.where(
@@ -142,15 +147,20 @@ class LabelingStore(StoreBase):
 
     # ------------------------------------------------------------------ adjudication
 
-    def adjudicate(self, candidate_id: int, value: int, adjudicator: str, note: str | None = None) -> int:
+    def adjudicate(
+        self, candidate_id: int, value: int, adjudicator: str | None, note: str | None = None, *,
+        actor: Actor | None = None,
+    ) -> int:
         """Record a reviewer's final value for a candidate and return its id; the latest
         adjudication wins over every annotator's label (``qa_core.services.labeling.training_labels``).
+        A signed-in ``actor`` adjudicates as themselves (``adjudicator``: ``None`` or their name).
 
         A reviewer who has a current label on the pair is a party to its conflict and may not
         settle it (``InputError``): another reviewer does."""
-        adjudicator, value = check_annotator(adjudicator, "adjudicator"), check_grade(value)
-        note = check_text(note, "the note")
+        value, note = check_grade(value), check_text(note, "the note")
         with self.session_scope() as session:
+            who = authorize(session, actor, Permission.ADJUDICATE, team=self.team)
+            adjudicator = check_annotator(acting_name(who, adjudicator, "adjudicator"), "adjudicator")
             if session.get(CandidateRow, candidate_id) is None:
                 raise InputError(f"no candidate with id {candidate_id}")
             if session.scalar(
@@ -159,11 +169,15 @@ class LabelingStore(StoreBase):
                 raise InputError(
                     f"{adjudicator} labelled this pair, so cannot settle its conflict: another reviewer must"
                 )
-            return session.scalar(
+            adjudication_id = session.scalar(
                 insert(AdjudicationRow)
                 .values(candidate_id=candidate_id, value=value, adjudicator=adjudicator, note=note)
                 .returning(AdjudicationRow.id)
             )
+            ref = candidate_ref(session, candidate_id)
+            record(session, who, "adjudicate", f"{ref.get('dataset')} {ref.get('qid')}/{ref.get('doc_id')}",
+                   {"candidate_id": candidate_id, "value": value, "adjudicator": adjudicator, "note": note})
+            return adjudication_id
 
     def adjudications(self, dataset: str) -> dict[int, dict[str, Any]]:
         """The latest adjudication per candidate of ``dataset``:
@@ -306,22 +320,24 @@ class LabelingStore(StoreBase):
             log.warning("claims of %s on %s stay open until their lease ends: %s", holder, dataset, error)
             return 0
 
-    def label_claim(self, claim_id: int, value: int, note: str | None = None) -> int:
+    def label_claim(self, claim_id: int, value: int, note: str | None = None, *, actor: Actor | None = None) -> int:
         """Append the claim's annotator's judgement of its pair and end the claim ("labelled"), in
-        one transaction; returns the label id.
+        one transaction; returns the label id. A signed-in ``actor`` labels only claims in their name.
 
         The label is written even when the lease ran out meanwhile: a judgement is never lost.
         """
         value, note = check_grade(value), check_text(note, "the note")
         with self.session_scope() as session:
+            who = authorize(session, actor, Permission.LABEL, team=self.team)
             claim = session.get(QueueClaimRow, claim_id)
             if claim is None:
                 raise InputError(f"no queue claim with id {claim_id}")
+            acting_name(who, claim.annotator)
             label_id = session.scalar(
                 insert(LabelRow)
                 .values(
                     candidate_id=claim.candidate_id, annotator=claim.annotator, value=value, note=note,
-                    claim_id=claim.id, guideline_id=guideline_in_force(session, claim.candidate_id),
+                    user_id=who.user_id, claim_id=claim.id, guideline_id=guideline_in_force(session, claim.candidate_id),
                 )
                 .returning(LabelRow.id)
             )

@@ -1,6 +1,6 @@
 """SQLAlchemy 2 ORM models of the store.
 
-Migrations ``0001_initial`` to ``0005_promotions_per_dataset`` and ``0007_annotation`` create exactly these tables;
+Migrations ``0001_initial`` to ``0008_annotation`` create exactly these tables;
 ``tests/test_store.py`` checks that the two agree, so any change here needs a new Alembic revision.
 
 History is append-only wherever people's work is recorded: a judgement is never updated or
@@ -159,9 +159,11 @@ class LabelRow(Base):
     value: Mapped[int]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     note: Mapped[str | None] = mapped_column(Text)
+    # The signed-in user who wrote it (team mode, revision 0006); NULL in local mode and before.
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
     # The queue claim the label was given under (its holder: whose undo it is; its claimed_at:
     # when the pair was shown), and the guidelines it was made under; NULL for labels written
-    # outside the queue or before migration 0007.
+    # outside the queue or before migration 0008.
     claim_id: Mapped[int | None] = mapped_column(ForeignKey("queue_claims.id", ondelete="SET NULL"), index=True)
     guideline_id: Mapped[int | None] = mapped_column(ForeignKey("guidelines.id", ondelete="SET NULL"))
 
@@ -313,7 +315,10 @@ class TrainingJobRow(Base):
     """A training run in its own OS process (``qa_core.services.jobs``): queued, running, succeeded or failed.
 
     ``params`` holds everything the process needs (model, labels, seed, config); ``pid``/``host``
-    and ``heartbeat_at`` let a reader notice a process that died without saying so.
+    and ``heartbeat_at`` let a reader notice a process that died without saying so. ``runner``:
+    ``process`` (the launcher starts one) or ``worker`` (``python -m qa_core worker`` claims it);
+    ``claim`` is the token of the attempt that holds a running job and ``lease_until`` when its
+    lease ends unless a heartbeat renews it (``db/jobs.py``).
     """
 
     __tablename__ = "training_jobs"
@@ -334,6 +339,10 @@ class TrainingJobRow(Base):
     model_version_id: Mapped[int | None] = mapped_column(
         ForeignKey("model_versions.id", ondelete="SET NULL"), index=True
     )
+    runner: Mapped[str] = mapped_column(Text, default="process", server_default="process")
+    claim: Mapped[str | None] = mapped_column(Text)
+    lease_until: Mapped[datetime | None]
+    attempts: Mapped[int] = mapped_column(default=0, server_default="0")
 
 
 class TrainingEventRow(Base):
@@ -351,4 +360,38 @@ class TrainingEventRow(Base):
     batch: Mapped[int | None]
     loss: Mapped[float | None]
     dev_map: Mapped[float | None]
+    detail: Mapped[dict[str, Any] | None]
+
+
+class UserRow(Base):
+    """A person who signed in through the identity provider (team mode), keyed by the provider's
+    subject (stable, unlike email and name, which are refreshed at every sign-in). ``role`` is one
+    of ``qa_core.access.Role``; ``signed_out_at`` ends every sign-in issued before it (a copied
+    cookie replayed after signing out is refused)."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    subject: Mapped[str] = mapped_column(unique=True)
+    email: Mapped[str | None] = mapped_column(index=True)
+    display_name: Mapped[str | None] = mapped_column(Text)
+    role: Mapped[str] = mapped_column(default="annotator")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_sign_in_at: Mapped[datetime | None]
+    signed_out_at: Mapped[datetime | None]
+
+
+class AuditEventRow(Base):
+    """Append-only: who (``actor``: a user's email, ``cli:<os user>``, ``local``, ``system``) did
+    what (``action``: import, promote, rollback, adjudicate, train, role_change, ...) to what
+    (``target``) and when, written in the same transaction as the action itself."""
+
+    __tablename__ = "audit_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    actor: Mapped[str]
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    action: Mapped[str] = mapped_column(index=True)
+    target: Mapped[str] = mapped_column(Text, default="")
     detail: Mapped[dict[str, Any] | None]

@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from db.annotation import AnnotationStore
+from db.audit import authorize, record
 from db.base import (
     ANY_DATASET,
     MAX_LABEL,
@@ -54,6 +55,8 @@ from db.models import (
     RunScoreRow,
 )
 from db.reimport import TEXT_KEY, ImportReport, write_dataset
+from db.users import UserStore
+from qa_core.access import Actor, Permission, acting_name
 from qa_core.data.exporters import write_jsonl, write_qrels
 from qa_core.types import Candidate, Dataset, InputError, Question
 
@@ -78,12 +81,18 @@ class QrelsImport(NamedTuple):
     unchanged: int
 
 
-class Store(LabelingStore, JobStore, AnnotationStore):
-    """Persistent store over SQLite or PostgreSQL; the schema is migrated on construction."""
+class Store(LabelingStore, JobStore, UserStore, AnnotationStore):
+    """Persistent store over SQLite or PostgreSQL; the schema is migrated on construction.
+
+    Every write that people's roles govern (labels, adjudications, imports, training jobs,
+    registrations, promotions, roll backs, roles) takes an ``actor`` (``qa_core.access``): it is
+    authorized inside the write's transaction and recorded (audit trail, a label's user). Without
+    one, local mode acts as the local user and team mode refuses (``db/audit.py``).
+    """
 
     # ------------------------------------------------------------------ datasets
 
-    def import_dataset(self, ds: Dataset, replace: bool = False) -> ImportReport:
+    def import_dataset(self, ds: Dataset, replace: bool = False, *, actor: Actor | None = None) -> ImportReport:
         """Store ``ds`` in one transaction and report what happened to the stored candidates.
 
         An existing name is an error unless ``replace``. Importing again matches candidates to
@@ -99,7 +108,10 @@ class Store(LabelingStore, JobStore, AnnotationStore):
         for attempt in range(1, IMPORT_ATTEMPTS + 1):
             try:
                 with self.session_scope() as session:
-                    return self._import_dataset(session, ds, replace)
+                    who = authorize(session, actor, Permission.IMPORT, team=self.team)
+                    report = self._import_dataset(session, ds, replace)
+                    record(session, who, "import", ds.name, {"replace": replace, "source": ds.source, **report.summary()})
+                    return report
             except IntegrityError as error:  # a concurrent first import of the same name won the race
                 if attempt == IMPORT_ATTEMPTS:
                     raise InputError(f"dataset {ds.name!r} could not be stored: {error.orig}") from error
@@ -180,11 +192,13 @@ class Store(LabelingStore, JobStore, AnnotationStore):
                 "orphaned_labels": orphaned,
             }
 
-    def delete_dataset(self, name: str) -> None:
+    def delete_dataset(self, name: str, *, actor: Actor | None = None) -> None:
         """Delete the dataset with its questions, candidates, labels and runs: the one operation
         that removes judgements, so only on an explicit request (no re-import does)."""
         with self.session_scope() as session:
+            who = authorize(session, actor, Permission.IMPORT, team=self.team)
             session.execute(delete(DatasetRow).where(DatasetRow.id == dataset_row(session, name).id))
+            record(session, who, "delete_dataset", name)
 
     def load_dataset(self, name: str, split: str | None = None) -> Dataset:
         """Rebuild the in-memory dataset (gold labels in ``Candidate.label``), in import order."""
@@ -250,12 +264,15 @@ class Store(LabelingStore, JobStore, AnnotationStore):
                 query = query.where(QuestionRow.split == split)
             return [CandidateRecord(*row) for row in session.execute(query)]
 
-    def set_first_stage(self, dataset: str, run: Mapping[str, Sequence[tuple[str, int, float]]]) -> int:
+    def set_first_stage(
+        self, dataset: str, run: Mapping[str, Sequence[tuple[str, int, float]]], *, actor: Actor | None = None
+    ) -> int:
         """Store a first-stage TREC run's (doc_id, rank, score) on existing candidates.
 
         Every (qid, doc_id) must exist, else nothing is written. Returns the candidates updated.
         """
         with self.session_scope() as session:
+            who = authorize(session, actor, Permission.IMPORT, team=self.team)
             ids = _candidate_ids(session, dataset_row(session, dataset).id)
             updates = []
             for qid, entries in run.items():
@@ -267,24 +284,31 @@ class Store(LabelingStore, JobStore, AnnotationStore):
                     )
             if updates:
                 session.execute(update(CandidateRow), updates)
+            record(session, who, "import_run", dataset, {"candidates": len(updates)})
             return len(updates)
 
     # ------------------------------------------------------------------ labels
 
-    def add_label(self, candidate_id: int, annotator: str, value: int, note: str | None = None) -> int:
+    def add_label(
+        self, candidate_id: int, annotator: str | None, value: int, note: str | None = None, *,
+        actor: Actor | None = None,
+    ) -> int:
         """Append a graded judgement (0..4) and return its id; earlier ones stay as history.
 
-        A candidate a re-import retired meanwhile still takes the label (kept with the orphans);
-        only one whose dataset was deleted refuses it.
+        A signed-in ``actor`` labels as themselves: ``annotator`` may be ``None`` (their name) or
+        their name, never another's. A candidate a re-import retired meanwhile still takes the
+        label (kept with the orphans); only one whose dataset was deleted refuses it.
         """
-        annotator, value, note = check_annotator(annotator), check_grade(value), check_text(note, "the note")
+        value, note = check_grade(value), check_text(note, "the note")
         try:
             with self.session_scope() as session:
+                who = authorize(session, actor, Permission.LABEL, team=self.team)
+                annotator = check_annotator(acting_name(who, annotator))
                 if session.get(CandidateRow, candidate_id) is None:
                     raise InputError(f"no candidate with id {candidate_id}")
                 return session.scalar(
                     insert(LabelRow)
-                    .values(candidate_id=candidate_id, annotator=annotator, value=value, note=note)
+                    .values(candidate_id=candidate_id, annotator=annotator, value=value, note=note, user_id=who.user_id)
                     .returning(LabelRow.id)
                 )
         except IntegrityError:  # its dataset was deleted between the check and the insert
@@ -298,6 +322,7 @@ class Store(LabelingStore, JobStore, AnnotationStore):
         *,
         lines: Mapping[tuple[str, str], int] | None = None,
         path: str | None = None,
+        actor: Actor | None = None,
     ) -> QrelsImport:
         """Add every qrels judgement as a label by ``annotator``, in one transaction, except those
         that are already ``annotator``'s current label of the pair (so importing a file again adds
@@ -309,6 +334,7 @@ class Store(LabelingStore, JobStore, AnnotationStore):
             return InputError(message, path=path, line=(lines or {}).get((qid, doc_id)))
 
         with self.session_scope() as session:
+            who = authorize(session, actor, Permission.IMPORT, team=self.team)
             ids = _candidate_ids(session, dataset_row(session, dataset).id)
             current = dict(
                 session.execute(
@@ -326,10 +352,14 @@ class Store(LabelingStore, JobStore, AnnotationStore):
                     if not MIN_LABEL <= int(grade) <= MAX_LABEL:
                         raise fail(f"grade {grade} of ({qid}, {doc_id}) is outside {MIN_LABEL}..{MAX_LABEL}", qid, doc_id)
                     if current.get(ids[(qid, doc_id)]) != int(grade):
-                        rows.append({"candidate_id": ids[(qid, doc_id)], "annotator": annotator, "value": int(grade)})
+                        rows.append({"candidate_id": ids[(qid, doc_id)], "annotator": annotator, "value": int(grade),
+                                     "user_id": who.user_id})
             if rows:
                 session.execute(insert(LabelRow), rows)
-            return QrelsImport(len(rows), sum(len(grades) for grades in qrels.values()) - len(rows))
+            result = QrelsImport(len(rows), sum(len(grades) for grades in qrels.values()) - len(rows))
+            record(session, who, "import_qrels", dataset,
+                   {"annotator": annotator, "path": path, "added": result.added, "unchanged": result.unchanged})
+            return result
 
     def current_labels(self, dataset: str, annotator: str | None = None) -> dict[int, dict[str, int]]:
         """Current value per candidate and annotator: ``{candidate_id: {annotator: value}}``.
@@ -456,19 +486,28 @@ class Store(LabelingStore, JobStore, AnnotationStore):
         metrics: dict[str, Any],
         promote: bool = False,
         scope: str | None = None,
+        *,
+        actor: Actor | None = None,
     ) -> int:
         """Record the next version of model ``name`` and return its ``model_versions`` id; with
         ``promote``, make it the version used for ``scope`` (default: the dataset it was trained on,
-        ``training_data["dataset"]``, else every dataset, ``*``)."""
+        ``training_data["dataset"]``, else every dataset, ``*``). Training needs the right to train,
+        promoting also the right to promote."""
         promote_for = (scope or promotion_scope(training_data)) if promote else None
         attempt = 0
         while True:
             attempt += 1
             try:
                 with self.session_scope() as session:
-                    return insert_model_version(
+                    who = authorize(session, actor, Permission.TRAIN, team=self.team)
+                    if promote_for is not None:
+                        authorize(session, who, Permission.PROMOTE, team=self.team)
+                    version_id = insert_model_version(
                         session, name, kind, checkpoint_path, training_data, metrics, promote_for
                     )
+                    record(session, who, "register", name, {"version_id": version_id, "promoted_for": promote_for,
+                                                            "dataset": training_data.get("dataset")})
+                    return version_id
             except IntegrityError:
                 if attempt >= REGISTER_ATTEMPTS:
                     raise
@@ -528,16 +567,18 @@ class Store(LabelingStore, JobStore, AnnotationStore):
                 raise InputError(f"no model version with id {version_id}")
             return model_dict(row, promoted_scopes(session, row.name).get(row.id))
 
-    def promote(self, name: str, version: int, scope: str) -> None:
+    def promote(self, name: str, version: int, scope: str, *, actor: Actor | None = None) -> None:
         """Make ``version`` of ``name`` the one ``scope`` uses (a dataset, possibly another than the
         one it was trained on, or ``*``)."""
         with self.session_scope() as session:
+            who = authorize(session, actor, Permission.PROMOTE, team=self.team)
             row = session.scalars(
                 select(ModelVersionRow).where(ModelVersionRow.name == name, ModelVersionRow.version == version)
             ).first()
             if row is None:
                 raise InputError(f"model {name!r} has no version {version}")
             insert_promotion(session, name, scope, row.id, "promote")
+            record(session, who, "promote", name, {"version": version, "scope": scope})
 
     def rollback_target(self, name: str, scope: str) -> dict[str, Any] | None:
         """The version of ``name`` that ``rollback`` would put back for ``scope``, or None when no
@@ -546,14 +587,16 @@ class Store(LabelingStore, JobStore, AnnotationStore):
             row = self._rollback_row(session, name, scope)
             return None if row is None else model_dict(row, promoted_scopes(session, name).get(row.id))
 
-    def rollback(self, name: str, scope: str) -> dict[str, Any]:
+    def rollback(self, name: str, scope: str, *, actor: Actor | None = None) -> dict[str, Any]:
         """Promote again, for ``scope`` only, the version of ``name`` promoted there before the
         current one, and return it; ``InputError`` when there is none."""
         with self.session_scope() as session:
+            who = authorize(session, actor, Permission.ROLLBACK, team=self.team)
             row = self._rollback_row(session, name, scope)
             if row is None:
                 raise InputError(f"model {name!r} has no earlier version promoted for {scope!r} to roll back to")
             insert_promotion(session, name, scope, row.id, "rollback")
+            record(session, who, "rollback", name, {"version": row.version, "scope": scope})
             return model_dict(row, promoted_scopes(session, name).get(row.id))
 
     @staticmethod

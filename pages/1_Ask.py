@@ -12,6 +12,7 @@ import streamlit as st
 from pages import (
     PICKED,
     current_ranker,
+    explain_candidate,
     get_questions,
     open_store,
     pick_dataset,
@@ -19,7 +20,7 @@ from pages import (
     question_input,
     require_datasets,
 )
-from qa_core.services import analysis, ranking, trust, viz, workbench
+from qa_core.services import analysis, ranking, workbench
 from qa_core.types import InputError, NotTrainedError
 
 RESULT_KEY, APPLIED_KEY, RUNS_KEY = "ask_result", "ask_applied_params", "ask_runs"
@@ -88,52 +89,6 @@ if (clicked or rank_now) and ranker is not None:
         }
     except (InputError, NotTrainedError) as error:
         st.error(workbench.as_markdown(str(error)))
-
-
-def show_explanation(explanation, key: str) -> None:
-    """The model's heatmaps: its word x word matrices and its per-word weights (question side too,
-    where the model has them)."""
-    for name in explanation.matrices:
-        st.plotly_chart(viz.heatmap_figure(explanation, name), key=f"{key}-matrix-{name}")
-    if explanation.question_weights is not None:
-        st.plotly_chart(viz.token_weights_figure(explanation, side="question"), key=f"{key}-question-weights")
-    st.plotly_chart(viz.token_weights_figure(explanation), key=f"{key}-weights")
-
-
-def show_counterfactual(result: ranking.Ranking, rank: int, key: str) -> None:
-    """Edit the candidate and score the edit against this ranking's scores; explain only the edit."""
-    with st.form(f"{key}-form", border=False):
-        edited = st.text_area(
-            "Edit this candidate and score it again", value=result.at(rank).candidate.text, key=f"{key}-text"
-        )
-        submitted = st.form_submit_button("Score edited text")
-    if submitted:
-        try:
-            st.session_state[f"{key}-result"] = result.counterfactual(rank, edited)
-        except InputError as error:
-            st.session_state.pop(f"{key}-result", None)
-            st.error(workbench.as_markdown(str(error)))
-    outcome = st.session_state.get(f"{key}-result")
-    if outcome is not None:
-        st.metric("Score of the edited text", f"{outcome.score:.4f}", delta=f"{outcome.delta:+.4f}")
-        st.caption(f"Would rank #{outcome.rank} of {len(result)} (now #{rank}).")
-        show_explanation(outcome.explanation, f"{key}-edited")
-
-
-def show_trust(result: ranking.Ranking, rank: int, dataset: str) -> None:
-    """How far to trust this heatmap: the model's measured faithfulness, and the same test live on
-    this candidate (its score without its top-weighted words, and with only them, against random)."""
-    measured = trust.measured_line(result.model, dataset)
-    if measured is not None:
-        st.caption(workbench.as_markdown(measured))
-    test = result.deletion_test(rank)
-    k = ranking.LIVE_FRACTION
-    st.caption(
-        f"This candidate: score {test.score:.4f}; without its top {k:.0%} words "
-        f"{test.score - test.comprehensiveness[k]:.4f} (without {k:.0%} random words: "
-        f"{test.score - test.random_comprehensiveness[k]:.4f}); with only them "
-        f"{test.score - test.sufficiency[k]:.4f} (only random words: {test.score - test.random_sufficiency[k]:.4f})."
-    )
 
 
 def analysis_line(summary: ranking.AnalysisSummary, read_by_model: bool) -> str:
@@ -205,16 +160,4 @@ if state is not None:
         )
         st.markdown(f"**#{rank}** · score {scored.score:.4f}{labels}")
         st.markdown(workbench.as_markdown(scored.candidate.text))
-        with st.spinner("Explaining…"):
-            explanation = result.explain(rank)
-        show_explanation(explanation, f"{key}-{rank}")
-        show_trust(result, rank, state["dataset"])
-        st.plotly_chart(
-            viz.arcs_figure(explanation.question_tokens, explanation.answer_tokens, explanation.links),
-            key=f"{key}-{rank}-arcs",
-        )
-        if explanation.trees and st.toggle("Show the REL-tagged trees (as the model compared them)", key=f"{key}-{rank}-trees"):
-            for name, tree in explanation.trees.items():
-                st.caption(workbench.as_markdown(name))
-                st.code(tree, language=None)
-        show_counterfactual(result, rank, f"{key}-{rank}")
+        explain_candidate(result, rank, state["dataset"], f"{key}-{rank}")

@@ -13,10 +13,21 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import current_ranker, get_questions, open_store, pick_dataset, question_input, require_datasets
+from pages import (
+    current_ranker,
+    explain_candidate,
+    get_questions,
+    open_store,
+    pick_dataset,
+    pick_label_rule,
+    question_input,
+    require_datasets,
+    split_run,
+)
 from qa_core import config, fusion
 from qa_core.evaluation import METRICS
-from qa_core.services import compare, experiments, stored_runs, workbench
+from qa_core.services import compare, ranking, stored_runs, workbench
+from qa_core.services.evaluation_labels import describe, evaluation_labels
 from qa_core.types import InputError, NotTrainedError
 
 ONE, SPLIT = "One question", "Whole split"
@@ -95,6 +106,26 @@ if view == ONE:
             st.dataframe(compare.aligned_lists(result, TOP), hide_index=True)
             st.dataframe(result.ranks, column_config={"text": st.column_config.TextColumn("candidate", width="large")})
 
+        st.subheader("Why: one candidate through each model")
+        reference = result.rankings[result.models[0]]
+        missed = ranking.missed_answers(reference)
+        only_missed = st.toggle(f"Only right answers {result.models[0]} ranked below a wrong one ({len(missed)})",
+                                key="compare_missed")
+        ranks = missed if only_missed else [scored.rank for scored in reference.scored]
+        if not ranks:
+            st.info("No right answer is ranked below a wrong one here.")
+        else:
+            opened = st.selectbox("Explain candidate (ranks are the reference's)", ranks, key="compare_open",
+                                  format_func=lambda r: ranking.option_label(reference.at(r)))
+            doc_id = reference.at(opened).candidate.doc_id
+            st.markdown(workbench.as_markdown(reference.at(opened).candidate.text))
+            for column, model in zip(st.columns(len(result.models)), result.models):
+                ranked = result.rankings[model]
+                rank = ranked.rank_of(doc_id)
+                with column:
+                    st.markdown(f"**{workbench.as_markdown(model)}** · #{rank} · score {ranked.at(rank).score:.4f}")
+                    explain_candidate(ranked, rank, dataset, f"compare-{model}-{rank}")
+
 else:
     questions = get_questions(store, url, dataset, dataset_version)
     splits = sorted({q.split for q in questions})
@@ -104,14 +135,15 @@ else:
     clean = right.checkbox(
         "Clean questions only", key="clean", help="Only questions with a relevant and a non-relevant candidate"
     )
-    chosen = [q for q in questions if q.split == split]
+    rule = pick_label_rule(st, key="labels")
+    chosen = evaluation_labels(store, dataset, rule, loaded=questions).split(split)
     source = st.radio("Compare", [MODELS, SEEDS], horizontal=True, key="runs_source")
     if source == MODELS:
         clicked = st.button("Compare on the split", type="primary", disabled=not split_ready, key="compare_split")
 
         def compare_now() -> compare.SplitComparison:
             runs = {m: stored_runs.load_tagged_run(store, dataset, m, split) if m in fused
-                    else experiments.score_questions(rankers[m], chosen) for m in models}
+                    else split_run(store, url, rankers[m], m, dataset, split, chosen) for m in models}
             return compare.compare_runs(runs, chosen, metric=metric, clean=clean)
     else:
         groups = stored_runs.seed_groups(store, dataset, split, config.seed_runs_dir() / dataset)
@@ -134,12 +166,12 @@ else:
         st.session_state.pop(SPLIT_KEY, None)
         try:
             with st.spinner("Scoring and testing…"):
-                st.session_state[SPLIT_KEY] = (dataset, split, compare_now())
+                st.session_state[SPLIT_KEY] = (dataset, split, rule, compare_now())
         except (InputError, NotTrainedError) as error:
             st.error(workbench.as_markdown(str(error)))
 
     if st.session_state.get(SPLIT_KEY) is not None:
-        shown_dataset, shown_split, result = st.session_state[SPLIT_KEY]
+        shown_dataset, shown_split, shown_rule, result = st.session_state[SPLIT_KEY]
         reference = result.models[0]
         st.subheader("Means with 95% bootstrap intervals")
         st.dataframe(result.significance.systems_table(), key="means",
@@ -149,7 +181,8 @@ else:
         st.caption(workbench.as_markdown(
             f"Δ = model − vs per question; a win is Δ > 0. {result.significance.describe()} "
             + ("Seed runs: each model's per-question values averaged over its runs. " if not result.runs else "")
-            + ("Questions with a relevant and a non-relevant candidate." if result.clean else "Questions with gold labels.")
+            + ("Questions with a relevant and a non-relevant candidate. " if result.clean else "Questions with labels. ")
+            + describe(shown_rule)
         ))
         st.dataframe(
             compare.summary_table(result), hide_index=True, key="summary",

@@ -21,7 +21,8 @@ import pandas as pd
 import streamlit as st
 
 from db.base import MAX_LABEL, MIN_LABEL
-from pages import get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
+from pages import current_actor, get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
+from qa_core.access import Permission
 from qa_core.services import analysis, labeling, workbench
 from qa_core.services.labeling import charts, dashboard
 from qa_core.types import InputError, NotTrainedError
@@ -42,12 +43,15 @@ ORDER_HELP = {
     "diversity": "one pair of each question in turn",
 }
 LABEL, AGREEMENT, REVIEW, GUIDELINES = "Label", "Agreement", "Review conflicts", "Guidelines"
-VIEWS = [LABEL, AGREEMENT, REVIEW, GUIDELINES]
 NEW_NAME = "New annotator…"
+LABEL_SPLIT = "train"  # the queue's default split (issue 22: never TEST unless chosen)
 ANNOTATOR, HOLDER, SHOWN, NOTICE, CONFIG = "annotator", "label_holder", "label_shown", "label_notice", "label_config"
 CHOICE, NAME_ERROR = "annotator_choice", "annotator_name_error"
 KEYS_SCRIPT = Path(__file__).resolve().parent / "assets" / "label_keys.js"
 SCORING_REFRESH_SECONDS = 1.0
+
+
+VIEW_LETTERS = {LABEL: "l", AGREEMENT: "a", REVIEW: "v", GUIDELINES: "g"}
 
 
 def view_key(position: int) -> str:
@@ -58,10 +62,6 @@ def view_key(position: int) -> str:
 Keys = dict[str, tuple[list[str], str, bool]]
 # letter -> (CSS selectors tried in turn, "click" or "focus", Streamlit's own shortcut handles the small letter)
 PAGE_KEYS: Keys = {
-    "l": ([view_key(0)], "click", False),
-    "a": ([view_key(1)], "click", False),
-    "v": ([view_key(2)], "click", False),
-    "g": ([view_key(3)], "click", False),
     "d": ([".st-key-label_dataset input"], "focus", False),
     "n": ([".st-key-new_annotator input", ".st-key-annotator_choice input"], "focus", False),
 }
@@ -76,7 +76,19 @@ VIEW_KEYS: dict[str, Keys] = {
     REVIEW: {"f": ([".st-key-conflict input"], "focus", False)},
     GUIDELINES: {},
 }
-PAGE_HELP = "L / A / V / G label, agreement, review, guidelines · D dataset · N annotator · Esc leaves a box (then keys work again)"
+PAGE_HELP = "D dataset · N annotator · Esc leaves a box (then keys work again)"
+
+
+def view_keys(views: list[str]) -> Keys:
+    """A letter per view the actor may open, pointing at that view's radio button (a role sees
+    fewer views, so positions differ)."""
+    return {VIEW_LETTERS[view]: ([view_key(position)], "click", False) for position, view in enumerate(views)}
+
+
+def keys_help(views: list[str]) -> str:
+    """The page-wide keys as listed under every view."""
+    letters = " / ".join(VIEW_LETTERS[view].upper() for view in views)
+    return f"{letters} {', '.join(view.split()[0].lower() for view in views)} · {PAGE_HELP}"
 
 st.set_page_config(page_title="Label · Rerank Lab", layout="wide")
 
@@ -184,11 +196,19 @@ def guidelines_view(store, dataset: str, author: str | None) -> None:
             hide_index=True,
             key="guideline_history",
         )
-    st.caption("Keys: " + PAGE_HELP)
+    st.caption("Keys: " + keys_help(views))
 
 
 def label_view(store, dataset: str, annotator: str) -> None:
-    order = st.selectbox(
+    splits = list(store.dataset_summary(dataset)["questions"])
+    left, right = st.columns([1, 3])
+    split = left.selectbox(  # TRAIN by default: labels there train models and never move a TEST metric
+        "Split", splits, index=splits.index(LABEL_SPLIT) if LABEL_SPLIT in splits else 0, key=f"label_split-{dataset}",
+    )
+    if split == "test":
+        left.caption("Labels on TEST pairs count in reported TEST metrics only under the training-label rule; "
+                     "gold stays the default on Compare, Errors and the CLI.")
+    order = right.selectbox(
         "Queue order", labeling.STRATEGIES, key="order", format_func=lambda s: f"{s}: {ORDER_HELP[s]}"
     )
     names = workbench.model_names(store, dataset)
@@ -220,6 +240,8 @@ def label_view(store, dataset: str, annotator: str) -> None:
             scores={model: job.snapshot() for model, job in jobs.items()},
             holder=st.session_state[HOLDER],
             policy=labeling.queue_policy(store, dataset),
+            split=split,
+            actor=current_actor(),
         )
         item = session.current()
         progress = session.progress()
@@ -264,7 +286,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
     left.button("Skip", key="skip", shortcut="S", on_click=skip, args=(session, item), disabled=item is None)
     right.button("Undo", key="undo", shortcut="U", on_click=undo, args=(session,))
     st.caption(
-        "Keys: 0–4 judge the pair · S skip · U undo this tab's last label · O queue order · M model(s) · " + PAGE_HELP
+        "Keys: 0–4 judge the pair · S skip · U undo this tab's last label · O queue order · M model(s) · " + keys_help(views)
     )
 
 
@@ -306,7 +328,7 @@ def agreement_view(store, dataset: str, annotator: str | None) -> None:
             "pairs below, or label more."
         )
     overlap_setting(store, dataset, annotator)
-    st.caption("Keys: E export the dashboard as CSV · " + PAGE_HELP)
+    st.caption("Keys: E export the dashboard as CSV · " + keys_help(views))
     if not report.pairs:
         st.info("Agreement needs pairs judged by two annotators; the queue hands a share of pairs to two.")
         return
@@ -359,7 +381,7 @@ def settle(store, conflict: labeling.Conflict, grade: int, reviewer: str) -> Non
     """Button callback: the reviewer's final grade of the conflict on screen."""
     note = st.session_state.get("adjudication_note") or None
     try:
-        store.adjudicate(conflict.candidate_id, grade, reviewer, note)
+        store.adjudicate(conflict.candidate_id, grade, reviewer, note, actor=current_actor())
     except InputError as error:
         st.session_state[NOTICE] = f"Not settled: {error}"
         return
@@ -421,7 +443,7 @@ def review_view(store, dataset: str, reviewer: str | None) -> None:
             disabled=reviewer is None or party,
             width="stretch",
         )
-    st.caption("Keys: 0–4 settle the conflict shown with that final grade · F conflict list · " + PAGE_HELP)
+    st.caption("Keys: 0–4 settle the conflict shown with that final grade · F conflict list · " + keys_help(views))
 
 
 def take_name() -> None:
@@ -448,26 +470,33 @@ datasets = require_datasets(store)
 st.session_state.setdefault(HOLDER, f"session-{uuid.uuid4().hex}")
 left, right = st.columns(2)
 dataset = pick_dataset(left, datasets, key="label_dataset")
-remembered = st.session_state.get(ANNOTATOR)
-known = sorted({name for judged in store.current_labels(dataset).values() for name in judged} | {remembered} - {None})
-options = [*known, NEW_NAME]
-if st.session_state.get(CHOICE) not in options:
-    st.session_state[CHOICE] = remembered if remembered in options else NEW_NAME
-choice = right.selectbox("Annotator", options, key=CHOICE)
-if choice == NEW_NAME:
-    right.text_input("Your name", key="new_annotator", placeholder="e.g. alice", on_change=take_name)
-    if st.session_state.get(NAME_ERROR):
-        right.error(workbench.as_markdown(st.session_state[NAME_ERROR]))
+actor = current_actor()
+if actor.signed_in:  # team mode: a label's annotator is the signed-in user, never a typed name
+    right.text_input("Annotator", value=actor.name, disabled=True, key="signed_in_annotator")
+    annotator = st.session_state[ANNOTATOR] = actor.name
 else:
-    st.session_state[ANNOTATOR] = choice
-annotator = st.session_state.get(ANNOTATOR) if choice != NEW_NAME else None
+    remembered = st.session_state.get(ANNOTATOR)
+    known = sorted({name for judged in store.current_labels(dataset).values() for name in judged} | {remembered} - {None})
+    options = [*known, NEW_NAME]
+    if st.session_state.get(CHOICE) not in options:
+        st.session_state[CHOICE] = remembered if remembered in options else NEW_NAME
+    choice = right.selectbox("Annotator", options, key=CHOICE)
+    if choice == NEW_NAME:
+        right.text_input("Your name", key="new_annotator", placeholder="e.g. alice", on_change=take_name)
+        if st.session_state.get(NAME_ERROR):
+            right.error(workbench.as_markdown(st.session_state[NAME_ERROR]))
+    else:
+        st.session_state[ANNOTATOR] = choice
+    annotator = st.session_state.get(ANNOTATOR) if choice != NEW_NAME else None
 
 previous = st.session_state.get(CONFIG)
 if previous is not None and previous != (dataset, annotator):
     store.release_claims(previous[0], st.session_state[HOLDER])  # hand back the pair left on screen
 st.session_state[CONFIG] = (dataset, annotator)
 
-view = st.radio("View", VIEWS, horizontal=True, key="label_view", label_visibility="collapsed")
+views = [LABEL, *([AGREEMENT] if actor.may(Permission.SEE_AGREEMENT) else []),
+         *([REVIEW] if actor.may(Permission.ADJUDICATE) else []), GUIDELINES]  # an annotator labels and reads
+view = st.radio("View", views, horizontal=True, key="label_view", label_visibility="collapsed")
 if view == LABEL:
     if annotator is None:
         st.info("Choose your name or type a new one to start labelling.")
@@ -479,4 +508,4 @@ elif view == REVIEW:
     review_view(store, dataset, annotator)
 else:
     guidelines_view(store, dataset, annotator)
-install_keys(PAGE_KEYS | VIEW_KEYS[view])
+install_keys(PAGE_KEYS | view_keys(views) | VIEW_KEYS[view])

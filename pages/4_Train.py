@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import open_store, pick_dataset, pick_model, require_datasets
+from pages import current_actor, open_store, pick_dataset, pick_model, require_datasets
+from qa_core.access import Permission
 from qa_core.rankers import registry
 from qa_core.services import jobs, retraining, workbench
 from qa_core.services.labeling.curves import curve_figure, version_curve
@@ -22,7 +23,8 @@ st.set_page_config(page_title="Train · Rerank Lab", layout="wide")
 
 
 st.title("Train")
-url, store = open_store()
+url, store = open_store(need=Permission.TRAIN)  # admins only in team mode
+actor = current_actor()
 datasets = require_datasets(store)
 
 left, middle, right = st.columns(3)
@@ -68,6 +70,7 @@ if st.button("Retrain", type="primary", key="train_start"):
             gold=gold,
             seed=seed,
             model_config=settings,
+            actor=actor,
         )
     except InputError as error:
         st.error(workbench.as_markdown(str(error)))
@@ -99,7 +102,7 @@ if job_id is not None:
     active = retraining.job_status(store, job_id).active
     st.fragment(run_every=POLL_SECONDS if active else None)(show_job)(job_id, active)
     if active and st.button("Cancel the training", key="train_cancel"):
-        jobs.cancel_job(store, job_id)
+        jobs.cancel_job(store, job_id, actor=actor)
         st.rerun()
 
 st.subheader(f"Versions of {model}")
@@ -118,14 +121,17 @@ else:
     st.dataframe(retraining.comparison(store, model, int(chosen), dataset))
     already = in_use is not None and in_use["promoted"] and in_use["version"] == chosen
     if middle.button(f"Promote for {dataset}", key="train_promote", disabled=already):
-        store.promote(model, int(chosen), dataset)
-        st.rerun()
+        try:
+            store.promote(model, int(chosen), dataset, actor=actor)
+            st.rerun()
+        except InputError as error:  # e.g. the role was taken away meanwhile
+            st.error(workbench.as_markdown(str(error)))
     target = store.rollback_target(model, dataset)
     rollback_label = "Roll back" if target is None else f"Roll back {dataset} to version {target['version']}"
     rollback_help = f"No earlier version was promoted for {dataset}." if target is None else None
     if right.button(rollback_label, key="train_rollback", disabled=target is None, help=rollback_help):
         try:
-            back = store.rollback(model, dataset)
+            back = store.rollback(model, dataset, actor=actor)
             st.toast(f"Version {back['version']} promoted again for {dataset}")
             st.rerun()
         except InputError as error:  # another session rolled back or promoted in between

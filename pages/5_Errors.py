@@ -1,28 +1,33 @@
 """Errors: a model's per-question metrics on a dataset split, worst first, and slices of them.
 
 Widgets and layout only; the work is in ``qa_core.services.errors``. Scores are cached per model version,
-dataset import and split (labels are read on every run, so new labels show at once); each worst
-question links to the Ask page with ``?dataset=...&qid=...&model=...``.
+dataset import and split (labels are read on every run, so new labels show at once); metrics are
+computed against the label rule chosen on the page (``qa_core.services.evaluation_labels``, default
+gold, as Compare and the CLI); each worst question links to Ask with ``?dataset=...&qid=...&model=...``.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from pages import current_ranker, get_questions, open_store, pick_dataset, pick_model, require_datasets
-from qa_core.services import analysis, errors, experiments, viz, workbench
+from pages import (
+    current_ranker,
+    get_questions,
+    open_store,
+    pick_dataset,
+    pick_label_rule,
+    pick_model,
+    require_datasets,
+    split_run,
+)
+from qa_core.evaluation import qrels_from_questions
+from qa_core.services import analysis, errors, viz, workbench
+from qa_core.services.evaluation_labels import describe, evaluation_labels
 
 ALL_SPLITS = "all splits"
 LINKED = 10  # worst questions listed as links to Ask under the table
 
 st.set_page_config(page_title="Errors · Rerank Lab", layout="wide")
-
-
-@st.cache_data(show_spinner="Scoring every question…", max_entries=32)
-def get_run(_ranker, _questions, url: str, model: str, model_version: str | None, dataset: str, dataset_version: str,
-            split: str):
-    """The expensive part, once per (model version, dataset import, split)."""
-    return experiments.score_questions(_ranker, _questions)
 
 
 @st.cache_data(show_spinner="Analysing the questions…", max_entries=32)
@@ -49,29 +54,28 @@ split = middle.selectbox(  # keyed per dataset: another dataset's split never ca
     "Split", split_options, index=split_options.index("test") if "test" in splits else 0, key=f"split-{dataset}"
 )
 model = pick_model(right, store, dataset, key="model")
-clean = st.toggle(
+left, right = st.columns([1, 2])
+clean = left.toggle(
     "Only questions with a correct and a wrong candidate",
     value=True,
     key="clean",
     help="The WikiQA/TrecQA convention; off, a question without a correct candidate scores 0.",
 )
+rule = pick_label_rule(right, key="labels")
 
 ranker = current_ranker(store, url, model, dataset)
 if ranker is None:
     st.stop()
-model_version = workbench.model_version_key(store, model, dataset)
 
-questions = get_questions(store, url, dataset, dataset_version)
-if split != ALL_SPLITS:
-    questions = [q for q in questions if q.split == split]
+labels = evaluation_labels(store, dataset, rule, loaded=get_questions(store, url, dataset, dataset_version))
+questions = labels.split(None if split == ALL_SPLITS else split)
 if not questions:
     st.info(workbench.as_markdown(f"Dataset {dataset} has no questions in {split}."))
     st.stop()
-run = get_run(ranker, questions, url, model, model_version, dataset, dataset_version, split)
+run = split_run(store, url, ranker, model, dataset, split, questions)
 profiles = get_profiles(store, questions, url, dataset, dataset_version, split, analysis.classifier_version_key(store))
 overlaps = get_overlaps(questions, url, dataset, dataset_version, split)
-qrels, sources = errors.store_labels(store, dataset)
-table = errors.error_table(run, qrels, profiles, overlaps, sources, clean=clean)
+table = errors.error_table(run, qrels_from_questions(questions), profiles, overlaps, labels.sources, clean=clean)
 if table.empty:
     st.info("No question here has labels to evaluate against" + (" (with a correct and a wrong candidate)." if clean else "."))
     st.stop()
@@ -84,9 +88,9 @@ for column, metric in zip(columns[1:], metrics):
 
 st.subheader("Worst questions")
 st.caption(
-    "Per-question values from ir-measures (trec_eval semantics). Labels: the latest adjudication, else the "
-    "annotators' majority, else the dataset's gold label. Overlap: the largest IDF-weighted share of the "
-    "question's content words found in one of its correct answers (IDF over this split's candidates)."
+    f"Per-question values from ir-measures (trec_eval semantics). {describe(rule)} Overlap: the largest "
+    "IDF-weighted share of the question's content words found in one of its correct answers (IDF over this "
+    "split's candidates)."
 )
 shown = table.assign(ask=[workbench.ask_url(dataset, qid, model) for qid in table["qid"]])
 st.dataframe(

@@ -1,32 +1,60 @@
-"""What every page shares: one store per URL for the whole server, cached rankers and datasets, and
-the page header with its clear messages. Streamlit does not list ``__init__.py`` as a page."""
+"""What every page shares: one store per URL for the whole server, cached rankers and datasets, the
+page header with its clear messages, and the sign-in gate. Streamlit does not list ``__init__.py``
+as a page.
+
+Local mode (no ``[auth]`` section in ``.streamlit/secrets.toml``): no sign-in, everyone is the local
+user, as before teams existed. Team mode (an ``[auth]`` section, as Streamlit's ``st.login``
+documents it): ``open_store`` shows nothing but a sign-in button until the identity provider has
+signed the user in, then checks the user against the store on every run (known, not signed out
+since, token not expired, the role the page needs) and puts "Signed in as ..." and "Sign out" in the
+sidebar. Pages pass ``current_actor()`` to every write; the store checks it again.
+"""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
+from streamlit.errors import StreamlitSecretNotFoundError
 
 from db.store import Store
 from qa_core import config
+from qa_core.access import LOCAL, Actor, Permission
+from qa_core.evaluation import Run
 from qa_core.rankers.base import Ranker
-from qa_core.services import workbench
-from qa_core.types import Candidate, InputError, NotTrainedError
+from qa_core.services import audit, experiments, ranking, trust, viz, workbench
+from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
+from qa_core.types import Candidate, InputError, NotTrainedError, Question
 
 PAGES_DIR = Path(__file__).resolve().parent
 TYPED, PICKED = "Type a question", "Pick a dataset question"
 MODELS_KEPT = 6  # loaded (model version, dataset) pairs the server keeps; older ones are dropped
+DATASETS_KEPT = 2  # loaded dataset imports the server keeps (WikiQA's is ~100 MB of Python objects)
+RUNS_KEPT = 32  # whole-split runs the server keeps, per (model version, dataset import, split)
 NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
+ACTOR, SIGNED_IN_TOKEN = "signed_in_actor", "signed_in_token"
+# What a role needs to open a page (the others need Permission.VIEW); the landing page lists only these.
+PAGE_PERMISSIONS = {"4_Train.py": Permission.TRAIN, "6_Audit.py": Permission.VIEW_AUDIT}
 
 
-def page_summaries() -> list[tuple[str, str]]:
-    """(path, first sentence of its docstring) of every page, in sidebar order: the landing page's
-    links, so that adding a page means adding its file."""
+def page_files(actor: Actor = LOCAL) -> list[Path]:
+    """The pages ``actor`` may open, in sidebar order."""
+    return [
+        path for path in sorted(PAGES_DIR.glob("[0-9]*.py"))
+        if actor.may(PAGE_PERMISSIONS.get(path.name, Permission.VIEW))
+    ]
+
+
+def page_summaries(actor: Actor = LOCAL) -> list[tuple[str, str]]:
+    """(path, first sentence of its docstring) of every page ``actor`` may open, in sidebar order:
+    the landing page's links, so that adding a page means adding its file."""
     pages = []
-    for path in sorted(PAGES_DIR.glob("[0-9]*.py")):
+    for path in page_files(actor):
         doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or path.stem
         first = " ".join(doc.split("\n\n")[0].split())
         pages.append((f"pages/{path.name}", first.split(". ")[0].rstrip(".")))
@@ -34,9 +62,9 @@ def page_summaries() -> list[tuple[str, str]]:
 
 
 @st.cache_resource(show_spinner="Opening the store…")
-def get_store(url: str) -> Store:
-    """One store per URL for the whole server; the demo corpus is imported into an empty one."""
-    store = workbench.open_store(url)
+def get_store(url: str, team: bool = False) -> Store:
+    """One store per URL (and mode) for the whole server; the demo corpus is imported into an empty one."""
+    store = workbench.open_store(url, team=team)
     workbench.ensure_demo(store)
     return store
 
@@ -72,22 +100,138 @@ def show_not_trained(error: NotTrainedError, model: str, dataset: str) -> None:
     st.code(workbench.train_command(model, dataset), language="bash")
 
 
-@st.cache_resource(show_spinner="Loading the dataset…")
+@st.cache_resource(show_spinner="Loading the dataset…", max_entries=DATASETS_KEPT)
 def get_questions(_store, url: str, dataset: str, dataset_version: str):
     return workbench.dataset_questions(_store, dataset)
 
 
-def open_store(show_device: bool = True) -> tuple[str, Store]:
-    """The configured store, or an error on the page and a stop (never a traceback)."""
+@st.cache_resource
+def _split_runs() -> OrderedDict:
+    """The server's whole-split runs, newest last (a plain LRU: ``st.cache_data`` would replay the
+    progress bar instead of showing it)."""
+    return OrderedDict()
+
+
+def split_run(store: Store, url: str, ranker: Ranker, model: str, dataset: str, split: str,
+              questions: Sequence[Question]) -> Run:
+    """``model``'s run over ``questions`` (a whole split), computed once per (model version, dataset
+    import, split) for the whole server, with a progress bar while it is scored."""
+    key = (url, model, workbench.model_version_key(store, model, dataset), dataset,
+           workbench.dataset_version(store, dataset), split)
+    runs = _split_runs()
+    if key in runs:
+        runs.move_to_end(key)
+        return runs[key]
+    bar = st.progress(0.0, text=f"Scoring {model} on {split}…")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"Scoring {model} on {split}: {done:,} of {total:,} questions")
+
+    run = experiments.score_questions(ranker, questions, progress)
+    bar.empty()
+    runs[key] = run
+    while len(runs) > RUNS_KEPT:
+        runs.popitem(last=False)
+    return run
+
+
+def pick_label_rule(container, key: str) -> LabelRule:
+    """The labels a page's metrics are computed against (default gold), with the rule spelled out."""
+    rule = container.radio("Labels", list(LabelRule), key=key, horizontal=True,
+                           format_func=lambda r: {LabelRule.GOLD: "gold", LabelRule.TRAINING: "training-label rule"}[r],
+                           help=" ".join(f"{r.value}: {text}." for r, text in DESCRIPTIONS.items()))
+    return LabelRule(rule)
+
+
+def open_store(show_device: bool = True, need: Permission = Permission.VIEW) -> tuple[str, Store]:
+    """The configured store once the sign-in gate let the user through with the right to ``need``
+    (``current_actor()`` is who that is), or a message on the page and a stop (never a traceback)."""
     url = config.database_url()
-    if show_device:
-        st.caption(f"Running on: {workbench.device_label()}")
+    team = team_mode()
     try:
-        return url, get_store(url)
+        store = get_store(url, team)
     except (InputError, SQLAlchemyError) as error:
         st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
         st.stop()
         raise  # st.stop() raises; this line only tells type checkers so
+    actor = _signed_in(store) if team else LOCAL
+    if not actor.may(need):
+        st.warning(workbench.as_markdown(f"{actor.describe()} may not {need.value} here; ask an admin for the role."))
+        st.stop()
+    st.session_state[ACTOR] = actor
+    if show_device:
+        st.caption(f"Running on: {workbench.device_label()}")
+    return url, store
+
+
+def current_actor() -> Actor:
+    """Who this run acts as: the user ``open_store`` let in (team mode), else the local user."""
+    actor = st.session_state.get(ACTOR)
+    return actor if isinstance(actor, Actor) else LOCAL
+
+
+def auth_settings() -> Mapping[str, Any] | None:
+    """The ``[auth]`` section of ``.streamlit/secrets.toml``: team mode when there is one."""
+    try:
+        section = st.secrets.get("auth")
+    except (StreamlitSecretNotFoundError, FileNotFoundError):
+        return None
+    return section or None
+
+
+def team_mode() -> bool:
+    return auth_settings() is not None
+
+
+def _providers() -> list[str | None]:
+    """The named providers (``[auth.NAME]`` sections), else the one unnamed provider (``None``)."""
+    settings = auth_settings() or {}
+    return [name for name, value in settings.items() if isinstance(value, Mapping) and "client_id" in value] or [None]
+
+
+def _sign_in_screen(message: str, refused: bool = False) -> None:
+    """A sign-in button per provider under ``message``, and nothing else: the page stops."""
+    st.title("Rerank Lab")
+    (st.error if refused else st.info)(workbench.as_markdown(message))
+    for provider in _providers():
+        label = "Sign in" if provider is None else f"Sign in with {provider}"
+        if st.button(label, key=f"sign_in_{provider or 'default'}", type="primary"):
+            st.login(provider)
+    st.stop()
+
+
+def _signed_in(store: Store) -> Actor:
+    """The signed-in user, checked against the store (see the module docstring), with the sidebar's
+    name, role and sign-out button; otherwise the sign-in screen."""
+    if not st.user.get("is_logged_in", False):
+        _sign_in_screen("Sign in to use Rerank Lab: this workbench is shared by a team.")
+    claims = st.user.to_dict()
+    token = (claims.get("sub"), claims.get("iat"))
+    known = st.session_state.get(ACTOR)
+    try:
+        if st.session_state.get(SIGNED_IN_TOKEN) == token and isinstance(known, Actor) and known.signed_in:
+            actor = store.user_actor(known)
+        else:  # a new sign-in in this browser session: the store records it (and the first user's admin role)
+            actor = audit.sign_in(store, claims)
+            st.session_state[SIGNED_IN_TOKEN] = token
+    except InputError as error:  # refused (AccessDenied), a token the store cannot keep, or the database
+        st.session_state.pop(SIGNED_IN_TOKEN, None)
+        st.session_state.pop(ACTOR, None)
+        _sign_in_screen(str(error), refused=True)
+        raise  # st.stop() raises; this line only tells type checkers so
+    name = claims.get("name") if isinstance(claims.get("name"), str) else None
+    who = workbench.as_markdown(name or actor.name)
+    st.sidebar.markdown(f"Signed in as **{who}** ({workbench.as_markdown(actor.name)}) · {actor.role}")
+    if st.sidebar.button("Sign out", key="sign_out"):
+        try:
+            store.sign_out(actor)
+        except InputError as error:  # this browser still signs out; copies of its cookie are not ended
+            st.sidebar.error(workbench.as_markdown(f"The store could not record the sign-out: {error}"))
+        st.session_state.pop(SIGNED_IN_TOKEN, None)
+        st.session_state.pop(ACTOR, None)
+        st.logout()
+        st.stop()
+    return actor
 
 
 LAST_DATASET = "last_dataset"
@@ -159,3 +303,70 @@ def question_input(store: Store, url: str, dataset: str, dataset_version: str) -
         return questions[picked].text, questions[picked].candidates, questions[picked].qid
 
     return chosen
+
+
+# ------------------------------------------------------------- one candidate explained (Ask, Compare)
+
+
+def explain_candidate(result: ranking.Ranking, rank: int, dataset: str, key: str) -> None:
+    """Everything the app shows of why ``result``'s candidate at ``rank`` scored as it did, computed
+    when opened: the model's heatmaps, how far to trust them, its REL links as arcs, its trees, and
+    a counterfactual edit."""
+    with st.spinner("Explaining…"):
+        explanation = result.explain(rank)
+    show_explanation(explanation, key)
+    show_trust(result, rank, dataset)
+    st.plotly_chart(
+        viz.arcs_figure(explanation.question_tokens, explanation.answer_tokens, explanation.links), key=f"{key}-arcs"
+    )
+    if explanation.trees and st.toggle("Show the REL-tagged trees (as the model compared them)", key=f"{key}-trees"):
+        for name, tree in explanation.trees.items():
+            st.caption(workbench.as_markdown(name))
+            st.code(viz.indented_tree(tree), language=None)
+    show_counterfactual(result, rank, key)
+
+
+def show_explanation(explanation, key: str) -> None:
+    """The model's heatmaps: its word x word matrices and its per-word weights (question side too,
+    where the model has them)."""
+    for name in explanation.matrices:
+        st.plotly_chart(viz.heatmap_figure(explanation, name), key=f"{key}-matrix-{name}")
+    if explanation.question_weights is not None:
+        st.plotly_chart(viz.token_weights_figure(explanation, side="question"), key=f"{key}-question-weights")
+    st.plotly_chart(viz.token_weights_figure(explanation), key=f"{key}-weights")
+
+
+def show_counterfactual(result: ranking.Ranking, rank: int, key: str) -> None:
+    """Edit the candidate and score the edit against this ranking's scores; explain only the edit."""
+    with st.form(f"{key}-form", border=False):
+        edited = st.text_area(
+            "Edit this candidate and score it again", value=result.at(rank).candidate.text, key=f"{key}-text"
+        )
+        submitted = st.form_submit_button("Score edited text")
+    if submitted:
+        try:
+            st.session_state[f"{key}-result"] = result.counterfactual(rank, edited)
+        except InputError as error:
+            st.session_state.pop(f"{key}-result", None)
+            st.error(workbench.as_markdown(str(error)))
+    outcome = st.session_state.get(f"{key}-result")
+    if outcome is not None:
+        st.metric("Score of the edited text", f"{outcome.score:.4f}", delta=f"{outcome.delta:+.4f}")
+        st.caption(f"Would rank #{outcome.rank} of {len(result)} (now #{rank}).")
+        show_explanation(outcome.explanation, f"{key}-edited")
+
+
+def show_trust(result: ranking.Ranking, rank: int, dataset: str) -> None:
+    """How far to trust this heatmap: the model's measured faithfulness, and the same test live on
+    this candidate (its score without its top-weighted words, and with only them, against random)."""
+    measured = trust.measured_line(result.model, dataset)
+    if measured is not None:
+        st.caption(workbench.as_markdown(measured))
+    test = result.deletion_test(rank)
+    k = ranking.LIVE_FRACTION
+    st.caption(
+        f"This candidate: score {test.score:.4f}; without its top {k:.0%} words "
+        f"{test.score - test.comprehensiveness[k]:.4f} (without {k:.0%} random words: "
+        f"{test.score - test.random_comprehensiveness[k]:.4f}); with only them "
+        f"{test.score - test.sufficiency[k]:.4f} (only random words: {test.score - test.random_sufficiency[k]:.4f})."
+    )

@@ -1,4 +1,7 @@
-"""Command line: ``python -m qa_core data|train|train-classifier|evaluate|rank|compare|models|gc``.
+"""Command line: ``python -m qa_core data|train|worker|train-classifier|evaluate|rank|compare|batch-score|models|gc|users|audit``.
+
+Whoever runs it holds the database URL, so it acts as an operator with every right
+(``qa_core.access.operator``), recorded in the audit trail as ``cli:<OS user>``.
 
 Exit status: 0 done; 2 bad input, or the database or the disk refused (one clear ``error:`` line
 on stderr, never a traceback, nothing half written); 130 interrupted (Ctrl-C); 1 only for a bug
@@ -8,19 +11,56 @@ on stderr, never a traceback, nothing half written); 130 interrupted (Ctrl-C); 1
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qa_core import config
 from qa_core.checkpoints import GC_GRACE_MINUTES, collect_garbage, new_checkpoint_path
 from qa_core.services import analysis, workbench
-from qa_core.types import InputError, NotTrainedError, StorageError
+from qa_core.types import Dataset, InputError, NotTrainedError, StorageError
+
+if TYPE_CHECKING:
+    from qa_core.services.experiments import ScoringProgress
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 ORPHAN_EXAMPLES = 5
+
+
+@contextmanager
+def _progress_bar(description: str, quiet: bool) -> Iterator[ScoringProgress | None]:
+    """A progress bar on stderr for a long step, opened at its first report (an input error found
+    before any work stays the one line on stderr); none with ``--quiet`` (the final line still prints)."""
+    if quiet:
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    bars = []
+
+    def progress(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(desc=description, total=total, unit="question", file=sys.stderr, leave=False))
+        bars[0].update(done - bars[0].n)
+
+    try:
+        yield progress
+    finally:
+        for bar in bars:
+            bar.close()
+
+
+def _add_label_arguments(parser: argparse.ArgumentParser) -> None:
+    """The label rule of ``qa_core.services.evaluation_labels`` and ``--quiet``."""
+    parser.add_argument("--labels", choices=["gold", "training"], default="gold",
+                        help="evaluate against the dataset's gold labels (default) or the training-label rule "
+                             "(adjudicated > annotators' majority > gold)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (the final output still prints)")
 
 
 def _emit(record: dict) -> None:
@@ -43,12 +83,23 @@ def _store(args: argparse.Namespace):
         raise InputError(f"cannot open the store at {url}: {reason}") from None
 
 
+def _actor():
+    """The operator running this command (see the module docstring)."""
+    from qa_core.access import operator
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (some containers)
+        user = "unknown"
+    return operator(user)
+
+
 def cmd_data_import(args: argparse.Namespace) -> None:
     from qa_core.data.importers import load_dataset
 
     dataset = load_dataset(Path(args.path), fmt=args.format, name=args.name)
     store = _store(args)
-    report = store.import_dataset(dataset, replace=args.replace)
+    report = store.import_dataset(dataset, replace=args.replace, actor=_actor())
     _emit({"imported": dataset.name, **store.dataset_summary(dataset.name), "import": report.summary()})
     if report.moved:
         print(f"note: {len(report.moved)} candidates kept their labels under another id (rows moved in the file)",
@@ -71,7 +122,7 @@ def cmd_data_orphans(args: argparse.Namespace) -> None:
 
 def cmd_data_demo(args: argparse.Namespace) -> None:
     store = _store(args)
-    workbench.ensure_demo(store)
+    workbench.ensure_demo(store, beside_others=True)
     _emit({"datasets": store.dataset_names()})
 
 
@@ -79,7 +130,7 @@ def cmd_data_import_run(args: argparse.Namespace) -> None:
     from qa_core.data.importers import read_trec_run
 
     run = read_trec_run(Path(args.path))
-    _store(args).set_first_stage(args.data, run)
+    _store(args).set_first_stage(args.data, run, actor=_actor())
     _emit({"first_stage_from": args.path, "questions": len(run)})
 
 
@@ -88,7 +139,7 @@ def cmd_data_import_qrels(args: argparse.Namespace) -> None:
 
     qrels, lines = read_qrels_located(Path(args.path))
     annotator = args.annotator or f"qrels:{Path(args.path).name}"
-    result = _store(args).import_qrels(args.data, qrels, annotator, lines=lines, path=args.path)
+    result = _store(args).import_qrels(args.data, qrels, annotator, lines=lines, path=args.path, actor=_actor())
     _emit({"labels": result.added, "unchanged": result.unchanged, "annotator": annotator})
 
 
@@ -112,9 +163,13 @@ def cmd_train(args: argparse.Namespace) -> None:
 
     store = _store(args)
     if args.job is not None:
+        from db.jobs import ClaimLost
         from qa_core.services.jobs import run_job
 
-        _emit({"job": args.job, "model_version_id": run_job(store, args.job)})
+        try:
+            _emit({"job": args.job, "model_version_id": run_job(store, args.job)})
+        except ClaimLost as lost:  # cancelled meanwhile: nothing was registered
+            raise InputError(str(lost)) from None
         return
     if not args.model or not args.data:
         raise InputError("train needs --model and --data (or --job ID for a job queued in the store)")
@@ -127,6 +182,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         dev_split=args.dev_split,
         checkpoint=new_checkpoint_path(args.model, args.data, f"seed{args.seed}", owner=store.store_id),
         analyzer=analysis.analyzer_for(store, args.model),
+        progress=not args.quiet,
     )
     training_data, metrics = version_record(
         outcome,
@@ -144,10 +200,25 @@ def cmd_train(args: argparse.Namespace) -> None:
         training_data=training_data,
         metrics=metrics,
         promote=not args.no_promote,  # for the dataset it was trained on
+        actor=_actor(),
     )
     version = next(v["version"] for v in store.model_versions(args.model) if v["id"] == version_id)
     _emit({"model": args.model, "version": version, "model_version_id": version_id,
            "checkpoint": str(outcome.checkpoint), **outcome.metrics})
+
+
+def cmd_worker(args: argparse.Namespace) -> None:
+    """Serve the store's queue of training jobs (``qa_core.services.worker``): progress on stderr,
+    one JSON line per job on stdout."""
+    import logging
+
+    from qa_core.services.worker import serve
+
+    store = _store(args)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s worker %(levelname)s %(message)s")
+    logging.getLogger(__name__).info("serving the training jobs of %s", store.engine.url.render_as_string(hide_password=True))
+    serve(store, lease_seconds=args.lease, poll_seconds=args.poll, until_idle=args.until_idle, max_jobs=args.max_jobs,
+          report=_emit)
 
 
 def cmd_train_classifier(args: argparse.Namespace) -> None:
@@ -172,6 +243,7 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
         training_data={"path": str(folder), "seed": args.seed},
         metrics={**outcome.metrics, "best_epoch": outcome.report["best_epoch"], "train_seconds": outcome.report["seconds"]},
         promote=not args.no_promote,
+        actor=_actor(),
     )
     _emit({"model": args.classifier, "version": version, "checkpoint": str(path), **outcome.metrics})
 
@@ -180,6 +252,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     """Metrics as one JSON line; the run is kept in the store (with the model version that made it)
     and, with ``--run-out``, written as a TREC run."""
     from qa_core.rankers import registry
+    from qa_core.services.evaluation_labels import evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_and_evaluate
 
     store = _store(args)
@@ -198,13 +271,16 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         ranker, version_id = loaded.ranker, loaded.version["id"]
     else:
         ranker = workbench.load_ranker(store, args.model, args.data)
-    questions = require_split(store.load_dataset(args.data), args.split)
-    run, result = score_and_evaluate(ranker, questions, clean=args.clean)
+    labels = evaluation_labels(store, args.data, parse_rule(args.labels))
+    questions = require_split(Dataset(args.data, labels.questions), args.split)
+    with _progress_bar(f"scoring {args.split}", args.quiet) as progress:
+        run, result = score_and_evaluate(ranker, questions, clean=args.clean, progress=progress)
     if args.run_out:
         from qa_core.data.exporters import write_trec_run
 
         write_trec_run(run, Path(args.run_out), tag=ranker.name)
-    line = {"model": args.model, "data": args.data, "split": args.split, **result.aggregate}
+    line = {"model": args.model, "data": args.data, "split": args.split, "labels": labels.rule.value,
+            **result.aggregate}
     line.update(questions=result.questions, clean=result.clean)
     line["run_id"] = store.save_run(args.data, args.split, run, dict(line), model_version_id=version_id, tag=ranker.name)
     _emit(line)
@@ -259,26 +335,56 @@ def cmd_gc(args: argparse.Namespace) -> None:
     })
 
 
+def cmd_users_grant(args: argparse.Namespace) -> None:
+    user = _store(args).grant_role(args.email, args.role, actor=_actor())
+    _emit({"user": user["email"] or user["subject"], "role": user["role"]})
+
+
+def cmd_users_list(args: argparse.Namespace) -> None:
+    for user in _store(args).users():
+        _emit(user)
+
+
+def cmd_audit(args: argparse.Namespace) -> None:
+    """The audit trail, newest first: JSON lines, or CSV with ``--out``."""
+    from qa_core.services.audit import audit_csv, audit_table
+
+    store = _store(args)
+    if args.out:
+        from qa_core.checkpoints import atomic_file
+
+        table = audit_table(store, args.action)
+        with atomic_file(args.out) as handle:
+            handle.write(audit_csv(table))
+        _emit({"written": args.out, "events": len(table)})
+        return
+    for event in store.audit_events(args.action):
+        _emit(event)
+
+
 def cmd_compare(args: argparse.Namespace) -> None:
     """Print the significance table (``qa_core.significance``) of TREC run files and registered
     models (scored on the split's own pools) against the split's gold labels."""
     from qa_core.data.importers import read_trec_run
     from qa_core.evaluation import qrels_from_questions
     from qa_core.rankers import registry
+    from qa_core.services.evaluation_labels import describe, evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_questions
     from qa_core.significance import compare_runs
 
     store = _store(args)
-    questions = [q for q in require_split(store.load_dataset(args.data), args.split) if q.candidates]
+    labels = evaluation_labels(store, args.data, parse_rule(args.labels))
+    questions = [q for q in require_split(Dataset(args.data, labels.questions), args.split) if q.candidates]
     qrels = qrels_from_questions(questions)
     if not qrels:
-        raise InputError(f"split {args.split!r} of dataset {args.data!r} has no gold labels to compare against")
+        raise InputError(f"split {args.split!r} of dataset {args.data!r} has no labels to compare against")
     runs = {}
     for source in args.runs:
         if source in runs:
             raise InputError(f"{source!r} is named twice")
         if source in registry.available() or source.endswith(".pt"):
-            runs[source] = score_questions(workbench.load_ranker(store, source, args.data), questions)
+            with _progress_bar(f"scoring {source} on {args.split}", args.quiet) as progress:
+                runs[source] = score_questions(workbench.load_ranker(store, source, args.data), questions, progress)
         elif Path(source).is_file():
             run = {qid: {doc: score for doc, _, score in docs} for qid, docs in read_trec_run(Path(source)).items()}
             if not run.keys() & qrels.keys():
@@ -288,7 +394,58 @@ def cmd_compare(args: argparse.Namespace) -> None:
         else:
             raise InputError(f"{source!r} is neither a run file nor a registered model "
                              f"({', '.join(registry.available())})")
-    print(compare_runs(runs, qrels, metrics=args.metric, clean=args.clean).render(args.format), end="")
+    result = compare_runs(runs, qrels, metrics=args.metric, clean=args.clean)
+    if args.format == "json":
+        print(json.dumps({**result.to_dict(), "labels": labels.rule.value}, indent=2))
+    else:
+        print(result.render(args.format) + ("% " if args.format == "latex" else "") + describe(labels.rule))
+
+
+def cmd_batch_score(args: argparse.Namespace) -> None:
+    """Score a file of pairs (or a first-stage run) with a model into one TREC run (``qa_core.services.batch``)."""
+    from qa_core.services.batch import batch_score
+    from qa_core.services.batch_chunks import BatchRequest, input_format, store_texts
+
+    store = _store(args)
+    source = Path(args.input)
+    ranker = workbench.load_ranker(store, args.model, args.data)
+    run_input = args.data is not None and source.is_file() and input_format(source) == "trec"
+    request = BatchRequest(
+        source, Path(args.out), texts=store_texts(store, args.data) if run_input else None,
+        engine=args.engine, workers=args.workers, scorers=args.scorers, chunk_pairs=args.chunk_pairs, amp=args.amp,
+        tag=args.tag, address=args.address, device=args.device, quiet=args.quiet,
+    )
+    _emit({"written": args.out, "model": ranker.name, **batch_score(request, ranker).summary()})
+
+
+def _add_batch_score_parser(commands) -> None:
+    from qa_core.services.batch_chunks import CHUNK_PAIRS, ENGINES
+
+    run = commands.add_parser(
+        "batch-score", help="score every pair of a JSONL file or a first-stage TREC run with a model; writes a TREC run",
+        description=(
+            "INPUT is JSONL ({\"qid\", \"question\", \"docid\", \"text\"}, optional \"rank\" and \"url\") or a "
+            "TREC run whose texts are in the store (--data). The pairs of a query must be contiguous. "
+            "--engine local parses in DataLoader worker processes and scores here; --engine ray runs Ray Data "
+            "(parsing actors, scoring actors) on the cluster at --address, or on a local cluster started and "
+            "stopped for this command. The run file appears only when complete."
+        ),
+    )
+    run.add_argument("input", help="JSONL of qid/question/docid/text, or a TREC run (with --data)")
+    run.add_argument("--model", required=True, help="a checkpoint path or one of: {models}")
+    run.add_argument("--out", required=True, help="TREC run file to write (.gz: compressed)")
+    run.add_argument("--data", default=None, help="dataset in the store: a trained --model scores with the version "
+                     "in use for it (a baseline fits its IDF on it); a TREC run INPUT takes its texts from it")
+    run.add_argument("--engine", choices=ENGINES, default="local")
+    run.add_argument("--address", default=None, help="Ray: join this cluster (e.g. 10.0.0.5:6379) instead of starting one")
+    run.add_argument("--workers", type=int, default=2, help="parsing processes (local; 0: none) or Ray parsing actors")
+    run.add_argument("--scorers", type=int, default=None, help="Ray scoring actors (default: one per GPU, else one)")
+    run.add_argument("--chunk-pairs", type=int, default=CHUNK_PAIRS, help="pairs per chunk (whole queries)")
+    run.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: the GPU when there is one)")
+    run.add_argument("--amp", action="store_true", help="score under torch.autocast (float16 on CUDA)")
+    run.add_argument("--tag", default=None, help="run tag (default: the model's name)")
+    run.add_argument("--quiet", action="store_true", help="no progress notes or Ray logs on stderr")
+    run.set_defaults(func=cmd_batch_score)
 
 
 def _add_compare_parser(commands) -> None:
@@ -305,6 +462,7 @@ def _add_compare_parser(commands) -> None:
     compare.add_argument("--metric", nargs="+", choices=METRICS, default=list(METRICS))
     compare.add_argument("--clean", action="store_true", help="drop questions with no or only correct candidates")
     compare.add_argument("--format", choices=FORMATS, default="table")
+    _add_label_arguments(compare)
     compare.set_defaults(func=cmd_compare)
 
 
@@ -370,10 +528,27 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--train-split", default="train")
     train.add_argument("--dev-split", default="dev")
     train.add_argument("--no-promote", action="store_true", help="register without making it the version the app uses")
+    train.add_argument("--quiet", action="store_true", help="no progress bars (the final JSON line still prints)")
     train.add_argument(
         "--job", type=int, default=None, help="run training job ID queued in the store (its settings come from there)"
     )
     train.set_defaults(func=cmd_train)
+
+    from db.jobs import LEASE_SECONDS
+    from qa_core.services.worker import POLL_SECONDS
+
+    worker = commands.add_parser(
+        "worker", help="run the training jobs queued in the store (the app queues them with RERANK_LAB_JOB_RUNNER=worker)",
+        description="Claims the oldest queued training job, runs it, and goes on, until stopped (SIGTERM or Ctrl-C "
+        "give the running job back to the queue; after a SIGKILL or a crash its lease runs out and another worker "
+        "takes it). Run as many as you like, on any machine that reaches the store and the data folder.",
+    )
+    worker.add_argument("--until-idle", action="store_true", help="stop when no job is queued")
+    worker.add_argument("--max-jobs", type=int, default=None, help="stop after this many jobs")
+    worker.add_argument("--lease", type=float, default=LEASE_SECONDS,
+                        help="seconds a claim lasts without a heartbeat (heartbeats come every 5 s)")
+    worker.add_argument("--poll", type=float, default=POLL_SECONDS, help="seconds between looks at an empty queue")
+    worker.set_defaults(func=cmd_worker)
 
     classify = commands.add_parser(
         "train-classifier", help="train the question class CNN or focus tagger and register it in the store"
@@ -381,7 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("classifier", choices=["question_class", "question_focus"])
     classify.add_argument("--path", default=None, help="folder of the label files (default: the shared data's)")
     classify.add_argument("--seed", type=int, default=1)
-    classify.add_argument("--quiet", action="store_true", help="no progress bars")
+    classify.add_argument("--quiet", action="store_true", help="no progress bars (the final JSON line still prints)")
     classify.add_argument("--no-promote", action="store_true", help="register without making it the version models use")
     classify.set_defaults(func=cmd_train_classifier)
 
@@ -391,6 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--split", default="test")
     ev.add_argument("--clean", action="store_true", help="drop questions with no or only correct candidates")
     ev.add_argument("--run-out", default=None, help="also write the TREC run file here")
+    _add_label_arguments(ev)
     ev.set_defaults(func=cmd_evaluate)
 
     rank = commands.add_parser("rank", help="rank BM25 candidates of a dataset's collection for a question")
@@ -425,6 +601,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
     _add_compare_parser(commands)
+    _add_batch_score_parser(commands)
+
+    users = commands.add_parser("users", help="the team's users and roles (team mode)").add_subparsers(
+        dest="users_command", required=True
+    )
+    grant = users.add_parser("grant", help="give a user who has signed in once a role: annotator, reviewer or admin")
+    grant.add_argument("email", help="the user's email (or their provider subject)")
+    grant.add_argument("role", help="annotator, reviewer or admin")
+    grant.set_defaults(func=cmd_users_grant)
+    users.add_parser("list", help="every user with their role").set_defaults(func=cmd_users_list)
+
+    audit = commands.add_parser("audit", help="who imported, trained, promoted, rolled back, adjudicated, changed roles")
+    audit.add_argument("--action", nargs="+", default=None, help="only these actions (import, promote, rollback, ...)")
+    audit.add_argument("--out", default=None, help="write CSV here instead of JSON lines")
+    audit.set_defaults(func=cmd_audit)
     return parser
 
 

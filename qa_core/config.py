@@ -34,6 +34,19 @@ def database_url() -> str:
     return os.environ.get("RERANK_LAB_DB") or f"sqlite:///{data_dir() / 'rerank_lab.sqlite'}"
 
 
+JOB_RUNNERS = ("process", "worker")
+
+
+def job_runner() -> str:
+    """Who runs the training jobs the app starts (``RERANK_LAB_JOB_RUNNER``): ``process`` (default:
+    the app starts a process for each) or ``worker`` (they wait in the store's queue for
+    ``python -m qa_core worker``, on this machine or any other that reaches the store)."""
+    runner = os.environ.get("RERANK_LAB_JOB_RUNNER", "process")
+    if runner not in JOB_RUNNERS:
+        raise InputError(f"RERANK_LAB_JOB_RUNNER must be one of {', '.join(JOB_RUNNERS)}, got {runner!r}")
+    return runner
+
+
 def parse_database_url(url: str) -> URL:
     """``sqlalchemy.engine.make_url``, also for a password holding an unencoded ``@``.
 

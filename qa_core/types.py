@@ -56,6 +56,12 @@ MAX_NAME_CHARS = 200
 """Longest name or id the store keeps (dataset, annotator, model, question and candidate ids,
 split): they are indexed, and PostgreSQL refuses index rows over 2,704 bytes."""
 
+MAX_QUESTION_CHARS = 1_000
+MAX_CANDIDATE_CHARS = 5_000
+"""Longest question and candidate text the app takes, typed, edited or imported: rankers read
+answer sentences or short passages (SM-CNN reads 100 tokens), and a 200 KB candidate froze the
+Ask page for minutes. The longest WikiQA/TrecQA candidate is far below (README: Importing)."""
+
 
 class InputError(ValueError):
     """Bad user input (file, question, option): the message is shown to the user as is."""

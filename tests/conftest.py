@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import itertools
 import os
@@ -9,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -25,6 +27,12 @@ from sqlalchemy.engine import make_url
 from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.types import Dataset
+
+# Ray, before anything imports it: Ray 2.60 starts local clusters with token authentication, and a
+# process joining one by address (a test, `batch-score --address`, a worker) must ask for it too;
+# the token is ~/.ray/auth_token, made by the first cluster. Usage statistics stay off (offline).
+os.environ.setdefault("RAY_AUTH_MODE", "token")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 # ============================================================================ isolation
 # Tests never read or write the developer's ./data folder (its store may hold trained classifiers
@@ -273,15 +281,24 @@ def running_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp
 
 
 @pytest.fixture(scope="session")
-def browser(running_app: RunningApp):
+def chromium():
+    """One Chromium for the whole test session: Playwright's sync API runs one instance per thread,
+    so every browser test (this app's and the team-mode app's) shares it."""
+    _require_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         try:
-            yield chromium
+            yield launched
         finally:
-            chromium.close()
+            launched.close()
+
+
+@pytest.fixture(scope="session")
+def browser(running_app: RunningApp, chromium):
+    """Chromium, once the app runs."""
+    return chromium
 
 
 @pytest.fixture
@@ -302,3 +319,70 @@ def screenshot_dir(tmp_path: Path) -> Path:
     folder = Path(os.environ.get("RERANK_LAB_SCREENSHOTS") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+# ============================================================================ Ray
+# A real Ray cluster of 2 CPUs, started with `ray start --head --block` on a free port and its own
+# temporary folder, once per test session (Ray takes seconds to start and its actors more: tests
+# share it); stopped by killing that process group (never `ray stop`, which would end every Ray
+# cluster on the machine, other sessions' included).
+
+RAY_START_TIMEOUT_S = 180
+
+
+@dataclass(frozen=True)
+class RayCluster:
+    address: str
+    temp_dir: Path
+    process: subprocess.Popen
+
+
+def ray_processes(marker: str) -> list[int]:
+    """Pids of the processes whose command line mentions ``marker`` (a cluster's temporary folder)."""
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if marker in cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                pids.append(int(cmdline.parent.name))
+        except OSError:  # ended meanwhile
+            continue
+    return pids
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
+    import ray
+
+    # Short: Ray's socket paths live under it and must stay below the 107-byte limit.
+    temp_dir = Path(tempfile.mkdtemp(prefix="rl_ray_", dir="/tmp"))
+    port, agent_port = _free_port(), _free_port()  # the others Ray picks itself (0: any free port)
+    log = tmp_path_factory.mktemp("ray") / "ray-start.log"
+    command = [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", f"--port={port}",
+               "--num-cpus=2", "--num-gpus=0", "--include-dashboard=false",
+               "--disable-usage-stats", f"--temp-dir={temp_dir}", f"--dashboard-agent-listen-port={agent_port}"]
+    with log.open("w") as handle:
+        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+    address = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + RAY_START_TIMEOUT_S
+    try:
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"`ray start` exited with {process.returncode}:\n{log.read_text()}", pytrace=False)
+            if "Ray runtime started" in log.read_text():
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"Ray did not start in {RAY_START_TIMEOUT_S} s:\n{log.read_text()}", pytrace=False)
+            time.sleep(0.2)
+        yield RayCluster(address, temp_dir, process)
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        # A throwaway cluster needs no graceful stop (SIGTERM makes `ray start` stop each process in
+        # turn, 30 s on a busy machine): its processes all belong to the group.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        for pid in ray_processes(str(temp_dir)):  # any that left the group
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp_dir, ignore_errors=True)

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from db.store import Store
 from qa_core.data.demo import load_demo
+from qa_core.services.evaluation_labels import LabelRule
 from qa_core.services.experiments import train_ranker
 from qa_core.types import Candidate, Dataset, Question
 from tests.pages import ASK, LANDING, markdown, open_page
@@ -231,8 +232,8 @@ def test_tree_kernel_draws_its_own_focus_links_and_trees(store_url, tiny_tree_ke
     assert not app.code
     app.toggle(key="r1-1-trees").set_value(True).run()
     trees = [code.value for code in app.code]
-    assert len(trees) == 2 and all(tree.startswith("(S ") for tree in trees)
-    assert "REL-FOCUS-HUM" in trees[0] and re.search(r"\(REL-FOCUS-HUM \(NNP \w+\)\)", trees[1])  # its top answer's person
+    assert len(trees) == 2 and all(tree.startswith("(S\n  (") for tree in trees)  # one constituent a line
+    assert "REL-FOCUS-HUM" in trees[0] and re.search(r"\(REL-FOCUS-HUM\n\s+\(NNP \w+\)\)", trees[1])  # its top answer's person
 
 
 def test_any_candidate_opens_and_the_missed_answers_filter(store_url):
@@ -335,6 +336,10 @@ def test_errors_label_source_follows_the_store(store_url):
 
     app = errors_page()
     app.selectbox(key="model").select("overlap").run()
+    gold = app.dataframe[0].value.set_index("qid")  # the default rule: app labels change no metric
+    assert set(gold["label_source"]) == {"gold"} and gold.loc[SISTINE, "correct"] == 1
+    assert any(caption.value.count("Labels: gold") == 1 for caption in app.caption)
+    app.radio(key="labels").set_value(LabelRule.TRAINING).run()
     worst = app.dataframe[0].value.set_index("qid")
     assert worst.loc[SISTINE, "label_source"] == "labels" and worst.loc[SISTINE, "correct"] == 2
     assert worst.loc["demo-39", "label_source"] == "adjudicated"

@@ -241,6 +241,11 @@ FILE_CASES = {
         {"p.jsonl": JSONL_OK.replace(b"}", b', "doc_id": "' + b"d" * 300 + b'"}')}, "p.jsonl", 1, "at most 200"),
     "jsonl-qid-too-long": FileCase(
         {"p.jsonl": JSONL_OK.replace(b"}", b', "qid": "' + b"q" * 10_000 + b'"}')}, "p.jsonl", 1, "at most 200"),
+    "jsonl-candidate-of-200-kb": FileCase(
+        {"p.jsonl": JSONL_OK + b'{"question": "q", "candidate": "' + b"word " * 40_000 + b'", "label": 0}\n'},
+        "p.jsonl", 2, "candidate is too long (199,999 characters; the limit is 5,000)"),
+    "csv-question-over-the-limit": FileCase({"p.csv": CSV_HEAD + b"q,ok,1\n" + b"why" * 400 + b",ok,0\n"}, "p.csv",
+                                            3, "question is too long (1,200 characters; the limit is 1,000)"),
     "jsonl-rank-negative": FileCase({"p.jsonl": JSONL_OK.replace(b"}", b', "rank": -2}')}, "p.jsonl", 1, "rank"),
 }
 STORE_LEVEL = {  # well-formed files the store refuses

@@ -124,3 +124,15 @@ def test_import_qrels_adds_labels_and_a_bad_file_adds_none(cli_env, capsys, tmp_
     exported = tmp_path / "labels.qrels"
     assert run_cli("data", "export", "--data", "demo", "--out", str(exported), capsys=capsys)[0] == 0
     assert sorted(exported.read_text().splitlines()) == ["demo-01 0 demo-01-0 2", "demo-01 0 demo-01-1 0"]
+
+
+def test_data_demo_adds_the_demo_beside_other_datasets(cli_env, capsys, tmp_path):
+    """`make run` calls `data demo` then trains on it: a store that already holds other datasets
+    (WikiQA imported first, say) must get the demo too, or the first `make run` fails."""
+    pairs = tmp_path / "mine.csv"
+    pairs.write_text("question,candidate,label\nwho wrote hamlet,Shakespeare wrote Hamlet.,1\n")
+    assert run_cli("data", "import", str(pairs), "--name", "mine", capsys=capsys)[0] == 0
+    code, out, _ = run_cli("data", "demo", capsys=capsys)
+    assert code == 0 and json.loads(out)["datasets"] == ["demo", "mine"]
+    code, out, _ = run_cli("data", "demo", capsys=capsys)  # again: nothing more
+    assert code == 0 and json.loads(out)["datasets"] == ["demo", "mine"]

@@ -126,7 +126,7 @@ def test_bad_input_is_an_input_error():
     with pytest.raises(InputError, match="metric"):
         compare.compare_split({"ref": REFERENCE, "other": OTHER}, QUESTIONS, metric="bleu")
     unlabelled = [Question("q9", "q", [Candidate("a", "t")])]
-    with pytest.raises(InputError, match="gold labels"):
+    with pytest.raises(InputError, match=r"has labels \(under the label rule chosen\)"):
         compare.compare_split({"ref": REFERENCE, "other": OTHER}, unlabelled)
     with pytest.raises(InputError, match="empty"):
         compare.compare_question({"ref": REFERENCE, "other": OTHER}, "  ", QUESTIONS[0].candidates)

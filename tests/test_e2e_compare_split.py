@@ -29,7 +29,7 @@ def test_three_models_on_a_split_then_a_bar_opens_ask(running_app, page, screens
     delta = page.locator(".js-plotly-plot").filter(has=page.locator(".gtitle", has_text="Δ AP per question"))
     expect(delta).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     bars = delta.locator("g.point")
-    expect(bars).to_have_count(8)  # the demo's test questions
+    expect(bars).to_have_count(28)  # the demo's test questions
     assert "Traceback" not in page.content()
     page.screenshot(path=str(screenshot_dir / "compare_split.png"))
 

@@ -7,9 +7,11 @@ import math
 import pandas as pd
 import pytest
 
+from qa_core.evaluation import qrels_from_questions
 from qa_core.rankers import registry
 from qa_core.services import errors, experiments
-from qa_core.types import Candidate, Dataset, Question
+from qa_core.services.evaluation_labels import LabelRule, describe, evaluation_labels, parse_rule
+from qa_core.types import Candidate, Dataset, InputError, Question
 
 QUESTIONS = [
     Question(
@@ -70,7 +72,7 @@ def test_overlap_is_the_overlap_baselines_idf_share(overlaps):
 
 
 def test_error_table_is_worst_first_with_ir_measures_values(profiles, overlaps):
-    qrels, sources = errors.gold_labels(QUESTIONS)
+    qrels, sources = qrels_from_questions(QUESTIONS), {}
     table = errors.error_table(RUN, qrels, profiles, overlaps, sources, clean=True)
     assert list(table["qid"]) == ["q-where", "q-who"]  # q-none has no correct answer: not clean
     where, who = table.iloc[0], table.iloc[1]
@@ -87,13 +89,13 @@ def test_error_table_is_worst_first_with_ir_measures_values(profiles, overlaps):
 
 
 def test_a_question_missing_from_the_run_scores_zero(profiles, overlaps):
-    qrels, sources = errors.gold_labels(QUESTIONS)
+    qrels, sources = qrels_from_questions(QUESTIONS), {}
     table = errors.error_table({"q-who": RUN["q-who"]}, qrels, profiles, overlaps, sources)
     assert table.set_index("qid").loc["q-where", "AP"] == 0.0
 
 
 def test_slices_average_per_group_in_bucket_order(profiles, overlaps):
-    qrels, sources = errors.gold_labels(QUESTIONS)
+    qrels, sources = qrels_from_questions(QUESTIONS), {}
     table = errors.error_table(RUN, qrels, profiles, overlaps, {**sources, "q-who": "labels"}, clean=False)
     by_class = errors.slice_table(table, "question class").set_index("question class")
     assert by_class.loc["HUM", "AP"] == 1.0 and by_class.loc["LOC", "AP"] == 0.5 and by_class["questions"].sum() == 3
@@ -113,11 +115,27 @@ def test_score_questions_scores_every_pool():
     assert run["q-who"]["a"] > run["q-who"]["c"]
 
 
-def test_store_labels_follow_the_training_label_rule(store):
+def test_scoring_with_progress_reports_blocks_and_gives_the_same_run(monkeypatch):
+    monkeypatch.setattr(experiments, "SCORING_BLOCK", 2)
+    seen = []
+    ranker = registry.create("bm25")
+    run = experiments.score_questions(ranker, QUESTIONS, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(0, 3), (2, 3), (3, 3)]
+    assert run == experiments.score_questions(ranker, QUESTIONS)
+
+
+def test_label_rules_gold_by_default_training_rule_on_request(store):
     store.import_dataset(Dataset("toy", QUESTIONS))
     store.add_label(store.find_candidate_id("toy", "q-none", "b"), "ann", 2)  # now has a correct answer
     store.add_label(store.find_candidate_id("toy", "q-where", "a"), "ann", 1)
     store.adjudicate(store.find_candidate_id("toy", "q-where", "a"), 0, "lead")  # overrules ann
-    qrels, sources = errors.store_labels(store, "toy")
-    assert sources == {"q-who": "gold", "q-where": "adjudicated", "q-none": "labels"}
+    gold = evaluation_labels(store, "toy")
+    assert gold.rule is LabelRule.GOLD and set(gold.sources.values()) == {"gold"}
+    assert qrels_from_questions(gold.questions) == qrels_from_questions(QUESTIONS)  # app labels change nothing
+    training = evaluation_labels(store, "toy", LabelRule.TRAINING)
+    assert training.sources == {"q-who": "gold", "q-where": "adjudicated", "q-none": "labels"}
+    qrels = qrels_from_questions(training.questions)
     assert qrels["q-none"] == {"a": 0, "b": 2} and qrels["q-where"] == {"a": 0, "b": 1}
+    assert "adjudication" in describe(LabelRule.TRAINING) and describe(LabelRule.GOLD).startswith("Labels: gold")
+    with pytest.raises(InputError, match="unknown label rule 'majority'"):
+        parse_rule("majority")

@@ -312,3 +312,13 @@ def test_demo_corpus_shape():
         assert 1 <= labels.count(1) <= 2 and set(labels) == {0, 1}, question.qid
     rows = [json.loads(line) for line in DEMO_PATH.read_text(encoding="utf-8").splitlines()]
     assert {tuple(sorted(row)) for row in rows} == {("candidate", "doc_id", "label", "qid", "question", "split")}
+
+
+def test_a_too_long_wikiqa_candidate_is_named_by_question_and_candidate(tmp_path: Path):
+    folder = tmp_path / "wikiqa"
+    shutil.copytree(IMPORTERS / "wikiqa", folder)
+    answers = folder / "test" / "b.toks"
+    answers.write_text(answers.read_text().replace("everest is in nepal .", "nepal " * 1_000))
+    with pytest.raises(InputError, match=r"question test-1, candidate test-1-1: the candidate is too long \(5,999 characters") as error:
+        load_dataset(folder, name="mini")
+    assert error.value.path == str(folder)

@@ -145,3 +145,28 @@ def test_a_downgrade_that_would_drop_kept_labels_is_refused(store: Store) -> Non
     with store.engine.connect() as connection:
         assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == head_revision()
     assert counts(store)[0] == 2
+
+
+def test_a_store_that_numbered_typed_events_0003_gets_candidate_identity(database_url: str) -> None:
+    """Stores written between 659fa87 and 8df82d0 (2026-11-23) have typed training events stamped
+    0003, the number candidate identity took later: upgrading them applies what they lack."""
+    engine = make_engine(database_url)
+    try:
+        upgrade(engine, "0002")
+        with engine.begin() as connection:  # the typed events as 659fa87's revision 0003 made them
+            connection.execute(text("ALTER TABLE training_events RENAME COLUMN epoch TO step"))
+            for column, kind in (("total", "INTEGER"), ("unit", "TEXT NOT NULL DEFAULT 'epoch'"), ("detail", "JSON")):
+                connection.execute(text(f"ALTER TABLE training_events ADD COLUMN {column} {kind}"))
+            connection.execute(text("UPDATE alembic_version SET version_num = '0003'"))
+    finally:
+        engine.dispose()
+    store = Store(database_url)  # upgrades to head
+    try:
+        store.import_dataset(Dataset("d", [Question("q1", "who?", [Candidate("a", "him", label=1)])]))
+        store.import_dataset(Dataset("d", [Question("q1", "who?", [Candidate("b", "her"), Candidate("a", "him", label=1)])]),
+                             replace=True)  # content identity: the candidate keeps its row
+        assert store.store_id and sorted(r.doc_id for r in store.candidate_rows("d")) == ["a", "b"]
+        with store.engine.connect() as connection:
+            assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == head_revision()
+    finally:
+        store.close()

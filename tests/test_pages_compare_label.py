@@ -4,11 +4,13 @@ baseline models (overlap, BM25) and real spaCy."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from db.store import Store
+from qa_core.data.demo import load_demo
 from qa_core.services import workbench
 from qa_core.types import Candidate, Dataset, Question
 from tests.pages import COMPARE, LABEL, markdown, open_page
@@ -53,9 +55,23 @@ def test_compare_two_models_on_a_typed_question(store_url):
     assert "**bm25**" in text and "**overlap**" in text
     lists = [m.value for m in app.markdown if m.value.startswith("1. ")]
     assert len(lists) == 2 and all(DEMO_ANSWER in ranked.splitlines()[0] for ranked in lists)
-    (chart,) = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    charts = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    (chart,) = [c for c in charts if c["layout"]["title"]["text"].startswith("Rank of each candidate")]  # the bump chart
     assert chart["layout"]["yaxis"]["autorange"] == "reversed"
     assert all(trace["x"] == ["bm25", "overlap"] for trace in chart["data"]) and len(chart["data"]) >= 2
+
+    # Issue 16: any candidate opened through every model at once, explained when opened.
+    def explained() -> list[str]:
+        return [m.value for m in app.markdown if re.match(r"^\*\*(bm25|overlap)\*\* · #\d+ · score", m.value)]
+
+    assert len(explained()) == 2 and all(" · #1 · " in line for line in explained())
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in app.get("plotly_chart")]
+    assert sum("per answer word" in t for t in titles) == 2 and sum(t.startswith("REL links:") for t in titles) == 2
+    last = app.selectbox(key="compare_open").options[-1]
+    app.selectbox(key="compare_open").select_index(len(app.selectbox(key="compare_open").options) - 1).run()
+    assert not app.exception, app.exception
+    assert app.selectbox(key="compare_open").value == int(last.split(" · ")[0].lstrip("#"))
+    assert any(f" · #{app.selectbox(key='compare_open').value} · " in line for line in explained() if "bm25" in line)
 
 
 def test_compare_on_a_split_shows_deltas_tests_and_disagreements(store_url):
@@ -108,9 +124,11 @@ def test_compare_escapes_candidate_text(store_url):
     assert not app.exception, app.exception
     text = markdown(app)
     assert ESCAPED in text and "<script>" not in text
-    (chart,) = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    charts = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
+    (chart,) = [c for c in charts if c["layout"]["title"]["text"].startswith("Rank of each candidate")]
     names = [trace["name"] for trace in chart["data"]]
     assert any(ESCAPED in name for name in names) and not any("<script>" in name for name in names)
+    assert len(charts) > 1 and not any("<script>" in json.dumps(c) for c in charts)  # the explanations' too
 
 
 # ============================================================================ Label
@@ -156,6 +174,21 @@ def test_label_undo_skip_write_to_the_store_with_history(store_url):
     assert [s for s in app.selectbox if s.label == "Annotator"][0].value == "alice"
     assert "alice" in [s for s in open_page(LABEL).selectbox if s.label == "Annotator"][0].options
     store.close()
+
+
+def test_the_queue_hands_out_train_pairs_unless_test_is_chosen(store_url):
+    splits = {q.qid: q.split for q in load_demo().questions}
+    app = start_labelling("alice")
+    assert app.selectbox(key="label_split-demo").value == "train"
+    seen = set()
+    for _ in range(4):
+        seen.add(splits[shown_pair(app).split(" · ")[0]])
+        app.button(key="skip").click().run()
+    assert seen == {"train"}
+    assert not any("TEST pairs" in c.value for c in app.caption)
+    app.selectbox(key="label_split-demo").select("test").run()
+    assert splits[shown_pair(app).split(" · ")[0]] == "test"
+    assert any("only under the training-label rule" in c.value for c in app.caption)
 
 
 def test_two_sessions_are_never_shown_the_same_pair(store_url):
@@ -259,4 +292,4 @@ def test_compare_split_without_gold_labels_says_so(store_url):
     app.radio(key="view").set_value("Whole split").run()
     app.button(key="compare_split").click().run()
     assert not app.exception, app.exception
-    assert len(app.error) == 1 and "gold labels" in app.error[0].value
+    assert len(app.error) == 1 and "has labels (under the label rule chosen)" in app.error[0].value

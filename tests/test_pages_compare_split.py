@@ -58,14 +58,14 @@ def test_fuse_these_then_compare_three_models_with_holm(store_url):
 
     delta, scatter = charts(app)
     bars = delta["data"][0]
-    assert bars["type"] == "bar" and len(bars["y"]) == 8 and bars["y"] == sorted(bars["y"], reverse=True)
+    assert bars["type"] == "bar" and len(bars["y"]) == 28 and bars["y"] == sorted(bars["y"], reverse=True)
     assert {qid for (qid,) in bars["customdata"]} == {q.qid for q in TEST_SPLIT}
-    assert scatter["data"][1]["mode"] == "markers" and len(scatter["data"][1]["customdata"]) == 8
+    assert scatter["data"][1]["mode"] == "markers" and len(scatter["data"][1]["customdata"]) == 28
     assert app.selectbox(key="chart_model").options == ["overlap", FUSION]
 
     app.toggle(key="only_disagreements").set_value(False).run()
     table = app.dataframe[2].value
-    assert len(table) == 8
+    assert len(table) == 28
     # The Ask links name the question and a model Ask can load (the fused run is not one).
     assert table.loc["demo-33", "ask"] == "/Ask?dataset=demo&qid=demo-33&model=overlap"
     app.selectbox(key="chart_model").select(FUSION).run()
@@ -114,7 +114,7 @@ def test_seeds_of_one_model_against_another(store_url, seed_runs):
     assert means.loc["alpha · run files", "map"] == pytest.approx(sum(alpha) / 2)  # averaged over seeds
     assert means.loc["beta · run files", "map"] == pytest.approx(1.0)
     (pair,) = app.dataframe[1].value.itertuples()
-    assert (pair.vs, pair.model, pair.wins) == ("alpha · run files", "beta · run files", 8)
+    assert (pair.vs, pair.model, pair.wins) == ("alpha · run files", "beta · run files", 28)
     assert any("averaged over its runs" in c.value for c in app.caption)
     assert not [c for c in app.checkbox if c.key == "different_top1"]  # seeds have no single top-1
     assert not [b for b in app.button if b.key == "fuse"]  # seed groups are runs, not models to fuse

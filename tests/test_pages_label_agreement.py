@@ -98,7 +98,7 @@ def test_share_of_double_annotated_pairs_is_set_on_the_page(store_url):
     # bob's share of the queue is every pair (with 20%, alice's pair would likely be complete).
     app.radio(key="label_view").set_value("Label").run()
     app.button(key="grade-2").click().run()
-    total = len(store.candidate_rows("demo"))
+    total = len(store.candidate_rows("demo", split="train"))  # the queue's default split
     bob = start("bob")
     assert bob.get("progress")[0].proto.text.startswith(f"0 of {total} labelled by you")
     store.close()

@@ -36,6 +36,21 @@ def test_bracket_round_trip_and_compact_form():
     assert tree.size() == 12  # S + 3 chunks + 4 POS nodes + 4 leaves
 
 
+def test_indented_form_puts_a_constituent_on_each_line_and_parses_back():
+    tree = Tree.from_bracket("(S (NP (DT the) (NN cat)) (VP (VBZ sleep)) (O (. .)))")
+    assert tree.to_indented().splitlines() == [
+        "(S",
+        "  (NP",
+        "    (DT the)",
+        "    (NN cat))",
+        "  (VP",
+        "    (VBZ sleep))",
+        "  (O",
+        "    (. .)))",
+    ]
+    assert Tree.from_bracket(tree.to_indented()) == tree
+
+
 def test_bracket_escapes_brackets_in_labels():
     tree = Tree("S", (Tree("O", (Tree("-LRB-", (Tree("("),)),)),))
     assert tree.to_bracket() == "(S (O (-LRB- -LRB-)))"

@@ -1,19 +1,25 @@
 """The Train page through AppTest: a real training job process on the demo corpus, its new version,
-promote and roll back, a failing job that leaves the promoted model alone, the label rule and the
+promote and roll back, a failing job that leaves the promoted model alone (run by the job's own
+process or by a ``python -m qa_core worker``: the page shows the same), the label rule and the
 conflicts list."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from db.store import Store
 from tests.pages import TRAIN, markdown, open_page
 
 JOB_WAIT_S = 240
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def start_job(app: AppTest, gold: str = "every split", store_labels: bool = True) -> None:
@@ -82,11 +88,20 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     assert app.button(key="train_rollback").label == "Roll back demo to version 2"
 
 
-def test_failed_job_keeps_the_promoted_model_and_says_why(store_url: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("runner", ["process", "worker"])
+def test_failed_job_keeps_the_promoted_model_and_says_why(
+    store_url: str, tmp_path: Path, runner: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RERANK_LAB_JOB_RUNNER", runner)
     app = open_page(TRAIN)
     store = Store(store_url)
     store.register_model("smcnn", "smcnn", tmp_path / "v1.pt", {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
     start_job(app, gold="none", store_labels=True)  # the demo has no stored labels: nothing to train on
+    if runner == "worker":
+        assert "queued (waiting for a worker" in app.get("progress")[0].proto.text
+        worker = subprocess.run([sys.executable, "-m", "qa_core", "worker", "--until-idle"], cwd=ROOT, capture_output=True,
+                                text=True, timeout=JOB_WAIT_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert worker.returncode == 0 and '"status": "failed"' in worker.stdout, worker.stderr
     wait_for_outcome(app)
     message = app.error[0].value
     assert "failed" in message and "no labels to train on" in message

@@ -30,7 +30,15 @@ from typing import Any
 import ir_measures
 
 from qa_core.text import truecasing
-from qa_core.types import MAX_NAME_CHARS, Candidate, Dataset, InputError, Question
+from qa_core.types import (
+    MAX_CANDIDATE_CHARS,
+    MAX_NAME_CHARS,
+    MAX_QUESTION_CHARS,
+    Candidate,
+    Dataset,
+    InputError,
+    Question,
+)
 
 FORMATS: tuple[str, ...] = ("wikiqa", "trecqa", "semeval", "csv", "jsonl")
 WIKIQA_FILES: tuple[str, ...] = ("a.toks", "b.toks", "sim.txt", "id.txt")
@@ -528,13 +536,23 @@ def _identifier(record: dict[str, Any], key: str, fail: Callable[[str], InputErr
     return text
 
 
+TEXT_LIMITS = {"question": MAX_QUESTION_CHARS, "candidate": MAX_CANDIDATE_CHARS}
+
+
 def _text(record: dict[str, Any], key: str, fail: Callable[[str], InputError]) -> str:
     value = record.get(key)
     if not isinstance(value, str) or not value.strip():
         raise fail(f"{key} must be non-empty text, got {value!r}")
     if "\x00" in value:
         raise fail(f"{key} holds a NUL character, which no text may hold")
-    return value.strip()
+    return _within_limit(value.strip(), key, fail)
+
+
+def _within_limit(text: str, key: str, fail: Callable[[str], InputError]) -> str:
+    if len(text) > TEXT_LIMITS[key]:
+        raise fail(f"the {key} is too long ({len(text):,} characters; the limit is {TEXT_LIMITS[key]:,}): "
+                   f"split it into passages first, {_excerpt(text)}")
+    return text
 
 
 def _failer(path: Path, line: int) -> Callable[[str], InputError]:
@@ -728,4 +746,16 @@ def load_dataset(path: str | Path, fmt: str = "auto", name: str | None = None) -
         raise InputError("the dataset name is empty; give a name or leave it out to use the file name")
     path = Path(path)
     fmt = detect_format(path) if fmt == "auto" else fmt
-    return _LOADERS[fmt](path, **({"name": name} if name is not None else {}))
+    dataset = _LOADERS[fmt](path, **({"name": name} if name is not None else {}))
+    _check_lengths(dataset, path)
+    return dataset
+
+
+def _check_lengths(dataset: Dataset, path: Path) -> None:
+    """The text limits for the formats whose readers do not check them line by line (the CSV and
+    JSONL readers do, naming the line): the error names the question and candidate instead."""
+    for question in dataset.questions:
+        texts = [("question", question.text, f"question {question.qid}")]
+        texts += [("candidate", c.text, f"question {question.qid}, candidate {c.doc_id}") for c in question.candidates]
+        for key, text, where in texts:
+            _within_limit(text, key, lambda message, where=where: InputError(f"{where}: {message}", path=str(path)))

@@ -159,7 +159,7 @@ def _judged(questions: Sequence[Question], metric: str) -> tuple[list[Question],
     pooled = [q for q in questions if q.candidates]
     qrels = qrels_from_questions(pooled)
     if not qrels:
-        raise InputError("no question of this split has gold labels: there is nothing to compare on")
+        raise InputError("no question of this split has labels (under the label rule chosen): there is nothing to compare on")
     return pooled, qrels
 
 

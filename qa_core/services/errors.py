@@ -9,10 +9,9 @@ semantics), worst first. Slices group those values by
   (``idf_overlap_nonstop`` of ``qa_core.text.features``: the share of the question's non-stopword
   IDF mass found in the answer; IDF over the evaluated questions' candidate sentences), in
   ``OVERLAP_BUCKETS``. A question without a correct answer has none ("no correct answer");
-- label source: where the question's labels come from under the training-label rule of
-  ``qa_core.services.labeling.training_labels`` (adjudication, else annotators' labels, else dataset gold):
-  "adjudicated" when any of its candidates is adjudicated, else "labels" when any carries an
-  annotator label, else "gold".
+- label source: where the question's labels come from under the label rule chosen
+  (``qa_core.services.evaluation_labels``; always "gold" under the gold rule): "adjudicated" when
+  any of its candidates is adjudicated, else "labels" when any carries an annotator label, else "gold".
 
 The expensive, label-free parts (the run, ``qa_core.services.experiments.score_questions``; question
 profiles; candidate overlaps) are separate functions so that a page can cache them per model
@@ -28,12 +27,11 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from qa_core.evaluation import MEASURES, evaluate, qrels_from_questions
+from qa_core.evaluation import MEASURES, evaluate
 from qa_core.services.experiments import score_questions
 from qa_core.types import Question
 
 if TYPE_CHECKING:
-    from db.store import Store
     from qa_core.classifiers.analysis import QuestionAnalyzer
 
 Qrels = dict[str, dict[str, int]]
@@ -95,30 +93,6 @@ def candidate_overlaps(questions: Sequence[Question]) -> dict[str, dict[str, flo
     overlap = WordOverlapRanker()  # its score is exactly this overlap; fit learns only the IDF
     overlap.fit(questions, [], progress=False)
     return score_questions(overlap, questions)
-
-
-def store_labels(store: Store, dataset: str) -> tuple[Qrels, dict[str, str]]:
-    """The dataset's qrels under the training-label rule (adjudicated > annotators > gold, gold on
-    every split) and each question's label source (see the module docstring)."""
-    from qa_core.services.labeling.training_labels import training_labels
-
-    resolved = training_labels(store, dataset, gold=True)
-    qrels: Qrels = {}
-    sources: dict[str, str] = {}
-    for row in resolved.candidates:
-        label = resolved.labels.get(row.candidate_id)
-        if label is None:
-            continue
-        qrels.setdefault(row.qid, {})[row.doc_id] = label.value
-        previous = sources.get(row.qid, "gold")
-        sources[row.qid] = max(previous, label.source, key=LABEL_SOURCES.index)
-    return qrels, sources
-
-
-def gold_labels(questions: Sequence[Question]) -> tuple[Qrels, dict[str, str]]:
-    """The questions' own gold qrels, every question's source "gold" (no store needed)."""
-    qrels = qrels_from_questions(questions)
-    return qrels, dict.fromkeys(qrels, "gold")
 
 
 def error_table(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,10 +17,28 @@ from qa_core.rankers.base import Ranker
 from qa_core.training.events import ProgressCallback
 from qa_core.types import Dataset, InputError, Question
 
+SCORING_BLOCK = 32  # questions per score_pools call when progress is reported
 
-def score_questions(ranker: Ranker, questions: Sequence[Question]) -> dict[str, dict[str, float]]:
-    """Score every question's pool; returns a run ``{qid: {doc_id: score}}``."""
-    return run_from_scores(questions, ranker.score_pools([(q.text, q.candidates) for q in questions]))
+ScoringProgress = Callable[[int, int], None]  # (questions scored, questions in all)
+
+
+def score_questions(
+    ranker: Ranker, questions: Sequence[Question], progress: ScoringProgress | None = None
+) -> dict[str, dict[str, float]]:
+    """Score every question's pool; returns a run ``{qid: {doc_id: score}}``.
+
+    With ``progress``, the pools are scored in blocks of whole questions and ``progress`` is called
+    after each block (a pool's scores never depend on another pool, so the run is the same).
+    """
+    pools = [(q.text, q.candidates) for q in questions]
+    if progress is None:
+        return run_from_scores(questions, ranker.score_pools(pools))
+    scores = []
+    progress(0, len(pools))
+    for start in range(0, len(pools), SCORING_BLOCK):
+        scores.extend(ranker.score_pools(pools[start:start + SCORING_BLOCK]))
+        progress(len(scores), len(pools))
+    return run_from_scores(questions, scores)
 
 
 def evaluate_ranker(ranker: Ranker, questions: Sequence[Question], clean: bool = False) -> EvalResult:
@@ -29,7 +47,7 @@ def evaluate_ranker(ranker: Ranker, questions: Sequence[Question], clean: bool =
 
 
 def score_and_evaluate(
-    ranker: Ranker, questions: Sequence[Question], clean: bool = False
+    ranker: Ranker, questions: Sequence[Question], clean: bool = False, progress: ScoringProgress | None = None
 ) -> tuple[dict[str, dict[str, float]], EvalResult]:
     """The run over the labelled questions and its metrics (one scoring pass for both)."""
     labelled = [q for q in questions if any(c.label is not None for c in q.candidates)]
@@ -41,7 +59,7 @@ def score_and_evaluate(
             "no relevant (label > 0) candidate in this split: MAP, MRR, P@1 and nDCG are undefined; "
             "label some candidates relevant first"
         )
-    run = score_questions(ranker, labelled)
+    run = score_questions(ranker, labelled, progress)
     return run, evaluate(run, qrels_from_questions(labelled), clean=clean)
 
 

@@ -1,13 +1,16 @@
 """Training jobs in their own OS process, and loading the registry's promoted model safely.
 
-``start_training_job`` records a job in the store and runs ``python -m qa_core train --job ID``
-detached from the caller, so a page never freezes and a crash or a kill of the training cannot
-touch the app's process. The job process (``run_job``) trains on the store's labels
-(``qa_core.services.labeling.training_dataset``), reports progress events, and at the end registers the
-new version and marks the job succeeded in one transaction; the checkpoint file is written
-atomically before that. Whatever happens before that transaction commits, the registry, and so
-the promoted model, is untouched: a killed run leaves at most an unreferenced checkpoint file
-(``python -m qa_core gc`` deletes it).
+``start_training_job`` records a job in the store and, with the default runner (``process``),
+runs ``python -m qa_core train --job ID`` detached from the caller, so a page never freezes and a
+crash or a kill of the training cannot touch the app's process. With ``RERANK_LAB_JOB_RUNNER=worker``
+the job waits in the store's queue instead, for ``python -m qa_core worker``
+(``qa_core.services.worker``) on this machine or any other; the Train page polls the store either
+way and shows the same. The attempt that claimed the job (``run_claimed``) trains on the store's
+labels (``qa_core.services.labeling.training_dataset``), reports progress events, and at the end
+registers the new version and marks the job succeeded in one transaction; the checkpoint file is
+written atomically before that. Whatever happens before that transaction commits, the registry,
+and so the promoted model, is untouched: a killed run leaves at most an unreferenced checkpoint
+file (``python -m qa_core gc`` deletes it), and a killed worker's job goes back to the queue.
 
 ``load_promoted`` loads a model's promoted version and, when its checkpoint is missing or
 corrupt, falls back to the most recently promoted loadable version before it (then the newest
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from db.base import serves
+from db.jobs import LEASE_SECONDS, ClaimLost
 from qa_core import config
 from qa_core.checkpoints import new_checkpoint_path
 from qa_core.rankers import registry
@@ -37,6 +41,7 @@ from qa_core.types import InputError, NotTrainedError
 
 if TYPE_CHECKING:
     from db.store import Store
+    from qa_core.access import Actor
     from qa_core.rankers.base import Ranker
     from qa_core.training.events import TrainingEvent
 
@@ -67,13 +72,18 @@ def start_training_job(
     dev_split: str = "dev",
     model_config: dict[str, Any] | None = None,
     promote: bool = False,
+    runner: str | None = None,
+    actor: Actor | None = None,
 ) -> int:
-    """Queue a training of ``model`` on ``dataset`` and start its process; returns the job id.
+    """Queue a training of ``model`` on ``dataset`` and start its process (``runner``, default
+    ``config.job_runner()``: ``process``), or leave it to the workers (``worker``); returns the job id.
 
     Labels: with ``store_labels`` the stored labels by the rule of
     ``qa_core.services.labeling.training_labels`` (adjudication, then majority), with ``gold`` filling the
     gaps (``True``: every split; split names: only those); without ``store_labels`` the
     dataset's gold labels only. The new version is registered unpromoted unless ``promote``.
+    ``actor`` must be allowed to train (and to promote, with ``promote``); the store checks and
+    records it before any process starts.
     Poll ``store.job(id)`` and ``store.job_events(id)`` for status and progress.
     """
     if not registry.ranker_class(model).capabilities.trainable:
@@ -92,7 +102,10 @@ def start_training_job(
         "config": dict(model_config or {}),
         "promote": promote,
     }
-    job_id = store.create_job(model, dataset, params)
+    runner = runner or config.job_runner()
+    job_id = store.create_job(model, dataset, params, runner=runner, actor=actor)
+    if runner == "worker":
+        return job_id
     log_path = job_log_path(job_id)
     try:
         with open(log_path, "ab") as log:
@@ -127,18 +140,21 @@ def job_log_path(job_id: int) -> Path:
     return folder / f"job-{job_id}.log"
 
 
-def cancel_job(store: Store, job_id: int) -> bool:
-    """Stop a queued or running job (SIGTERM to its process on this host) and mark it failed;
-    returns whether it was still active. The promoted model is untouched."""
-    job = store.job(job_id)
-    if job["status"] not in ("queued", "running"):
+def cancel_job(store: Store, job_id: int, *, actor: Actor | None = None) -> bool:
+    """Mark a queued or running job failed and stop it; returns whether it was still active. A job
+    process on this host gets SIGTERM; a worker (which serves other jobs too) sees at its next
+    progress event or heartbeat that it no longer holds the job, and drops it. The promoted model
+    is untouched. Needs the right to train."""
+    store.job(job_id)  # a job whose process died is marked failed first
+    job = store.cancel_job(job_id, actor=actor)
+    if job is None:
         return False
-    if job["pid"] is not None and job["host"] == socket.gethostname():
+    if job["runner"] == "process" and job["pid"] is not None and job["host"] == socket.gethostname():
         try:
             os.kill(job["pid"], signal.SIGTERM)
         except ProcessLookupError:
             pass
-    return store.fail_job(job_id, "cancelled")
+    return True
 
 
 def wait_for_job(store: Store, job_id: int, timeout: float = 600.0, poll_seconds: float = 0.2) -> dict[str, Any]:
@@ -169,31 +185,56 @@ def progress_fraction(job: dict[str, Any], events: list[TrainingEvent]) -> float
 
 
 def run_job(store: Store, job_id: int) -> int:
-    """Run job ``job_id`` in this process (``python -m qa_core train --job ID``); returns the new
-    ``model_versions`` id. Any failure marks the job failed with its message and re-raises."""
-    job = store.start_job(job_id)
-    stop = threading.Event()
-    heartbeat = threading.Thread(target=_beat, args=(store, job_id, stop), name="heartbeat", daemon=True)
+    """Run the queued job ``job_id`` in this process (``python -m qa_core train --job ID``)."""
+    return run_claimed(store, store.start_job(job_id))
+
+
+def run_claimed(store: Store, job: dict[str, Any], lease_seconds: float = LEASE_SECONDS) -> int:
+    """Run ``job``, claimed by this process (``Store.start_job`` / ``claim_job``), renewing its
+    lease every ``HEARTBEAT_SECONDS``; returns the new ``model_versions`` id. A failure marks the
+    job failed with its message and re-raises; an interrupt (Ctrl-C, SIGTERM to a worker) gives a
+    worker's job back to the queue; ``ClaimLost`` when the attempt lost the job meanwhile (nothing
+    more is written for it)."""
+    job_id, claim = job["id"], job["claim"]
+    lost, stop = threading.Event(), threading.Event()
+    heartbeat = threading.Thread(target=_beat, args=(store, job_id, claim, lease_seconds, lost, stop),
+                                 name="heartbeat", daemon=True)
     heartbeat.start()
+    where = job_log_path(job_id) if job["runner"] == "process" else f"the log of worker {job['host']}:{job['pid']}"
     try:
-        return _train(store, job)
+        return _train(store, job, lease_seconds, lost)
+    except ClaimLost:
+        raise
     except (InputError, NotTrainedError) as error:
-        store.fail_job(job_id, str(error))
+        store.fail_job(job_id, str(error), claim=claim)
+        raise
+    except (KeyboardInterrupt, SystemExit) as error:
+        store.give_back(job_id, claim, f"{type(error).__name__} in {where} during attempt {job['attempts']}")
         raise
     except BaseException as error:
-        store.fail_job(job_id, f"{type(error).__name__}: {error} (traceback in {job_log_path(job_id)})")
+        store.fail_job(job_id, f"{type(error).__name__}: {error} (traceback in {where})", claim=claim)
         raise
     finally:
         stop.set()
 
 
-def _train(store: Store, job: dict[str, Any]) -> int:
+def _train(store: Store, job: dict[str, Any], lease_seconds: float, lost: threading.Event) -> int:
     from qa_core.services.analysis import analyzer_for
     from qa_core.services.experiments import EVAL_SPLIT, train_ranker, version_record
     from qa_core.services.labeling import training_dataset
 
-    job_id, model, name, params = job["id"], job["model"], job["dataset"], job["params"]
-    store.job_heartbeat(job_id, "loading labels")
+    job_id, model, name, params, claim = job["id"], job["model"], job["dataset"], job["params"], job["claim"]
+
+    def phase(what: str) -> None:
+        if lost.is_set() or not store.job_heartbeat(job_id, what, claim=claim, lease_seconds=lease_seconds):
+            raise ClaimLost(f"training job {job_id} is no longer held by {claim}")
+
+    def progress(event: TrainingEvent) -> None:
+        if lost.is_set():
+            raise ClaimLost(f"training job {job_id} is no longer held by {claim}")
+        store.add_job_event(job_id, event, claim=claim, lease_seconds=lease_seconds)
+
+    phase("loading labels")
     source: dict[str, Any]
     if params["store_labels"]:
         dataset, resolved = training_dataset(store, name, gold=params["gold"])
@@ -207,7 +248,7 @@ def _train(store: Store, job: dict[str, Any]) -> int:
                 f"no labels to {purpose} in split {split!r} of dataset {name!r}: "
                 "label some of its pairs, or include its gold labels"
             )
-    store.job_heartbeat(job_id, "training")
+    phase("training")
     checkpoint = new_checkpoint_path(model, name, f"job{job_id}", owner=store.store_id)
     outcome = train_ranker(
         model,
@@ -216,12 +257,12 @@ def _train(store: Store, job: dict[str, Any]) -> int:
         train_split=params["train_split"],
         dev_split=params["dev_split"],
         progress=False,
-        callback=lambda event: store.add_job_event(job_id, event),
+        callback=progress,
         checkpoint=checkpoint,
         model_config=params["config"],
         analyzer=analyzer_for(store, model),
     )
-    store.job_heartbeat(job_id, "evaluating")
+    phase("evaluating")
     training_data, metrics = version_record(
         outcome,
         dataset,
@@ -231,7 +272,7 @@ def _train(store: Store, job: dict[str, Any]) -> int:
         dev_split=params["dev_split"],
         extra={"job": job_id, "gold": params["gold"], "config": params["config"], **source},
     )
-    store.job_heartbeat(job_id, "registering")
+    phase("registering")
     return store.finish_job(
         job_id,
         kind=model,
@@ -239,14 +280,19 @@ def _train(store: Store, job: dict[str, Any]) -> int:
         training_data=training_data,
         metrics=metrics,
         promote=params["promote"],
+        claim=claim,
     )
 
 
-def _beat(store: Store, job_id: int, stop: threading.Event) -> None:
+def _beat(store: Store, job_id: int, claim: str, lease_seconds: float, lost: threading.Event,
+          stop: threading.Event) -> None:
+    """Renew the lease until ``stop``; set ``lost`` when the attempt no longer holds the job."""
     while not stop.wait(HEARTBEAT_SECONDS):
         try:
-            store.job_heartbeat(job_id)
-        except Exception:  # a missed beat is harmless; the next one or the result will come
+            if not store.job_heartbeat(job_id, claim=claim, lease_seconds=lease_seconds):
+                lost.set()
+                return
+        except Exception:  # a missed beat is harmless while the lease lasts; the next one will come
             logger.exception("heartbeat of job %s failed", job_id)
 
 

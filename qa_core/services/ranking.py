@@ -87,6 +87,13 @@ class Ranking:
             raise InputError(f"no candidate at rank {rank} of {len(self.scored)}")
         return self.scored[rank - 1]
 
+    def rank_of(self, doc_id: str) -> int:
+        """The rank of the candidate ``doc_id`` (how Compare finds one candidate in each model's ranking)."""
+        for scored in self.scored:
+            if scored.candidate.doc_id == doc_id:
+                return scored.rank
+        raise InputError(f"no candidate {doc_id!r} in this ranking")
+
     def summary(self) -> AnalysisSummary | None:
         return None if self.analysis is None else summarise(self.question, self.analysis)
 

@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from qa_core.rankers.base import Explanation
+from qa_core.structure.trees import Tree
 from qa_core.text.links import Link
 
 CELL_PX = 28
@@ -273,3 +274,8 @@ def slice_bar_figure(slices: pd.DataFrame, by: str, metric: str = "AP") -> go.Fi
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
     )
     return figure
+
+
+def indented_tree(bracket: str) -> str:
+    """A model's tree (bracket notation, as ``Explanation.trees`` holds it) one constituent a line."""
+    return Tree.from_bracket(bracket).to_indented()

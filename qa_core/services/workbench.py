@@ -20,41 +20,52 @@ import pandas as pd
 from qa_core import config
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
-from qa_core.types import Candidate, Dataset, InputError, NotTrainedError, Question
+from qa_core.types import (
+    MAX_CANDIDATE_CHARS,
+    MAX_QUESTION_CHARS,
+    Candidate,
+    Dataset,
+    InputError,
+    NotTrainedError,
+    Question,
+)
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading the store or bm25s
     from db.store import Store
     from qa_core.retrieval import BM25Index
 
-MAX_QUESTION_CHARS = 1000
-MAX_CANDIDATE_CHARS = 5000
 DEFAULT_CANDIDATES = 50
 
 
 # ---------------------------------------------------------------------- store and demo data
 
 
-def open_store(url: str | None = None) -> Store:
-    """The store at ``url``, else the configured one (``RERANK_LAB_DB`` or SQLite in the data folder)."""
+def open_store(url: str | None = None, *, team: bool = False) -> Store:
+    """The store at ``url``, else the configured one (``RERANK_LAB_DB`` or SQLite in the data folder);
+    ``team``: writes need a signed-in user (``db/audit.py``)."""
     from db.store import Store
 
-    return Store(url or config.database_url())
+    return Store(url or config.database_url(), team=team)
 
 
-def ensure_demo(store: Store) -> bool:
-    """Import the bundled demo corpus into an empty store, so a first run works offline.
+def ensure_demo(store: Store, *, beside_others: bool = False) -> bool:
+    """Import the bundled demo corpus into an empty store, so a first run works offline; with
+    ``beside_others`` (``data demo``, which ``make run`` calls) also into a store that holds other
+    datasets but not the demo.
 
     Returns whether it imported. Two first runs racing each other are fine: the loser sees the
-    winner's dataset.
+    winner's dataset. The app itself imports it (``SYSTEM`` in the audit trail), in team mode too.
     """
-    if store.dataset_names():
-        return False
-    from qa_core.data.demo import load_demo
+    from qa_core.access import SYSTEM
+    from qa_core.data.demo import DEMO_NAME, load_demo
 
+    names = store.dataset_names()
+    if DEMO_NAME in names or (names and not beside_others):
+        return False
     try:
-        store.import_dataset(load_demo())
+        store.import_dataset(load_demo(), actor=SYSTEM)
     except InputError:
-        if not store.dataset_names():
+        if DEMO_NAME not in store.dataset_names():
             raise
         return False
     return True

@@ -112,6 +112,23 @@ class Tree:
             child._write(parts)
         parts.append(")")
 
+    def to_indented(self, indent: str = "  ") -> str:
+        """The bracket notation one constituent per line, each child indented under its parent and
+        a node whose children are all leaves (a POS tag and its word) kept on one line: what the Ask
+        page shows, where a one-line tree of a 30-word answer is unreadable."""
+        lines: list[str] = []
+        self._indent(0, indent, lines)
+        return "\n".join(lines)
+
+    def _indent(self, depth: int, indent: str, lines: list[str]) -> None:
+        if self.is_leaf or all(child.is_leaf for child in self.children):
+            lines.append(indent * depth + self.to_bracket())
+            return
+        lines.append(indent * depth + "(" + self.label.replace("(", _ESCAPES["("]).replace(")", _ESCAPES[")"]))
+        for child in self.children:
+            child._indent(depth + 1, indent, lines)
+        lines[-1] += ")"
+
     @classmethod
     def from_bracket(cls, text: str) -> Tree:
         """Parse bracket notation (also the SVM-light-TK form without spaces between siblings)."""

@@ -28,6 +28,7 @@ from qa_core.types import InputError
 if TYPE_CHECKING:
     from db.base import CandidateRecord
     from db.store import Store
+    from qa_core.access import Actor
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,12 @@ class LabelingSession:
         holder: str | None = None,
         policy: QueuePolicy | None = None,
         records: Sequence[CandidateRecord] | None = None,
+        actor: Actor | None = None,
     ):
         """``order``: the dataset's candidate ids best first (``order_candidates``); ``holder``:
         the app session's id (default: the annotator, i.e. one session per annotator);
-        ``records``: the dataset's ``candidate_rows`` if the caller has them already."""
+        ``records``: the dataset's ``candidate_rows`` if the caller has them already; ``actor``:
+        who writes the labels (the store checks it; default: the local user in local mode)."""
         if not annotator or not annotator.strip():
             raise InputError("choose or type an annotator name first")
         self.store, self.dataset = store, dataset
@@ -112,6 +115,7 @@ class LabelingSession:
         if unknown:
             raise InputError(f"the queue holds {len(unknown)} candidate ids that are not in dataset {dataset!r}")
         self.targets = self.policy.targets(self.order)
+        self.actor = actor
 
     @classmethod
     def build(
@@ -126,11 +130,12 @@ class LabelingSession:
         split: str | None = None,
         holder: str | None = None,
         policy: QueuePolicy | None = None,
+        actor: Actor | None = None,
     ) -> LabelingSession:
         """A session over ``dataset`` (one ``split`` if given) in ``strategy``'s order."""
         records = store.candidate_rows(dataset, split=split)
         order = order_candidates(strategy, records, seed=seed, scores=scores)
-        return cls(store, dataset, order, annotator, holder=holder, policy=policy, records=records)
+        return cls(store, dataset, order, annotator, holder=holder, policy=policy, records=records, actor=actor)
 
     def current(self) -> QueueItem | None:
         """The pair to show now (the same one on every call until it is finished), or ``None``
@@ -148,7 +153,7 @@ class LabelingSession:
     def label(self, item: QueueItem, value: int, note: str | None = None) -> int:
         """Record the annotator's grade (0..4) of the item shown (written at once, with history);
         returns the label id."""
-        return self.store.label_claim(item.claim.claim_id, value, note)
+        return self.store.label_claim(item.claim.claim_id, value, note, actor=self.actor)
 
     def skip(self, item: QueueItem) -> None:
         """Put the item back, at the end of this annotator's queue."""
@@ -157,7 +162,7 @@ class LabelingSession:
     def undo(self) -> QueueItem | None:
         """Retract the annotator's last judgement in this dataset (history keeps it) and show
         that pair again; ``None`` when there is nothing to undo or another session holds it."""
-        undone = self.store.undo_last(self.annotator, self.dataset, holder=self.holder)
+        undone = self.store.undo_last(self.annotator, self.dataset, holder=self.holder, actor=self.actor)
         if undone is None:
             return None
         self.store.release_claims(self.dataset, self.holder)

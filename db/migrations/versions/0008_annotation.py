@@ -5,8 +5,8 @@ undo it is, when the pair was shown) and the guideline version it was made under
 Only new tables and nullable columns: every existing label keeps its row, with no claim and no
 guideline version (it was made before either was recorded).
 
-Revision ID: 0007
-Revises: 0005 (the lead chains the 0006 migrations of other branches in between at merge)
+Revision ID: 0008
+Revises: 0007 (0007_job_claims)
 Create Date: 2026-12-01
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0007"
-down_revision: str | None = "0005"
+revision: str = "0008"
+down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,88 @@
+"""The store's side of access control: every guarded write authorizes its actor and records itself
+in ``audit_events`` inside its own transaction, so an action and its audit row commit together or
+not at all, and a refused action writes nothing.
+
+The rules (roles, permissions, names) are ``qa_core.access``; here the actor is checked against
+the users table at the moment of the write: a role changed or a sign-out since the page read the
+actor counts, not what the page believed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.orm import Session
+
+from db.base import jsonable, now
+from db.models import AuditEventRow, CandidateRow, DatasetRow, QuestionRow, UserRow
+from qa_core.access import LOCAL, LOCAL_KIND, AccessDenied, Actor, Permission, require
+
+SIGN_IN_AGAIN = "sign in again (nothing was saved)"
+
+
+def authorize(session: Session, actor: Actor | None, permission: Permission, *, team: bool) -> Actor:
+    """The actor that may do ``permission`` now (a signed-in user with their current role), else
+    ``AccessDenied``. Without an actor, local mode acts as ``LOCAL``; team mode refuses."""
+    if actor is None:
+        if team:
+            raise AccessDenied("sign in first: this store is in team mode (nothing was saved)")
+        actor = LOCAL
+    if actor.kind == LOCAL_KIND and team:
+        raise AccessDenied("the local user exists only in local mode; sign in (nothing was saved)")
+    if actor.signed_in:
+        actor = current_user(session, actor)
+    return require(actor, permission, now())
+
+
+def current_user(session: Session, actor: Actor) -> Actor:
+    """``actor`` with its role as the users table has it now; ``AccessDenied`` for an unknown user or
+    a sign-in that a later sign-out ended."""
+    row = session.get(UserRow, actor.user_id) if actor.user_id is not None else None
+    if row is None or row.subject != actor.subject:
+        raise AccessDenied(f"{actor.name} is not a known user of this store; {SIGN_IN_AGAIN}")
+    if ended_by_sign_out(actor.signed_in_at, row.signed_out_at):
+        raise AccessDenied(
+            f"{actor.name} signed out at {row.signed_out_at:%Y-%m-%d %H:%M:%S} UTC, which ended this session; "
+            f"{SIGN_IN_AGAIN}"
+        )
+    return actor.with_role(row.role)
+
+
+def ended_by_sign_out(signed_in_at: datetime | None, signed_out_at: datetime | None) -> bool:
+    """Whether a sign-in issued at ``signed_in_at`` was ended by a sign-out at ``signed_out_at``.
+    Identity tokens count in whole seconds (``iat``), so a token issued in the second of the
+    sign-out counts as ended: signing in again a second later works."""
+    if signed_out_at is None:
+        return False
+    if signed_in_at is None:
+        return True
+    return signed_in_at <= signed_out_at.replace(microsecond=0)
+
+
+def record(
+    session: Session, actor: Actor, action: str, target: str = "", detail: dict[str, Any] | None = None
+) -> None:
+    """Append one audit event in the caller's transaction."""
+    session.execute(
+        insert(AuditEventRow).values(
+            created_at=now(),
+            actor=actor.name,
+            user_id=actor.user_id,
+            action=action,
+            target=target,
+            detail=jsonable(detail) if detail else None,
+        )
+    )
+
+
+def candidate_ref(session: Session, candidate_id: int) -> dict[str, Any]:
+    """Dataset, qid and doc_id of a candidate, for an audit event's detail."""
+    row = session.execute(
+        select(DatasetRow.name, QuestionRow.qid, CandidateRow.doc_id)
+        .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
+        .join(DatasetRow, QuestionRow.dataset_id == DatasetRow.id)
+        .where(CandidateRow.id == candidate_id)
+    ).first()
+    return {} if row is None else {"dataset": row[0], "qid": row[1], "doc_id": row[2]}

@@ -1,0 +1,170 @@
+"""Users, roles and the audit trail in the store (mixed into ``db.store.Store``).
+
+A person enters the users table at their first sign-in (team mode), keyed by the identity
+provider's subject; the first one on a store without users becomes admin, everyone after starts as
+annotator until an admin (the Audit page, or ``python -m qa_core users grant EMAIL ROLE``) changes
+it. Which of two simultaneous first sign-ins becomes admin is decided by the database: both try to
+insert the ``first_admin`` row of ``store_info``, and its primary key lets one through.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from db.audit import SIGN_IN_AGAIN, authorize, current_user, ended_by_sign_out, record
+from db.base import StoreBase, check_name, check_text, now
+from db.models import AuditEventRow, StoreInfoRow, UserRow
+from qa_core.access import SYSTEM, AccessDenied, Actor, Permission, Role, parse_role, require
+from qa_core.types import InputError
+
+FIRST_ADMIN_KEY = "first_admin"
+SIGN_IN_ATTEMPTS = 3  # two first sign-ins of one subject race on its unique constraint
+AUDIT_KEYS = ("id", "at", "actor", "action", "target", "detail")
+
+
+class UserStore(StoreBase):
+    """Sign-in, sign-out, roles and the audit trail."""
+
+    def sign_in(
+        self,
+        subject: str,
+        email: str | None,
+        display_name: str | None,
+        *,
+        issued_at: datetime,
+        expires_at: datetime,
+    ) -> Actor:
+        """The signed-in user of an identity token (its ``sub``, ``email``, ``name``, ``iat``, ``exp``):
+        created at the first sign-in (admin on a store without users, annotator otherwise), email and
+        name refreshed afterwards. ``AccessDenied`` for an expired token or one issued before the
+        user's last sign-out."""
+        subject = check_name(subject, "the sign-in's subject")
+        email = check_name(email, "the sign-in's email") if email else None
+        display_name = check_text(display_name, "the sign-in's name")
+        probe = Actor(email or subject, Role.ANNOTATOR, subject=subject, signed_in_at=issued_at, expires_at=expires_at)
+        require(probe, Permission.VIEW, now())  # an expired token goes no further
+        for attempt in range(1, SIGN_IN_ATTEMPTS + 1):
+            try:
+                with self.session_scope() as session:
+                    row = session.scalars(select(UserRow).where(UserRow.subject == subject)).first()
+                    if row is None:
+                        row = self._new_user(session, subject, email, display_name)
+                    elif ended_by_sign_out(issued_at, row.signed_out_at):
+                        raise AccessDenied(
+                            f"{row.email or subject} signed out at {row.signed_out_at:%Y-%m-%d %H:%M:%S} UTC after "
+                            f"this sign-in was issued; {SIGN_IN_AGAIN}"
+                        )
+                    else:
+                        row.email, row.display_name = email or row.email, display_name or row.display_name
+                    row.last_sign_in_at = now()
+                    session.flush()
+                    return _actor(row, issued_at, expires_at)
+            except IntegrityError:
+                if attempt == SIGN_IN_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _new_user(session: Session, subject: str, email: str | None, display_name: str | None) -> UserRow:
+        role = Role.ANNOTATOR
+        if session.scalar(select(func.count()).select_from(UserRow)) == 0:
+            # A simultaneous first sign-in that wins makes this insert fail: ``sign_in`` tries
+            # again, and then finds a user, so this one starts as annotator.
+            session.execute(insert(StoreInfoRow).values(key=FIRST_ADMIN_KEY, value=subject))
+            role = Role.ADMIN
+        row = UserRow(subject=subject, email=email, display_name=display_name, role=role.value, created_at=now())
+        session.add(row)
+        session.flush()
+        reason = "the first user of this store" if role is Role.ADMIN else "new users start as annotators"
+        record(session, SYSTEM, "user_created", row.email or subject,
+               {"user_id": row.id, "role": role.value, "reason": reason})
+        return row
+
+    def user_actor(self, actor: Actor) -> Actor:
+        """A signed-in ``actor`` checked again (still known, not signed out, not expired) with its
+        current role: what every page run does before it shows anything."""
+        with self.session_scope() as session:
+            return require(current_user(session, actor), Permission.VIEW, now())
+
+    def sign_out(self, actor: Actor) -> None:
+        """End every sign-in of ``actor``'s user issued until now (this browser's and any copied cookie)."""
+        if not actor.signed_in:
+            return
+        with self.session_scope() as session:
+            current = current_user(session, actor)
+            session.execute(update(UserRow).where(UserRow.id == current.user_id).values(signed_out_at=now()))
+            record(session, current, "sign_out", current.name)
+
+    def grant_role(self, who: str, role: Role | str, *, actor: Actor | None = None) -> dict[str, Any]:
+        """Give the user ``who`` (an email, or a subject) ``role``; only an admin may, and the last
+        admin cannot step down. Returns the user as ``users`` lists them."""
+        new_role = parse_role(str(role))
+        who = check_name(who, "the user's email")
+        with self.session_scope() as session:
+            actor = authorize(session, actor, Permission.MANAGE_ROLES, team=self.team)
+            rows = list(session.scalars(select(UserRow).where(func.lower(UserRow.email) == who.lower())))
+            if not rows:
+                rows = list(session.scalars(select(UserRow).where(UserRow.subject == who)))
+            if not rows:
+                raise InputError(
+                    f"no user {who!r} has signed in yet; ask them to sign in once (they start as annotator), "
+                    "then grant the role"
+                )
+            if len(rows) > 1:
+                subjects = ", ".join(row.subject for row in rows)
+                raise InputError(f"{len(rows)} users have the email {who!r}; name one by its subject: {subjects}")
+            row = rows[0]
+            previous = row.role
+            if previous == Role.ADMIN and new_role is not Role.ADMIN:
+                admins = session.scalar(select(func.count()).select_from(UserRow).where(UserRow.role == Role.ADMIN.value))
+                if admins <= 1:
+                    raise InputError(f"{row.email or row.subject} is the last admin; make someone else admin first")
+            if previous != new_role.value:
+                row.role = new_role.value
+                record(session, actor, "role_change", row.email or row.subject,
+                       {"user_id": row.id, "from": previous, "to": new_role.value})
+            session.flush()
+            return _user_dict(row)
+
+    def users(self) -> list[dict[str, Any]]:
+        """Every user, in order of their first sign-in."""
+        with self.session_scope() as session:
+            return [_user_dict(row) for row in session.scalars(select(UserRow).order_by(UserRow.id))]
+
+    def audit_events(self, actions: list[str] | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """The audit trail, newest first (``actions``: only these)."""
+        with self.session_scope() as session:
+            query = select(AuditEventRow).order_by(AuditEventRow.id.desc())
+            if actions:
+                query = query.where(AuditEventRow.action.in_(actions))
+            if limit is not None:
+                query = query.limit(limit)
+            return [
+                dict(zip(AUDIT_KEYS, (row.id, row.created_at, row.actor, row.action, row.target, row.detail or {})))
+                for row in session.scalars(query)
+            ]
+
+
+def _actor(row: UserRow, issued_at: datetime, expires_at: datetime) -> Actor:
+    return Actor(
+        row.email or row.subject, Role(row.role), user_id=row.id, subject=row.subject,
+        signed_in_at=issued_at.astimezone(UTC), expires_at=expires_at.astimezone(UTC),
+    )
+
+
+def _user_dict(row: UserRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "subject": row.subject,
+        "email": row.email,
+        "name": row.display_name,
+        "role": row.role,
+        "created_at": row.created_at,
+        "last_sign_in_at": row.last_sign_in_at,
+        "signed_out_at": row.signed_out_at,
+    }

@@ -1,0 +1,63 @@
+"""Audit: who imported, trained, promoted, rolled back, adjudicated or changed a role, and when (as
+CSV too); the team's users and their roles.
+
+Admins only in team mode. Widgets and layout only; the tables are ``qa_core.services.audit``'s,
+role changes ``Store.grant_role`` (which checks the role again and records the change). Data text
+is shown through ``st.dataframe`` or escaped markdown, never as HTML.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import current_actor, open_store
+from qa_core.access import Permission, Role
+from qa_core.services import audit, workbench
+from qa_core.types import InputError
+
+NOTICE = "audit_notice"
+
+st.set_page_config(page_title="Audit · Rerank Lab", layout="wide")
+
+st.title("Audit")
+url, store = open_store(show_device=False, need=Permission.VIEW_AUDIT)
+actor = current_actor()
+
+notice = st.session_state.pop(NOTICE, None)
+if notice:
+    st.success(workbench.as_markdown(notice))
+
+st.subheader("Who did what, and when")
+actions = st.multiselect(
+    "Actions", list(audit.AUDIT_ACTIONS), key="audit_actions", format_func=lambda a: f"{a}: {audit.AUDIT_ACTIONS[a]}",
+    placeholder="every action",
+)
+events = audit.audit_table(store, actions or None)
+if events.empty:
+    st.info("Nothing recorded yet: imports, training, promotions, roll backs, adjudications and role changes appear here.")
+else:
+    st.dataframe(events, hide_index=True, key="audit_events")
+st.download_button(
+    "Download the audit trail (CSV)", audit.audit_csv(events), file_name="rerank-lab-audit.csv", mime="text/csv", key="audit_csv"
+)
+
+st.subheader("Users and roles")
+users = audit.users_table(store)
+if users.empty:
+    st.info(
+        "No one has signed in yet. Users appear at their first sign-in (team mode: an [auth] section in "
+        ".streamlit/secrets.toml); the first one becomes admin."
+    )
+    st.stop()
+st.dataframe(users, hide_index=True, key="audit_users")
+left, right, button = st.columns([2, 1, 1], vertical_alignment="bottom")
+who = left.selectbox("User", users["email"].fillna(users["subject"]).tolist(), key="audit_user")
+role = right.selectbox("Role", list(Role), key="audit_role")
+if button.button("Change the role", key="audit_grant", type="primary"):
+    try:
+        changed = store.grant_role(who, role, actor=actor)
+    except InputError as error:
+        st.error(workbench.as_markdown(str(error)))
+    else:
+        st.session_state[NOTICE] = f"{changed['email'] or changed['subject']} is now {changed['role']}."
+        st.rerun()

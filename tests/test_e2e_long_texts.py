@@ -1,0 +1,69 @@
+"""Long texts end to end (issue 22): a 200 KB candidate is refused at import with its file and line
+and nothing imported; a candidate at the 5,000-character limit imports, ranks and is explained on
+Ask in Chromium (its weights wrap into lines and the arcs summarise the unlinked words)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from db.store import Store
+from tests.conftest import BROWSER_TIMEOUT_MS
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTION = "which river flows through the long valley"
+ANSWER = "The Long River flows through the long valley."
+
+
+def import_file(running_app, path: Path, name: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RERANK_LAB_DB": running_app.database_url, "RERANK_LAB_DATA": str(running_app.data_dir)}
+    return subprocess.run([sys.executable, "-m", "qa_core", "data", "import", str(path), "--name", name],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def pairs(candidates: list[tuple[str, int]]) -> str:
+    return "".join(json.dumps({"qid": "long-1", "question": QUESTION, "candidate": text, "label": label,
+                               "split": "test"}) + "\n" for text, label in candidates)
+
+
+def test_a_200_kb_candidate_is_refused_and_one_at_the_limit_is_explained(running_app, page, tmp_path):
+    from playwright.sync_api import expect
+
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text(pairs([(ANSWER, 1), ("valley " * 29_000, 0)]))
+    refused = import_file(running_app, huge, "huge")
+    assert refused.returncode == 2 and refused.stderr.startswith(f"error: {huge}, line 2: the candidate is too long")
+    store = Store(running_app.database_url)
+    assert "huge" not in store.dataset_names()
+
+    at_limit = ("The valley is long and the river is wide. " * 120)[:5_000].strip()
+    fine = tmp_path / "fine.jsonl"
+    fine.write_text(pairs([(ANSWER, 1), (at_limit, 0), ("Mountains rise above the plain.", 0)]))
+    assert import_file(running_app, fine, "longtexts").returncode == 0
+    assert "longtexts" in store.dataset_names()
+    store.close()
+
+    page.goto(f"{running_app.url}/Ask")
+    question = page.get_by_role("textbox", name="Your question")
+    expect(question).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    page.get_by_test_id("stSelectbox").filter(has_text="Dataset").click()
+    page.get_by_role("option", name="longtexts", exact=True).click()
+    page.get_by_test_id("stSelectbox").filter(has_text="Model").click()
+    page.get_by_role("option", name="overlap", exact=True).click()
+    question.fill(QUESTION)
+    question.press("Enter")
+    page.get_by_role("button", name="Rank").click()
+    expect(page.get_by_text("Ranked candidates")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    # BM25 retrieves the two candidates that share the question's words.
+    expect(page.get_by_text(re.compile(r"^overlap on longtexts · 2 candidates"))).to_be_visible()
+    page.get_by_test_id("stSelectbox").filter(has_text="Explain candidate").click()
+    page.get_by_role("option").filter(has_text="The valley is long").click()
+    expect(page.get_by_text(re.compile(r"^#\d · score \d\.\d{4}"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    titles = page.locator(".js-plotly-plot .gtitle")
+    expect(titles.filter(has_text="per answer word").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(titles.filter(has_text="REL links:").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    assert "Traceback" not in page.content()

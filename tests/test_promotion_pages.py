@@ -1,0 +1,94 @@
+"""Issue 22 through the pages: two datasets and one model name. Each dataset's pages (Ask, Errors,
+Train) use the version promoted for it and say which; promoting the other dataset's version changes
+nothing here; roll back stays within the dataset it is asked for."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from db.store import Store
+from qa_core.data.demo import load_demo
+from qa_core.services import workbench
+from qa_core.services.experiments import train_ranker
+from tests.pages import ASK, LANDING, TRAIN, open_page
+
+ERRORS = "pages/5_Errors.py"
+OTHER = "other"
+
+
+@pytest.fixture(scope="module")
+def two_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two tiny SM-CNNs (one epoch, 8 filters) that score differently (seeds 1 and 2)."""
+    folder = tmp_path_factory.mktemp("smcnn")
+    paths = folder / "one.pt", folder / "two.pt"
+    for seed, path in enumerate(paths, start=1):
+        train_ranker("smcnn", load_demo(), seed=seed, model_config={"max_epochs": 1, "filters": 8}, checkpoint=path,
+                     progress=False)
+    return paths
+
+
+@pytest.fixture
+def store(store_url: str, two_checkpoints) -> Store:
+    """The demo and a copy named "other"; smcnn version 1 trained on the demo, version 2 on "other",
+    each promoted for its own dataset, as two trainings would leave them."""
+    store = Store(store_url)
+    workbench.ensure_demo(store)
+    store.import_dataset(dataclasses.replace(load_demo(), name=OTHER))
+    for dataset, path in zip(("demo", OTHER), two_checkpoints):
+        store.register_model("smcnn", "smcnn", str(path), {"dataset": dataset, "seed": 1}, {}, promote=True)
+    yield store
+    store.close()
+
+
+def captions(app) -> str:
+    return "\n".join(caption.value for caption in app.caption)
+
+
+def ask_top_score(dataset: str) -> tuple[str, float]:
+    app = open_page(ASK, dataset=dataset, qid="demo-33", model="smcnn")
+    return captions(app), float(app.dataframe[0].value["score"].iloc[0])
+
+
+def errors_page(dataset: str):
+    app = open_page(LANDING)
+    app.switch_page(ERRORS).run()
+    app.selectbox(key="dataset").select(dataset).run()
+    app.selectbox(key="model").select("smcnn").run()
+    assert not app.exception, app.exception
+    return app
+
+
+def test_each_dataset_uses_its_own_version_on_every_page(store):
+    demo_caption, demo_score = ask_top_score("demo")
+    other_caption, other_score = ask_top_score(OTHER)
+    assert "smcnn version 1 · trained on demo, seed 1 · promoted for demo" in demo_caption
+    assert f"smcnn version 2 · trained on {OTHER}, seed 1 · promoted for {OTHER}" in other_caption
+    assert demo_score != other_score  # two different models scored the same question
+
+    demo_errors = errors_page("demo")
+    assert "smcnn version 1" in captions(demo_errors)
+    demo_map = float(demo_errors.dataframe[0].value["AP"].mean())
+    assert "smcnn version 2" in captions(errors_page(OTHER))
+
+    store.promote("smcnn", 1, OTHER)  # the demo's version, promoted explicitly for the other dataset
+    assert "smcnn version 1 · trained on demo, seed 1 · promoted for other" in ask_top_score(OTHER)[0]
+    again = errors_page("demo")
+    assert float(again.dataframe[0].value["AP"].mean()) == demo_map and "smcnn version 1" in captions(again)
+
+
+def test_roll_back_on_the_train_page_stays_within_its_dataset(store):
+    store.promote("smcnn", 1, OTHER)
+    app = open_page(TRAIN)
+    app.selectbox(key="train_dataset").select(OTHER).run()
+    app.selectbox(key="train_model").select("smcnn").run()
+    assert not app.exception, app.exception
+    rollback = app.button(key="train_rollback")
+    assert rollback.label == f"Roll back {OTHER} to version 2"
+    rollback.click().run()
+    assert not app.exception, app.exception
+    assert store.promoted_model("smcnn", OTHER)["version"] == 2
+    assert store.promoted_model("smcnn", "demo")["version"] == 1  # the demo's promotion is untouched
+    assert store.rollback_target("smcnn", "demo") is None
