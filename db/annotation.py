@@ -5,6 +5,10 @@ Guidelines and settings are append-only like every record of people's work: a ne
 new setting is a new row and the latest wins, so the history says which guidelines a label was
 made under (``labels.guideline_id``, written by ``LabelingStore.label_claim``) and who changed
 the overlap when.
+
+Both are the dataset manager's: in team mode only an admin (``Permission.MANAGE_ANNOTATION``)
+writes them, checked and audited inside the write's transaction like every guarded write
+(``db/audit.py``); local mode lets anyone.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from db.audit import authorize, record
 from db.base import StoreBase, candidates_of, check_annotator, check_text, dataset_row, not_retracted
 from db.models import (
     AnnotationSettingsRow,
@@ -25,6 +30,7 @@ from db.models import (
     QuestionRow,
     QueueClaimRow,
 )
+from qa_core.access import Actor, Permission, acting_name
 from qa_core.types import InputError
 
 MAX_GUIDELINE_CHARS = 100_000
@@ -72,10 +78,12 @@ class AnnotationStore(StoreBase):
 
     # ------------------------------------------------------------------ guidelines
 
-    def save_guidelines(self, dataset: str, text: str, author: str) -> Guideline:
+    def save_guidelines(
+        self, dataset: str, text: str, author: str | None = None, *, actor: Actor | None = None
+    ) -> Guideline:
         """Store ``text`` (markdown) as the dataset's next guideline version and return it; text
-        equal to the version in force adds nothing and returns that version."""
-        author = check_annotator(author, "author")
+        equal to the version in force adds nothing and returns that version. A signed-in ``actor``
+        is the author (``author``: ``None`` or their name) and must be an admin."""
         text = check_text(text, "the guidelines") or ""
         if not text.strip():
             raise InputError("the guidelines are empty")
@@ -84,6 +92,8 @@ class AnnotationStore(StoreBase):
         for attempt in range(1, GUIDELINE_ATTEMPTS + 1):
             try:
                 with self.session_scope() as session:
+                    who = authorize(session, actor, Permission.MANAGE_ANNOTATION, team=self.team)
+                    author = check_annotator(acting_name(who, author, "author"), "author")
                     dataset_id = dataset_row(session, dataset).id
                     latest = _latest_guideline(session, dataset_id)
                     if latest is not None and latest.text == text:
@@ -92,6 +102,8 @@ class AnnotationStore(StoreBase):
                     row = GuidelineRow(dataset_id=dataset_id, version=version, text=text, author=author)
                     session.add(row)
                     session.flush()
+                    record(session, who, "guidelines", dataset, {"version": version, "author": author,
+                                                                 "characters": len(text)})
                     return _guideline(row)
             except IntegrityError:
                 if attempt == GUIDELINE_ATTEMPTS:
@@ -126,14 +138,19 @@ class AnnotationStore(StoreBase):
 
     # ------------------------------------------------------------------ settings
 
-    def set_annotation_settings(self, dataset: str, overlap_share: float, overlap: int, changed_by: str) -> None:
-        """Record the dataset's new share of pairs that want ``overlap`` annotators."""
-        changed_by = check_annotator(changed_by, "the changer's")
+    def set_annotation_settings(
+        self, dataset: str, overlap_share: float, overlap: int, changed_by: str | None = None, *,
+        actor: Actor | None = None,
+    ) -> None:
+        """Record the dataset's new share of pairs that want ``overlap`` annotators. A signed-in
+        ``actor`` is the changer (``changed_by``: ``None`` or their name) and must be an admin."""
         if not 0.0 <= overlap_share <= 1.0:
             raise InputError(f"the share of double-annotated pairs must lie in [0, 1], got {overlap_share}")
         if isinstance(overlap, bool) or not isinstance(overlap, int) or overlap < 2:
             raise InputError(f"a double-annotated pair wants 2 or more annotators, got {overlap!r}")
         with self.session_scope() as session:
+            who = authorize(session, actor, Permission.MANAGE_ANNOTATION, team=self.team)
+            changed_by = check_annotator(acting_name(who, changed_by, "changer"), "the changer's")
             session.execute(
                 insert(AnnotationSettingsRow).values(
                     dataset_id=dataset_row(session, dataset).id,
@@ -142,6 +159,8 @@ class AnnotationStore(StoreBase):
                     changed_by=changed_by,
                 )
             )
+            record(session, who, "annotation_settings", dataset,
+                   {"overlap_share": float(overlap_share), "overlap": overlap, "changed_by": changed_by})
 
     def annotation_settings(self, dataset: str) -> AnnotationSettings:
         """The dataset's latest settings, or ``DEFAULT_SETTINGS`` when none were set."""

@@ -163,28 +163,34 @@ def guidelines_panel(store, dataset: str) -> None:
     with st.expander(title, expanded=True):
         st.markdown("\n".join(f"- **{grade} · {GRADE_NAMES[grade]}**: {meaning}" for grade, meaning in GRADE_MEANINGS.items()))
         if guideline is None:
-            st.caption("No guidelines for this dataset yet: write them in the Guidelines view (G).")
+            st.caption("No guidelines for this dataset yet: whoever manages it writes them in the Guidelines view (G).")
         else:
             st.markdown(guideline.text)  # the guidelines' own markdown; Streamlit escapes HTML in it
 
 
 def guidelines_view(store, dataset: str, author: str | None) -> None:
-    """Edit the dataset's guidelines; every save is a new version in the store."""
+    """The dataset's guidelines and their versions; whoever may manage the dataset (an admin in
+    team mode, anyone locally) edits them, every save a new version in the store."""
     history = store.guideline_history(dataset)
     current = history[-1].text if history else ""
-    with st.form("guidelines_form", border=False):
-        text = st.text_area("Guidelines (markdown)", current, height=300, key="guidelines_text")
-        saved = st.form_submit_button("Save as a new version", disabled=author is None)
-    if author is None:
-        st.info("Choose or type your name above to edit the guidelines.")
-    elif saved:
-        try:
-            guideline = store.save_guidelines(dataset, text, author)
-        except InputError as error:
-            st.error(workbench.as_markdown(str(error)))
-        else:
-            st.session_state[NOTICE] = f"Guidelines version {guideline.version} is in force."
-            st.rerun()
+    if not current_actor().may(Permission.MANAGE_ANNOTATION):
+        st.info("Only an admin edits the guidelines of a dataset; these are the ones in force.")
+        if current:
+            st.markdown(current)  # the guidelines' own markdown; Streamlit escapes HTML in it
+    else:
+        with st.form("guidelines_form", border=False):
+            text = st.text_area("Guidelines (markdown)", current, height=300, key="guidelines_text")
+            saved = st.form_submit_button("Save as a new version", disabled=author is None)
+        if author is None:
+            st.info("Choose or type your name above to edit the guidelines.")
+        elif saved:
+            try:
+                guideline = store.save_guidelines(dataset, text, author, actor=current_actor())
+            except InputError as error:
+                st.error(workbench.as_markdown(str(error)))
+            else:
+                st.session_state[NOTICE] = f"Guidelines version {guideline.version} is in force."
+                st.rerun()
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.success(workbench.as_markdown(notice))
@@ -360,6 +366,7 @@ def agreement_view(store, dataset: str, annotator: str | None) -> None:
 def overlap_setting(store, dataset: str, annotator: str | None) -> None:
     """The dataset's share of double-annotated pairs: in the store, so every session draws the same sample."""
     settings = store.annotation_settings(dataset)
+    manages = current_actor().may(Permission.MANAGE_ANNOTATION)
     with st.form("overlap_form", border=False):
         share = st.slider(
             "Share of pairs judged by two annotators", 0, 100, round(settings.overlap_share * 100), step=5,
@@ -367,9 +374,11 @@ def overlap_setting(store, dataset: str, annotator: str | None) -> None:
         )
         changed = f"set by {settings.changed_by}" if settings.changed_by else "the default"
         st.caption(workbench.as_markdown(f"Now {settings.overlap_share:.0%} ({changed}); it applies to pairs not yet judged."))
-        if st.form_submit_button("Save share", disabled=annotator is None) and annotator is not None:
+        if not manages:
+            st.caption("Only an admin changes it.")
+        if st.form_submit_button("Save share", disabled=annotator is None or not manages) and annotator is not None:
             try:
-                store.set_annotation_settings(dataset, share / 100, settings.overlap, annotator)
+                store.set_annotation_settings(dataset, share / 100, settings.overlap, annotator, actor=current_actor())
             except InputError as error:
                 st.error(workbench.as_markdown(str(error)))
             else:
