@@ -197,6 +197,39 @@ class AnnotationSettingsRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class PreferenceJudgementRow(Base):
+    """One relative judgement of a question's candidates (issue 21, item 2), append-only like a
+    label: ``pairwise`` shows two (``shown`` = [left, right]) and ``outcome`` is left, right, tie or
+    both_bad; ``topk`` shows a pool and ``picked`` holds the chosen candidate ids best first (empty:
+    none fits). ``holder`` is the app session it came from (whose undo it is)."""
+
+    __tablename__ = "preference_judgements"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), index=True)
+    mode: Mapped[str]
+    shown: Mapped[list[int]] = mapped_column(JSON)
+    outcome: Mapped[str]
+    picked: Mapped[list[int]] = mapped_column(JSON)
+    annotator: Mapped[str] = mapped_column(index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    holder: Mapped[str | None]
+    guideline_id: Mapped[int | None] = mapped_column(ForeignKey("guidelines.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class PreferenceRetractionRow(Base):
+    """Undo of a preference judgement: the judgement stays, marked retracted."""
+
+    __tablename__ = "preference_retractions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    judgement_id: Mapped[int] = mapped_column(
+        ForeignKey("preference_judgements.id", ondelete="CASCADE"), unique=True
+    )
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class LabelRetractionRow(Base):
     """Undo of one judgement: the label row stays, this row says it no longer counts."""
 
