@@ -24,7 +24,7 @@ from db.base import MAX_LABEL, MIN_LABEL
 from pages import current_actor, get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
 from qa_core.access import Permission
 from qa_core.services import analysis, labeling, workbench
-from qa_core.services.labeling import charts, dashboard
+from qa_core.services.labeling import charts, dashboard, preferences
 from qa_core.types import InputError, NotTrainedError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
@@ -47,6 +47,11 @@ NEW_NAME = "New annotator…"
 LABEL_SPLIT = "train"  # the queue's default split (issue 22: never TEST unless chosen)
 ANNOTATOR, HOLDER, SHOWN, NOTICE, CONFIG = "annotator", "label_holder", "label_shown", "label_notice", "label_config"
 CHOICE, NAME_ERROR = "annotator_choice", "annotator_name_error"
+GRADED = "graded"
+PAIR_KEYS = {"left": ("1", "left is better"), "right": ("2", "right is better"), "tie": ("3", "tie: equally good"),
+             "both_bad": ("0", "both bad")}
+MAX_POOL_KEYS = preferences.MAX_POOL
+PREF_SHOWN, PICKS, SKIPPED = "preference_shown", "topk_picks", "preference_skipped"
 KEYS_SCRIPT = Path(__file__).resolve().parent / "assets" / "label_keys.js"
 SCORING_REFRESH_SECONDS = 1.0
 
@@ -71,6 +76,9 @@ VIEW_KEYS: dict[str, Keys] = {
         "u": ([".st-key-undo button"], "click", True),
         "o": ([".st-key-order input"], "focus", False),
         "m": ([".st-key-order_model input", ".st-key-order_models input"], "focus", False),
+        "j": ([".st-key-label_mode input"], "focus", False),
+        "k": ([".st-key-topk_k input"], "focus", False),
+        "x": ([".st-key-clear_picks button"], "click", True),
     },
     AGREEMENT: {"e": ([".st-key-export button"], "click", True)},
     REVIEW: {"f": ([".st-key-conflict input"], "focus", False)},
@@ -205,7 +213,126 @@ def guidelines_view(store, dataset: str, author: str | None) -> None:
     st.caption("Keys: " + keys_help(views))
 
 
+def judge_preference(session: preferences.PreferenceSession, item: tuple[int, ...], outcome: str) -> None:
+    """Button callback: the pairwise judgement of the pair on screen (a late second press writes nothing)."""
+    if st.session_state.get(PREF_SHOWN) != item:
+        return
+    del st.session_state[PREF_SHOWN]
+    try:
+        session.judge_pair(item, outcome)
+    except InputError as error:
+        st.session_state[NOTICE] = f"Not saved: {error}"
+        return
+    st.session_state[NOTICE] = f"Judged {session.records[item[0]].qid}: {PAIR_KEYS[outcome][1]}."
+
+
+def pick(session: preferences.PreferenceSession, item: tuple[int, ...], candidate_id: int | None, k: int) -> None:
+    """Button callback: add a pick to the pool on screen (``None``: done, save the picks so far);
+    the pool is saved once ``k`` are picked."""
+    if st.session_state.get(PREF_SHOWN) != item:
+        return
+    picked = list(st.session_state.get(PICKS, {}).get(item, []))
+    if candidate_id is not None and candidate_id not in picked:
+        picked.append(candidate_id)
+    if candidate_id is not None and len(picked) < min(k, len(item)):
+        st.session_state[PICKS] = {item: picked}
+        return
+    del st.session_state[PREF_SHOWN]
+    st.session_state[PICKS] = {}
+    try:
+        session.judge_pool(item, picked)
+    except InputError as error:
+        st.session_state[NOTICE] = f"Not saved: {error}"
+        return
+    best = ", ".join(str(item.index(c) + 1) for c in picked)
+    st.session_state[NOTICE] = f"Judged {session.records[item[0]].qid}: " + (f"picked {best}." if best else "none fits.")
+
+
+def clear_picks() -> None:
+    st.session_state[PICKS] = {}
+
+
+def skip_preference(session: preferences.PreferenceSession, item: tuple[int, ...]) -> None:
+    if st.session_state.pop(PREF_SHOWN, None) == item:
+        skipped = [i for i in st.session_state.get(SKIPPED, []) if i != item]
+        st.session_state[SKIPPED] = [*skipped, item]
+        st.session_state[NOTICE] = f"Skipped {session.records[item[0]].qid}: it comes back at the end."
+
+
+def undo_preference(session: preferences.PreferenceSession) -> None:
+    st.session_state.pop(PREF_SHOWN, None)
+    st.session_state[PICKS] = {}
+    item = session.undo()
+    st.session_state[NOTICE] = (
+        "Nothing of yours to undo here in this mode."
+        if item is None
+        else f"Took back your judgement of {session.records[item[0]].qid} (it stays in the history)."
+    )
+
+
+def preference_view(store, dataset: str, annotator: str, mode: str, order: str, scores, split: str) -> None:
+    """Pairwise or top-k judging: one key per answer, the pair or pool shown beside the guidelines."""
+    k = st.selectbox("Best k", (1, 2, 3), key="topk_k") if mode == preferences.TOPK else 1
+    try:
+        session = preferences.PreferenceSession.build(
+            store, dataset, annotator, mode, order, scores=scores, split=split, holder=st.session_state[HOLDER],
+            actor=current_actor(),
+        )
+        item = session.current(st.session_state.get(SKIPPED, []))
+        done, total = session.progress()
+    except InputError as error:
+        st.error(workbench.as_markdown(str(error)))
+        return
+    st.progress(done / total if total else 1.0, text=f"{done} of {total} judged by you in this queue")
+    notice = st.session_state.pop(NOTICE, None)
+    if notice:
+        st.caption(workbench.as_markdown(notice))
+    if item is None:
+        st.session_state.pop(PREF_SHOWN, None)
+        st.success("Nothing left for you to judge in this queue.")
+    else:
+        st.session_state[PREF_SHOWN] = item
+        records = [session.records[c] for c in item]
+        shown, guide = st.columns([3, 2])
+        with shown.container(border=True):
+            st.caption(workbench.as_markdown(f"{records[0].qid} · {mode}"))
+            st.markdown(f"**Question:** {workbench.as_markdown(records[0].question)}")
+            if mode == preferences.PAIRWISE:
+                for column, side, record in zip(st.columns(2), ("1 · Left", "2 · Right"), records):
+                    column.markdown(f"**{side}:** {workbench.as_markdown(record.candidate)}")
+            else:
+                picked = st.session_state.get(PICKS, {}).get(item, [])
+                marks = {c: f"**[pick {rank}]** " for rank, c in enumerate(picked, 1)}
+                st.markdown("\n".join(f"{n}. {marks.get(r.candidate_id, '')}{workbench.as_markdown(r.candidate)}"
+                                       for n, r in enumerate(records, 1)))
+        with guide:
+            guidelines_panel(store, dataset)
+        if mode == preferences.PAIRWISE:
+            for column, (outcome, (key, name)) in zip(st.columns(len(PAIR_KEYS)), PAIR_KEYS.items()):
+                column.button(f"{key} · {name}", key=f"pair-{outcome}", shortcut=key, on_click=judge_preference,
+                              args=(session, item, outcome), width="stretch")
+        else:
+            picked = st.session_state.get(PICKS, {}).get(item, [])
+            for column, (n, record) in zip(st.columns(len(item) + 1), enumerate(records, 1)):
+                column.button(f"{n} · pick", key=f"pick-{n}", shortcut=str(n), on_click=pick,
+                              args=(session, item, record.candidate_id, k), disabled=record.candidate_id in picked,
+                              width="stretch")
+            st.button("0 · done (none fits, or the picks so far)", key="pick-done", shortcut="0", on_click=pick,
+                      args=(session, item, None, k))
+    left, middle, right, _ = st.columns([1, 1, 1, 2])
+    left.button("Skip", key="skip", shortcut="S", on_click=skip_preference, args=(session, item), disabled=item is None)
+    middle.button("Undo", key="undo", shortcut="U", on_click=undo_preference, args=(session,))
+    if mode == preferences.TOPK:
+        right.button("Clear picks", key="clear_picks", shortcut="X", on_click=clear_picks)
+    keys = ("1 left better · 2 right better · 3 tie (equally good) · 0 both bad" if mode == preferences.PAIRWISE
+            else f"1–{MAX_POOL_KEYS} pick (best first; saved at k picks) · 0 done · X clear picks · K k")
+    st.caption(f"Keys: {keys} · S skip · U undo this tab's last judgement · J judging mode · O queue order · "
+               + keys_help(views))
+
+
 def label_view(store, dataset: str, annotator: str) -> None:
+    mode = st.selectbox("Judging", list(preferences.MODES), key="label_mode",
+                        format_func=lambda m: f"{m}: {preferences.MODES[m]}")
     splits = list(store.dataset_summary(dataset)["questions"])
     left, right = st.columns([1, 3])
     split = left.selectbox(  # TRAIN by default: labels there train models and never move a TEST metric
@@ -237,13 +364,17 @@ def label_view(store, dataset: str, annotator: str) -> None:
         st.warning(workbench.as_markdown("Scoring stopped early, the rest of the queue is in random order: " + "; ".join(failed)))
     elif jobs and not all(job.progress().done for job in jobs.values()):
         scoring_progress(jobs)
+    scores = {model: job.snapshot() for model, job in jobs.items()}
+    if mode != GRADED:
+        preference_view(store, dataset, annotator, mode, order, scores, split)
+        return
     try:
         session = labeling.LabelingSession.build(
             store,
             dataset,
             annotator,
             order,
-            scores={model: job.snapshot() for model, job in jobs.items()},
+            scores=scores,
             holder=st.session_state[HOLDER],
             policy=labeling.queue_policy(store, dataset),
             split=split,
@@ -292,7 +423,8 @@ def label_view(store, dataset: str, annotator: str) -> None:
     left.button("Skip", key="skip", shortcut="S", on_click=skip, args=(session, item), disabled=item is None)
     right.button("Undo", key="undo", shortcut="U", on_click=undo, args=(session,))
     st.caption(
-        "Keys: 0–4 judge the pair · S skip · U undo this tab's last label · O queue order · M model(s) · " + keys_help(views)
+        "Keys: 0–4 judge the pair · S skip · U undo this tab's last label · J judging mode · O queue order · M model(s) · "
+        + keys_help(views)
     )
 
 

@@ -145,3 +145,53 @@ def test_guidelines_written_on_the_page_show_beside_the_pair_and_version_the_lab
     (version,) = store.label_guideline_versions("demo").values()
     assert version == 1
     store.close()
+
+
+# ------------------------------------------------------------------ pairwise and top-k (item 2)
+
+
+def shown_item(app) -> str:
+    return next(c.value for c in app.caption if c.value.endswith((" · pairwise", " · topk")))
+
+
+def test_pairwise_mode_judges_skips_and_undoes_with_history(store_url):
+    app = start("alice")
+    app.selectbox(key="label_mode").select("pairwise").run()
+    assert not app.exception, app.exception
+    keys = next(c.value for c in app.caption if c.value.startswith("Keys:"))
+    assert "1 left better · 2 right better · 3 tie (equally good) · 0 both bad" in keys and "U undo" in keys
+    assert {b.key: b.proto.shortcut for b in app.button if b.key and b.key.startswith("pair-")} == {
+        "pair-left": "1", "pair-right": "2", "pair-tie": "3", "pair-both_bad": "0"}
+    first = shown_item(app)
+    app.button(key="pair-right").click().run()
+    assert any(c.value.startswith(f"Judged {first.split(' · ')[0]}: right is better") for c in app.caption)
+    second = shown_item(app)
+    app.button(key="skip").click().run()
+    assert shown_item(app) != second
+    app.button(key="pair-tie").click().run()
+    app.button(key="undo").click().run()
+    assert any("Took back your judgement" in c.value for c in app.caption)
+    store = Store(store_url)
+    judged = store.preference_judgements("demo", "alice", "pairwise")
+    assert [j.outcome for j in judged] == ["right"] and judged[0].qid == first.split(" · ")[0]
+    store.close()
+
+
+def test_topk_mode_saves_the_picks_best_first_at_k(store_url):
+    app = start("alice")
+    app.selectbox(key="label_mode").select("topk").run()
+    app.selectbox(key="topk_k").select(2).run()
+    assert not app.exception, app.exception
+    qid = shown_item(app).split(" · ")[0]
+    app.button(key="pick-3").click().run()
+    assert any("**[pick 1]**" in m.value for m in app.markdown) and app.button(key="pick-3").disabled
+    app.button(key="clear_picks").click().run()
+    assert not any("**[pick 1]**" in m.value for m in app.markdown)
+    app.button(key="pick-2").click().run()
+    app.button(key="pick-1").click().run()  # the second pick: saved
+    assert any(c.value.startswith(f"Judged {qid}: picked 2, 1") for c in app.caption)
+    app.button(key="pick-done").click().run()  # the next pool: none fits
+    store = Store(store_url)
+    first, second = store.preference_judgements("demo", "alice", "topk")
+    assert first.qid == qid and first.picked == (first.shown[1], first.shown[0]) and second.picked == ()
+    store.close()
