@@ -88,3 +88,62 @@ def test_label_page_with_the_keyboard_only(running_app, page):
         assert sorted(label.value for label in labels) == [1, 2, 3]  # the 4 was undone; nothing typed into a box
     finally:
         store.close()
+
+
+ITEM = re.compile(r"^demo-\d+ · (pairwise|topk)$")
+
+
+def test_pairwise_and_topk_modes_with_the_keyboard_only(running_app, page):
+    from playwright.sync_api import expect
+
+    annotator = f"e2e-preferences-{uuid.uuid4().hex[:8]}"
+    idle = page.get_by_test_id("stApp")
+
+    def settled() -> None:
+        expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
+
+    def choose_mode(mode: str) -> None:
+        settled()
+        page.keyboard.press("j")  # J: the judging mode box
+        page.keyboard.type(mode)
+        page.keyboard.press("Enter")
+        expect(page.get_by_text(re.compile(rf"^demo-\d+ · {mode}$"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+        settled()
+        assert page.evaluate("document.activeElement === document.body || document.activeElement === null")
+
+    def press(key: str, notice: str) -> None:
+        settled()
+        qid = page.get_by_text(ITEM).inner_text().split(" · ")[0]
+        page.keyboard.press(key)
+        expect(page.get_by_text(f"Judged {qid}: {notice}")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+
+    page.goto(f"{running_app.url}/Label")
+    expect(page.get_by_text("Choose your name")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    settled()
+    page.wait_for_function("window.rerankLabKeysInstalled === true")
+    page.keyboard.press("n")
+    page.keyboard.type(annotator)
+    page.keyboard.press("Enter")
+    expect(page.get_by_text(PAIR)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+
+    choose_mode("pairwise")
+    expect(page.get_by_text("1 left better · 2 right better · 3 tie (equally good) · 0 both bad", exact=False)).to_be_visible()
+    press("2", "right is better")
+    press("3", "tie: equally good")
+    settled()
+    page.keyboard.press("u")  # this tab's last judgement, the tie
+    expect(page.get_by_text("Took back your judgement")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+
+    choose_mode("topk")  # k = 1: the first pick saves the pool
+    press("2", "picked 2.")
+    press("0", "none fits.")
+    assert "Traceback" not in page.content()
+
+    store = Store(running_app.database_url)
+    try:
+        assert [j.outcome for j in store.preference_judgements("demo", annotator, "pairwise")] == ["right"]
+        first, second = store.preference_judgements("demo", annotator, "topk")
+        assert first.picked == (first.shown[1],) and second.picked == ()
+        assert store.current_label_records("demo", annotator) == []  # no digit became a graded label
+    finally:
+        store.close()
