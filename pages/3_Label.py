@@ -21,10 +21,10 @@ import pandas as pd
 import streamlit as st
 
 from db.base import MAX_LABEL, MIN_LABEL
-from pages import current_actor, get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
+from pages import current_actor, get_questions, get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
 from qa_core.access import Permission
 from qa_core.services import analysis, labeling, workbench
-from qa_core.services.labeling import charts, dashboard, preferences
+from qa_core.services.labeling import charts, dashboard, preferences, suggestions
 from qa_core.types import InputError, NotTrainedError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
@@ -51,6 +51,7 @@ GRADED = "graded"
 PAIR_KEYS = {"left": ("1", "left is better"), "right": ("2", "right is better"), "tie": ("3", "tie: equally good"),
              "both_bad": ("0", "both bad")}
 MAX_POOL_KEYS = preferences.MAX_POOL
+SUGGEST, SUGGESTING = "suggest", "suggest_for"  # the toggle, and {annotator: on} behind it
 PREF_SHOWN, PICKS, SKIPPED = "preference_shown", "topk_picks", "preference_skipped"
 KEYS_SCRIPT = Path(__file__).resolve().parent / "assets" / "label_keys.js"
 SCORING_REFRESH_SECONDS = 1.0
@@ -79,9 +80,10 @@ VIEW_KEYS: dict[str, Keys] = {
         "j": ([".st-key-label_mode input"], "focus", False),
         "k": ([".st-key-topk_k input"], "focus", False),
         "x": ([".st-key-clear_picks button"], "click", True),
+        "h": ([".st-key-suggest input"], "click", False),
     },
     AGREEMENT: {"e": ([".st-key-export button"], "click", True)},
-    REVIEW: {"f": ([".st-key-conflict input"], "focus", False)},
+    REVIEW: {"f": ([".st-key-conflict input"], "focus", False), "h": ([".st-key-review_model_on input"], "click", False)},
     GUIDELINES: {},
 }
 PAGE_HELP = "D dataset · N annotator · Esc leaves a box (then keys work again)"
@@ -330,6 +332,37 @@ def preference_view(store, dataset: str, annotator: str, mode: str, order: str, 
                + keys_help(views))
 
 
+def remember_suggesting(annotator: str) -> None:
+    st.session_state.setdefault(SUGGESTING, {})[annotator] = st.session_state[SUGGEST]
+
+
+def suggestion_choice(store, dataset: str, annotator: str) -> str | None:
+    """The model whose suggestion this annotator asked to see, or ``None``: off by default (a
+    suggestion anchors the judgement), on per annotator."""
+    st.session_state[SUGGEST] = st.session_state.setdefault(SUGGESTING, {}).get(annotator, False)
+    if not st.toggle("Show the model's suggestion (off by default: it can anchor your judgement)", key=SUGGEST,
+                     on_change=remember_suggesting, args=(annotator,)):
+        return None
+    return st.selectbox("Suggesting model", workbench.model_names(store, dataset), key="suggest_model")
+
+
+def show_suggestion(store, dataset: str, model: str, record) -> None:
+    """The model's score, rank in the pool and weightiest words for the pair on screen."""
+    try:
+        ranker = get_ranker(store, url, model, dataset, workbench.model_version_key(store, model, dataset),
+                            workbench.dataset_version(store, dataset))
+    except NotTrainedError as error:
+        show_not_trained(error, model, dataset)
+        return
+    questions = get_questions(store, url, dataset, workbench.dataset_version(store, dataset))
+    question = next(q for q in questions if q.qid == record.qid)
+    hint = suggestions.suggest(ranker, model, question, record.doc_id)
+    st.info(workbench.as_markdown(
+        f"{hint.model} suggests: score {hint.score:.3f}, rank {hint.rank} of {hint.pool_size} in this question's pool; "
+        f"weightiest words: {', '.join(hint.words) or '-'}"
+    ))
+
+
 def label_view(store, dataset: str, annotator: str) -> None:
     mode = st.selectbox("Judging", list(preferences.MODES), key="label_mode",
                         format_func=lambda m: f"{m}: {preferences.MODES[m]}")
@@ -368,6 +401,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
     if mode != GRADED:
         preference_view(store, dataset, annotator, mode, order, scores, split)
         return
+    suggesting = suggestion_choice(store, dataset, annotator)
     try:
         session = labeling.LabelingSession.build(
             store,
@@ -407,6 +441,8 @@ def label_view(store, dataset: str, annotator: str) -> None:
             st.caption(workbench.as_markdown(f"{item.record.qid} · {item.record.doc_id}"))
             st.markdown(f"**Question:** {workbench.as_markdown(item.record.question)}")
             st.markdown(f"**Candidate:** {workbench.as_markdown(item.record.candidate)}")
+            if suggesting:
+                show_suggestion(store, dataset, suggesting, item.record)
         with guide:
             guidelines_panel(store, dataset)
         for column, (grade, name) in zip(st.columns(len(GRADE_NAMES)), GRADE_NAMES.items()):
@@ -423,7 +459,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
     left.button("Skip", key="skip", shortcut="S", on_click=skip, args=(session, item), disabled=item is None)
     right.button("Undo", key="undo", shortcut="U", on_click=undo, args=(session,))
     st.caption(
-        "Keys: 0–4 judge the pair · S skip · U undo this tab's last label · J judging mode · O queue order · M model(s) · "
+        "Keys: 0–4 judge the pair · S skip · U undo this tab's last label · H model suggestion · J judging mode · O queue order · M model(s) · "
         + keys_help(views)
     )
 
@@ -529,8 +565,32 @@ def settle(store, conflict: labeling.Conflict, grade: int, reviewer: str) -> Non
     st.session_state[NOTICE] = f"Settled {conflict.qid} / {conflict.doc_id} as {grade} ({GRADE_NAMES[grade]})."
 
 
+def model_as_annotator(store, dataset: str, conflicts: list[labeling.Conflict]) -> list[labeling.Conflict]:
+    """With the toggle on, the chosen model's disagreements with the annotators' consensus join
+    the conflicts to settle (scored in the background, queued as they are scored)."""
+    if not st.toggle("A model as one more annotator", key="review_model_on"):
+        return conflicts
+    model = st.selectbox("Model", workbench.model_names(store, dataset), key="review_model")
+    try:
+        job = get_scores(store, url, model, dataset, workbench.model_version_key(store, model, dataset),
+                         workbench.dataset_version(store, dataset))
+    except NotTrainedError as error:
+        show_not_trained(error, model, dataset)
+        return conflicts
+    state = job.progress()
+    if not state.done:
+        scoring_progress({model: job})
+    disagreements = suggestions.model_disagreements(store, dataset, model, job.snapshot())
+    st.caption(workbench.as_markdown(
+        f"{len(disagreements)} pairs where {model} (its first-ranked candidate of each question counts as "
+        f"{suggestions.MODEL_RELEVANT}, the rest as 0) disagrees with the annotators' consensus on relevance."
+    ))
+    known = {c.candidate_id for c in conflicts}
+    return conflicts + [d for d in disagreements if d.candidate_id not in known]
+
+
 def review_view(store, dataset: str, reviewer: str | None) -> None:
-    conflicts = labeling.conflicts(store, dataset)
+    conflicts = model_as_annotator(store, dataset, labeling.conflicts(store, dataset))
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         (st.error if notice.startswith("Not settled") else st.success)(workbench.as_markdown(notice))
@@ -584,7 +644,7 @@ def review_view(store, dataset: str, reviewer: str | None) -> None:
             disabled=reviewer is None or party,
             width="stretch",
         )
-    st.caption("Keys: 0–4 settle the conflict shown with that final grade · F conflict list · " + keys_help(views))
+    st.caption("Keys: 0–4 settle the conflict shown with that final grade · F conflict list · H model as an annotator · " + keys_help(views))
 
 
 def take_name() -> None:

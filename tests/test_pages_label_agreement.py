@@ -195,3 +195,47 @@ def test_topk_mode_saves_the_picks_best_first_at_k(store_url):
     first, second = store.preference_judgements("demo", "alice", "topk")
     assert first.qid == qid and first.picked == (first.shown[1], first.shown[0]) and second.picked == ()
     store.close()
+
+
+# ------------------------------------------------------------------ model suggestions (item 4)
+
+
+def test_model_suggestions_are_off_by_default_and_on_per_annotator(store_url):
+    app = start("alice")
+    assert app.toggle(key="suggest").value is False and not any("suggests:" in i.value for i in app.info)
+    app.toggle(key="suggest").set_value(True).run()
+    app.selectbox(key="suggest_model").select("overlap").run()
+    assert not app.exception, app.exception
+    (hint,) = [i.value for i in app.info if "suggests:" in i.value]
+    assert hint.startswith("overlap suggests: score ") and " in this question's pool; weightiest words: " in hint
+    app.selectbox(key="annotator_choice").select("New annotator…").run()
+    app.text_input(key="new_annotator").input("bob").run()  # another annotator: off until bob turns it on
+    assert app.toggle(key="suggest").value is False and not any("suggests:" in i.value for i in app.info)
+
+
+def test_review_queues_a_models_disagreements_with_the_consensus(store_url):
+    from qa_core.services.labeling.suggestions import MODEL_RELEVANT
+
+    app = start("rita")
+    app.radio(key="label_view").set_value("Review conflicts").run()
+    app.toggle(key="review_model_on").set_value(True).run()
+    app.selectbox(key="review_model").select("overlap").run()
+    caption = ""
+    for _ in range(60):  # overlap scores the demo in the background; rerun until it is done
+        app.run()
+        caption = next((c.value for c in app.caption if "disagrees with the annotators' consensus" in c.value), "")
+        if caption and not any(p.proto.text.startswith("Scoring with") for p in app.get("progress")):
+            break
+    assert caption.startswith("0 pairs"), caption  # no labels yet: no consensus to disagree with
+
+    store = Store(store_url)
+    question = next(q for q in store.load_dataset("demo").questions if q.qid == "demo-01")
+    scores = workbench.load_ranker(store, "overlap", "demo").score(question.text, question.candidates)
+    first = question.candidates[max(range(len(scores)), key=lambda i: scores[i])].doc_id
+    store.add_label(store.find_candidate_id("demo", "demo-01", first), "alice", 0)  # the annotators say no
+    store.close()
+    app.run()
+    assert not app.exception, app.exception
+    assert any(c.value.startswith("1 pairs where overlap") for c in app.caption)
+    (table,) = [d.value for d in app.dataframe if "labels" in d.value.columns]
+    assert table["labels"].tolist() == [f"alice: 0, model:overlap: {MODEL_RELEVANT}"]

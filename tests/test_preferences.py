@@ -128,3 +128,26 @@ def test_judgements_are_stored_with_history_undone_per_session_and_become_traini
         ("q2", "a"): (4, "preferences"), ("q2", "b"): (2, "labels"),
     }
     assert resolved.counts() == {"adjudicated": 0, "labels": 1, "preferences": 4, "gold": 0}
+
+
+# ------------------------------------------------------------------ model suggestions (item 4)
+
+
+def test_a_model_as_an_annotator_judges_its_first_ranked_candidate_relevant(store: Store) -> None:
+    from qa_core.services.labeling.suggestions import MODEL_RELEVANT, model_disagreements, model_grades
+
+    store.import_dataset(dataset())
+    ids = {(r.qid, r.doc_id): r.candidate_id for r in store.candidate_rows("p")}
+    scores = {ids["q1", "a"]: 0.2, ids["q1", "b"]: 0.9, ids["q1", "c"]: 0.1, ids["q2", "a"]: 0.7}  # q2/b unscored
+    assert model_grades(scores, store.candidate_rows("p")) == {
+        ids["q1", "a"]: 0, ids["q1", "b"]: MODEL_RELEVANT, ids["q1", "c"]: 0, ids["q2", "a"]: MODEL_RELEVANT}
+    store.add_label(ids["q1", "a"], "alice", 3)  # consensus relevant, model: not -> queued
+    store.add_label(ids["q1", "b"], "alice", 0)  # consensus not, model: relevant -> queued
+    store.add_label(ids["q1", "c"], "alice", 0)  # both say not relevant
+    store.add_label(ids["q2", "a"], "alice", 2)  # both relevant
+    store.add_label(ids["q2", "b"], "alice", 0)  # not scored: the model has no say
+    queued = model_disagreements(store, "p", "overlap", scores)
+    assert {(c.qid, c.doc_id): c.labels for c in queued} == {
+        ("q1", "a"): {"alice": 3, "model:overlap": 0}, ("q1", "b"): {"alice": 0, "model:overlap": MODEL_RELEVANT}}
+    store.adjudicate(ids["q1", "a"], 3, "rita")  # settled by a reviewer: no longer queued
+    assert [(c.qid, c.doc_id) for c in model_disagreements(store, "p", "overlap", scores)] == [("q1", "b")]
