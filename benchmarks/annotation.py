@@ -154,7 +154,10 @@ def render(results: dict[str, Any]) -> list[str]:
     lines += ["", "A noise-free simulated annotator makes the converted labels equal to gold's relevance (every relevant "
               "candidate wins or ties somewhere in its question's chain, no irrelevant one does), so that row measures "
               "the rule losing nothing, with one judgement fewer per question; the noisy rows are the informative ones. "
-              "Real annotators' pairwise noise is not the same as graded noise: a limitation of this simulation.", ""]
+              "Real annotators' pairwise noise is not the same as graded noise: a limitation of this simulation. "
+              "The p values test for a difference, not for equivalence: with 28 TEST questions and 3 seeds a noisy "
+              "condition's spread (its std) is larger than the 1-point tolerance, so \"adopt\" there says the mean "
+              "landed within it, not that the two are shown equal.", ""]
     return lines
 
 
