@@ -47,7 +47,6 @@ NEW_NAME = "New annotator…"
 LABEL_SPLIT = "train"  # the queue's default split (issue 22: never TEST unless chosen)
 ANNOTATOR, HOLDER, SHOWN, NOTICE, CONFIG = "annotator", "label_holder", "label_shown", "label_notice", "label_config"
 CHOICE, NAME_ERROR = "annotator_choice", "annotator_name_error"
-GRADED = "graded"
 PAIR_KEYS = {"left": ("1", "left is better"), "right": ("2", "right is better"), "tie": ("3", "tie: equally good"),
              "both_bad": ("0", "both bad")}
 MAX_POOL_KEYS = preferences.MAX_POOL
@@ -398,7 +397,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
     elif jobs and not all(job.progress().done for job in jobs.values()):
         scoring_progress(jobs)
     scores = {model: job.snapshot() for model, job in jobs.items()}
-    if mode != GRADED:
+    if mode != preferences.GRADED:
         preference_view(store, dataset, annotator, mode, order, scores, split)
         return
     suggesting = suggestion_choice(store, dataset, annotator)

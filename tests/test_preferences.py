@@ -151,3 +151,23 @@ def test_a_model_as_an_annotator_judges_its_first_ranked_candidate_relevant(stor
         ("q1", "a"): {"alice": 3, "model:overlap": 0}, ("q1", "b"): {"alice": 0, "model:overlap": MODEL_RELEVANT}}
     store.adjudicate(ids["q1", "a"], 3, "rita")  # settled by a reviewer: no longer queued
     assert [(c.qid, c.doc_id) for c in model_disagreements(store, "p", "overlap", scores)] == [("q1", "b")]
+
+
+def test_in_team_mode_a_preference_is_the_signed_in_users_own(database_url: str) -> None:
+    from qa_core.access import SYSTEM, AccessDenied
+    from tests.test_guidelines_roles import sign_in
+
+    team = Store(database_url, team=True)
+    try:
+        team.import_dataset(dataset(), actor=SYSTEM)
+        sign_in(team, "ada")
+        anna = sign_in(team, "anna")  # an annotator may judge
+        ids = {(r.qid, r.doc_id): r.candidate_id for r in team.candidate_rows("p")}
+        with pytest.raises(AccessDenied, match="sign in"):
+            team.judge_pair(ids["q1", "a"], ids["q1", "b"], "left", "anna@example.org")
+        with pytest.raises(AccessDenied, match="cannot record a judgement as annotator 'bob'"):
+            team.judge_pool([ids["q1", "a"], ids["q1", "b"]], [], "bob", actor=anna)
+        team.judge_pair(ids["q1", "a"], ids["q1", "b"], "left", None, actor=anna)
+        assert [j.annotator for j in team.preference_judgements("p")] == ["anna@example.org"]
+    finally:
+        team.close()

@@ -39,7 +39,8 @@ ALPHA = 0.1  # choix's L2 regularisation of the log-strengths
 PAIR_ROUNDS = 2  # each candidate meets its next and its second-next of the question in queue order
 MAX_POOL = 9  # one digit key per candidate of a top-k pool
 MAX_GRADE = 4
-MODES = {"graded": "one grade 0–4 per pair", PAIRWISE: "which of two answers is better",
+GRADED = "graded"  # the Label page's third mode, one grade per pair (``labels``)
+MODES = {GRADED: "one grade 0–4 per pair", PAIRWISE: "which of two answers is better",
          TOPK: "pick the best k of a pool"}
 
 
