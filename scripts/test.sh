@@ -7,7 +7,8 @@ bash scripts/setup.sh --deps-only
 .venv/bin/ruff check .
 .venv/bin/lint-imports --no-cache
 set +e
-.venv/bin/python -m pytest "$@"
+# 2 workers (the CI machine has 2 cores); PYTEST_WORKERS=0 runs in one process
+.venv/bin/python -m pytest -n "${PYTEST_WORKERS:-2}" "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

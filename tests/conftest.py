@@ -23,6 +23,7 @@ import pytest
 import torch
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from xdist.scheduler import LoadFileScheduling
 
 from db.store import Store
 from qa_core.data.demo import load_demo
@@ -33,6 +34,40 @@ from qa_core.types import Dataset
 # the token is ~/.ray/auth_token, made by the first cluster. Usage statistics stay off (offline).
 os.environ.setdefault("RAY_AUTH_MODE", "token")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+# ============================================================================ parallel runs
+# `make test` runs the suite on 2 pytest-xdist workers (scripts/test.sh). Whole test files go to a
+# worker, so module-scoped fixtures (e.g. test_every_model's trained store) are built once, and the
+# browser test files (`test_e2e_*`) all go to the same worker: they share the slowest setups of the
+# suite, the `make run` app (which trains the demo model) and Chromium. (xdist's own `--dist
+# loadgroup` marks cannot do this under pytest 9.2, whose node ids no longer take its group suffix.)
+# Each worker runs torch on one thread: two workers already fill the 2-core CI machine, and
+# oversubscribed OpenMP threads make small models many times slower (see `single_thread`).
+
+BROWSER_TESTS = "test_e2e_"
+
+
+class SharedSetupScheduling(LoadFileScheduling):
+    def _split_scope(self, nodeid: str) -> str:
+        test_file = super()._split_scope(nodeid)
+        return "browser tests" if Path(test_file).name.startswith(BROWSER_TESTS) else test_file
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's
+def pytest_xdist_make_scheduler(config: pytest.Config, log) -> SharedSetupScheduling:
+    return SharedSetupScheduling(config, log)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread_per_worker() -> Iterator[None]:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
 
 # ============================================================================ isolation
 # Tests never read or write the developer's ./data folder (its store may hold trained classifiers

@@ -15,13 +15,26 @@ from dataclasses import replace
 import pytest
 
 from db.store import Store
+from qa_core.data.demo import load_demo
 from qa_core.rankers import registry
 from qa_core.services import jobs, workbench
 from qa_core.services.ranking import rank_pool
+from qa_core.types import Dataset
 
 QUESTION = "who discovered penicillin"
 EDIT = "Alexander Fleming discovered penicillin in 1928."
 TOLERANCE = 1e-6
+
+
+QUESTIONS_PER_SPLIT = {"train": 30, "dev": 10, "test": 10}
+
+
+def small_demo() -> Dataset:
+    """The demo's first questions of each split: what is under test is the job path and the request
+    path, not what the models learn (eight trainings side by side on the whole demo took 100 s)."""
+    demo = load_demo()
+    questions = [q for split, count in QUESTIONS_PER_SPLIT.items() for q in demo.split(split)[:count]]
+    return Dataset(demo.name, questions, demo.source)
 
 
 def fast_settings(model: str) -> dict[str, int]:
@@ -31,15 +44,15 @@ def fast_settings(model: str) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def trained_store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A store with the demo corpus and every trainable model trained as a job and promoted. The
-    jobs run side by side, each in its own process, as the Train page starts them."""
+    """A store with part of the demo corpus and every trainable model trained as a job and promoted.
+    The jobs run side by side, each in its own process, as the Train page starts them."""
     folder = tmp_path_factory.mktemp("every_model")
     url = f"sqlite:///{folder / 'store.sqlite'}"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RERANK_LAB_DATA", str(folder / "data"))
         patch.setenv("RERANK_LAB_DB", url)
         store = Store(url)
-        workbench.ensure_demo(store)
+        store.import_dataset(small_demo())
         started = {
             model: jobs.start_training_job(
                 store, model, "demo", store_labels=False, gold=True, model_config=fast_settings(model), promote=True
