@@ -1,5 +1,5 @@
 """Speed: end-to-end rerank latency, model throughput and training time, WikiQA import time, page
-render time in Chromium, batch scoring on the local and Ray engines (``--parts batch``,
+render time in Chromium, the Label page's key press to next pair (``--parts label``), batch scoring on the local and Ray engines (``--parts batch``,
 ``benchmarks/batch_engines.py``), and (on a GPU) mixed-precision throughput. Results go to
 ``benchmarks/results/speed.json`` (each part merged in, so parts can be re-run alone) and the
 section "speed" of docs/benchmarks.md.
@@ -36,11 +36,13 @@ from typing import Any
 from batch_engines import render_batch, run_batch
 from common import RESULTS, ROOT, machine, machine_line, mean_std, read_results, write_result, write_section
 
-PARTS = ("e2e", "throughput", "import", "app", "walk", "batch", "gpu")
+PARTS = ("e2e", "throughput", "import", "app", "label", "walk", "batch", "gpu")
 CANDIDATES = 100
 QUESTIONS = 100  # WikiQA test questions timed end to end (the first ones, in file order)
 WARMUP = 5  # WikiQA dev questions run first: spaCy, BM25 index, allocator
 APP_RUNS = 5
+LABEL_JUDGEMENTS, LABEL_WARMUP = 50, 5  # issue 21: p95 <= 250 ms over 50 warm judgements
+LABEL_TARGET_MS = 250
 AMP_TOLERANCE = 1e-3
 PROFILE_ROWS = 8
 
@@ -382,6 +384,48 @@ def run_walk(hold_seconds: int = 30) -> dict[str, Any]:
             "peak_resident_mb": max([held, *(step["resident_mb"] for step in steps)])}
 
 
+# The "qid · doc_id" caption of the pair on screen.
+PAIR_CAPTION_JS = r"""[...document.querySelectorAll('[data-testid=stCaptionContainer]')]
+    .map(e => e.innerText).find(t => /^demo-\d+ · demo-\d+-\d+$/.test(t))"""
+
+
+def run_label(judgements: int = LABEL_JUDGEMENTS, warmup: int = LABEL_WARMUP) -> dict[str, Any]:
+    """Issue 21's target: from a grade key pressed on the Label page to the next pair shown, over
+    ``judgements`` keyboard-only judgements after ``warmup`` ones, in headless Chromium (random
+    order, demo corpus)."""
+    with app_server(Path(os.environ["RERANK_LAB_DATA"]).parent / "app") as (url, _):
+        return time_label_page(url, judgements, warmup)
+
+
+def time_label_page(url: str, judgements: int, warmup: int) -> dict[str, Any]:
+    """``run_label`` on an app already running at ``url``; the clock stops when the caption names
+    another pair (polled every 5 ms)."""
+    from playwright.sync_api import expect
+
+    with chromium() as browser:
+        page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
+        page.goto(f"{url}/Label")
+        expect(page.get_by_text("Choose your name")).to_be_visible(timeout=300_000)
+        page.wait_for_function("window.rerankLabKeysInstalled === true", timeout=300_000)
+        page.keyboard.press("n")
+        page.keyboard.type(f"speed-{os.getpid()}-{time.time_ns()}")
+        page.keyboard.press("Enter")
+        page.wait_for_function(PAIR_CAPTION_JS, timeout=300_000)
+        idle = page.get_by_test_id("stApp")
+        times = []
+        for i in range(warmup + judgements):
+            expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=300_000)
+            shown = page.evaluate(PAIR_CAPTION_JS)
+            started = time.perf_counter()
+            page.keyboard.press(str(i % 5))
+            page.wait_for_function(f"(() => {{ const t = {PAIR_CAPTION_JS}; return t && t !== {json.dumps(shown)}; }})()",
+                                   timeout=300_000, polling=5)
+            if i >= warmup:
+                times.append((time.perf_counter() - started) * 1000)
+    return {"judgements": judgements, "warmup": warmup, "key_to_next_pair_ms": times,
+            "median_ms": statistics.median(times), "p95_ms": percentile(times, 95)}
+
+
 # ---------------------------------------------------------------------------- GPU (mixed precision)
 
 
@@ -531,6 +575,15 @@ def render(results: dict[str, Any]) -> list[str]:
             values = app[key]
             lines.append(f"| {name} | {values[0]:.0f} | {statistics.median(values[1:] or values):.0f} |")
         lines.append("")
+    label = results.get("label")
+    if label:
+        verdict = "meets" if label["p95_ms"] <= LABEL_TARGET_MS else "misses"
+        lines += ["### Label page: key press to the next pair", "",
+                  f"Issue 21's target: from a grade key pressed on the Label page to the next pair shown, p95 <= "
+                  f"{LABEL_TARGET_MS} ms over {label['judgements']} keyboard-only judgements after {label['warmup']} "
+                  "warm-up ones (headless Chromium, the app started with `make run`, random order over the demo "
+                  f"corpus). Median {label['median_ms']:.0f} ms, p95 {label['p95_ms']:.0f} ms: {verdict} the target "
+                  f"on this machine.{_load_note(label)}", ""]
     walk = results.get("walk")
     if walk:
         lines += ["### Server memory after a walk of every page", "",
@@ -595,6 +648,8 @@ def main() -> None:
                     results["import"] = {**run_import(), "load_average": load_average}
                 elif part == "app":
                     results["app"] = {**run_app(), "load_average": load_average}
+                elif part == "label":
+                    results["label"] = {**run_label(), "load_average": load_average}
                 elif part == "walk":
                     results["walk"] = {**run_walk(), "load_average": load_average}
                 elif part == "batch":

@@ -8,6 +8,7 @@ training jobs (``db/jobs.py``). Each part builds on ``StoreBase``.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -145,9 +146,26 @@ def check_name(name: object, what: str) -> str:
     return name
 
 
+# Characters that draw nothing: control and format characters (zero-width space, joiners, BOM,
+# bidi marks), separators, and the blank letters Unicode classes as letters (Hangul fillers,
+# braille blank). A name made only of them reads as blank on every page.
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me"})
+# Invisible characters that never belong inside a person's name, so "alice" and "ali\u200bce"
+# cannot be two annotators who look the same (ZWJ/ZWNJ stay allowed: scripts and emoji use them).
+_SPOOFING = frozenset("\u200b\u2060\ufeff\u00ad\u180e\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def check_annotator(name: object, what: str = "annotator") -> str:
-    """``check_name`` for people and sessions (annotator, adjudicator, holder)."""
-    return check_name(name, f"{what} name")
+    """``check_name`` for people and sessions (annotator, adjudicator, holder), NFC-normalised;
+    a name with nothing visible in it, or with a zero-width or direction character inside, is
+    refused (two annotators who look the same on every page would be told apart by nothing)."""
+    name = check_name(unicodedata.normalize("NFC", name) if isinstance(name, str) else name, f"{what} name")
+    if all(c in _BLANK_LETTERS or unicodedata.category(c) in _INVISIBLE_CATEGORIES for c in name):
+        raise InputError(f"{what} name is blank: it holds only invisible characters")
+    if any(c in _SPOOFING for c in name):
+        raise InputError(f"{what} name holds an invisible character (zero-width or text direction); type it again")
+    return name
 
 
 def check_text(text: str | None, what: str) -> str | None:

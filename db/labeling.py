@@ -35,6 +35,7 @@ from sqlalchemy import exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from db.annotation import guideline_in_force
 from db.audit import authorize, candidate_ref, record
 from db.base import (
     StoreBase,
@@ -109,14 +110,18 @@ class LabelingStore(StoreBase):
     # ------------------------------------------------------------------ undo
 
     def undo_last(
-        self, annotator: str | None, dataset: str | None = None, *, actor: Actor | None = None
+        self, annotator: str | None, dataset: str | None = None, holder: str | None = None, *,
+        actor: Actor | None = None,
     ) -> dict[str, Any] | None:
-        """Retract ``annotator``'s latest current judgement (in ``dataset`` if given) and return it
-        (``label_id``, ``candidate_id``, ``value``); ``None`` when there is nothing to undo.
+        """Retract ``annotator``'s latest current judgement (in ``dataset`` if given; given in the
+        queue by ``holder``, one app session, if given) and return it (``label_id``,
+        ``candidate_id``, ``value``); ``None`` when there is nothing to undo.
 
-        The judgement stays in the history, marked retracted; the annotator's previous judgement
-        of that pair, if any, becomes current again. Repeated calls undo further back. A signed-in
-        ``actor`` undoes only their own judgements.
+        With ``holder``, undo is per session: a second browser tab of the same annotator never
+        takes back what the first one judged. The judgement stays in the history, marked
+        retracted; the annotator's previous judgement of that pair, if any, becomes current
+        again. Repeated calls undo further back. A signed-in ``actor`` undoes only their own
+        judgements.
         """
         for attempt in range(1, UNDO_ATTEMPTS + 1):
             try:
@@ -124,6 +129,10 @@ class LabelingStore(StoreBase):
                     who = authorize(session, actor, Permission.LABEL, team=self.team)
                     annotator = check_annotator(acting_name(who, annotator))
                     query = select(LabelRow).where(LabelRow.annotator == annotator, not_retracted())
+                    if holder is not None:
+                        query = query.where(
+                            LabelRow.claim_id.in_(select(QueueClaimRow.id).where(QueueClaimRow.holder == holder))
+                        )
                     if dataset is not None:
                         query = query.where(LabelRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)))
                     label = session.scalars(query.order_by(LabelRow.id.desc()).limit(1)).first()
@@ -144,13 +153,22 @@ class LabelingStore(StoreBase):
     ) -> int:
         """Record a reviewer's final value for a candidate and return its id; the latest
         adjudication wins over every annotator's label (``qa_core.services.labeling.training_labels``).
-        A signed-in ``actor`` adjudicates as themselves (``adjudicator``: ``None`` or their name)."""
+        A signed-in ``actor`` adjudicates as themselves (``adjudicator``: ``None`` or their name).
+
+        A reviewer who has a current label on the pair is a party to its conflict and may not
+        settle it (``InputError``): another reviewer does."""
         value, note = check_grade(value), check_text(note, "the note")
         with self.session_scope() as session:
             who = authorize(session, actor, Permission.ADJUDICATE, team=self.team)
             adjudicator = check_annotator(acting_name(who, adjudicator, "adjudicator"), "adjudicator")
             if session.get(CandidateRow, candidate_id) is None:
                 raise InputError(f"no candidate with id {candidate_id}")
+            if session.scalar(
+                select(exists().where(LabelRow.candidate_id == candidate_id, LabelRow.annotator == adjudicator, not_retracted()))
+            ):
+                raise InputError(
+                    f"{adjudicator} labelled this pair, so cannot settle its conflict: another reviewer must"
+                )
             adjudication_id = session.scalar(
                 insert(AdjudicationRow)
                 .values(candidate_id=candidate_id, value=value, adjudicator=adjudicator, note=note)
@@ -317,8 +335,10 @@ class LabelingStore(StoreBase):
             acting_name(who, claim.annotator)
             label_id = session.scalar(
                 insert(LabelRow)
-                .values(candidate_id=claim.candidate_id, annotator=claim.annotator, value=value, note=note,
-                        user_id=who.user_id)
+                .values(
+                    candidate_id=claim.candidate_id, annotator=claim.annotator, value=value, note=note,
+                    user_id=who.user_id, claim_id=claim.id, guideline_id=guideline_in_force(session, claim.candidate_id),
+                )
                 .returning(LabelRow.id)
             )
             session.execute(

@@ -1,6 +1,6 @@
 """SQLAlchemy 2 ORM models of the store.
 
-Migrations ``0001_initial`` to ``0007_job_claims`` create exactly these tables;
+Migrations ``0001_initial`` to ``0008_annotation`` create exactly these tables;
 ``tests/test_store.py`` checks that the two agree, so any change here needs a new Alembic revision.
 
 History is append-only wherever people's work is recorded: a judgement is never updated or
@@ -161,6 +161,73 @@ class LabelRow(Base):
     note: Mapped[str | None] = mapped_column(Text)
     # The signed-in user who wrote it (team mode, revision 0006); NULL in local mode and before.
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    # The queue claim the label was given under (its holder: whose undo it is; its claimed_at:
+    # when the pair was shown), and the guidelines it was made under; NULL for labels written
+    # outside the queue or before migration 0008.
+    claim_id: Mapped[int | None] = mapped_column(ForeignKey("queue_claims.id", ondelete="SET NULL"), index=True)
+    guideline_id: Mapped[int | None] = mapped_column(ForeignKey("guidelines.id", ondelete="SET NULL"))
+
+
+class GuidelineRow(Base):
+    """One version of a dataset's annotation guidelines (markdown); append-only, the highest
+    version is the one in force."""
+
+    __tablename__ = "guidelines"
+    __table_args__ = (UniqueConstraint("dataset_id", "version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"))
+    version: Mapped[int]
+    text: Mapped[str] = mapped_column(Text)
+    author: Mapped[str]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AnnotationSettingsRow(Base):
+    """A dataset's labelling settings as set on the Label page; append-only, the latest row wins
+    (so every session of every annotator draws the same double-annotated sample)."""
+
+    __tablename__ = "annotation_settings"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    overlap_share: Mapped[float]  # share of pairs that want ``overlap`` annotators
+    overlap: Mapped[int]
+    changed_by: Mapped[str]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class PreferenceJudgementRow(Base):
+    """One relative judgement of a question's candidates (issue 21, item 2), append-only like a
+    label: ``pairwise`` shows two (``shown`` = [left, right]) and ``outcome`` is left, right, tie or
+    both_bad; ``topk`` shows a pool and ``picked`` holds the chosen candidate ids best first (empty:
+    none fits). ``holder`` is the app session it came from (whose undo it is)."""
+
+    __tablename__ = "preference_judgements"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), index=True)
+    mode: Mapped[str]
+    shown: Mapped[list[int]] = mapped_column(JSON)
+    outcome: Mapped[str]
+    picked: Mapped[list[int]] = mapped_column(JSON)
+    annotator: Mapped[str] = mapped_column(index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    holder: Mapped[str | None]
+    guideline_id: Mapped[int | None] = mapped_column(ForeignKey("guidelines.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class PreferenceRetractionRow(Base):
+    """Undo of a preference judgement: the judgement stays, marked retracted."""
+
+    __tablename__ = "preference_retractions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    judgement_id: Mapped[int] = mapped_column(
+        ForeignKey("preference_judgements.id", ondelete="CASCADE"), unique=True
+    )
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class LabelRetractionRow(Base):

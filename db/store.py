@@ -17,6 +17,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from db.annotation import AnnotationStore
 from db.audit import authorize, record
 from db.base import (
     ANY_DATASET,
@@ -53,6 +54,7 @@ from db.models import (
     RunRow,
     RunScoreRow,
 )
+from db.preferences import PreferenceStore
 from db.reimport import TEXT_KEY, ImportReport, write_dataset
 from db.users import UserStore
 from qa_core.access import Actor, Permission, acting_name
@@ -80,7 +82,7 @@ class QrelsImport(NamedTuple):
     unchanged: int
 
 
-class Store(LabelingStore, JobStore, UserStore):
+class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore):
     """Persistent store over SQLite or PostgreSQL; the schema is migrated on construction.
 
     Every write that people's roles govern (labels, adjudications, imports, training jobs,

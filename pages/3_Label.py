@@ -5,22 +5,36 @@ Widgets and layout only; the queue, its leases and the agreement coefficients ar
 ``qa_core.services.labeling`` and the store's (``db/labeling.py``): every judgement is written at once with
 history, and two browser sessions are never handed the same pair at once (each session holds its
 pair through a lease in the store). Data text is shown as escaped markdown, never as HTML.
+
+Every action has a key, listed on the page (``KEYS``); ``pages/assets/label_keys.js`` makes sure
+focus never stays stuck in a widget: choosing an option, changing a radio button or pressing
+Escape hands the keys back to the page, and capital letters work as the small ones.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from db.base import MAX_LABEL, MIN_LABEL
-from pages import current_actor, get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
+from pages import current_actor, get_questions, get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
 from qa_core.access import Permission
-from qa_core.services import labeling, workbench
+from qa_core.services import analysis, labeling, workbench
+from qa_core.services.labeling import charts, dashboard, preferences, suggestions
 from qa_core.types import InputError, NotTrainedError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
+GRADE_MEANINGS = {
+    0: "says nothing about what the question asks",
+    1: "on the question's topic, but does not answer it",
+    2: "holds part of the answer, or the answer with something missing",
+    3: "answers the question",
+    4: "answers it fully and on its own; nothing else is needed",
+}
 assert sorted(GRADE_NAMES) == list(range(MIN_LABEL, MAX_LABEL + 1)), "one button per grade the store accepts"
 ORDER_HELP = {
     "random": "a seeded random order",
@@ -28,20 +42,96 @@ ORDER_HELP = {
     "disagreement": "pairs whose rank differs most between the models first",
     "diversity": "one pair of each question in turn",
 }
-LABEL, AGREEMENT, REVIEW = "Label", "Agreement", "Review conflicts"
+LABEL, AGREEMENT, REVIEW, GUIDELINES = "Label", "Agreement", "Review conflicts", "Guidelines"
 NEW_NAME = "New annotator…"
 LABEL_SPLIT = "train"  # the queue's default split (issue 22: never TEST unless chosen)
 ANNOTATOR, HOLDER, SHOWN, NOTICE, CONFIG = "annotator", "label_holder", "label_shown", "label_notice", "label_config"
+CHOICE, NAME_ERROR = "annotator_choice", "annotator_name_error"
+PAIR_KEYS = {"left": ("1", "left is better"), "right": ("2", "right is better"), "tie": ("3", "tie: equally good"),
+             "both_bad": ("0", "both bad")}
+MAX_POOL_KEYS = preferences.MAX_POOL
+SUGGEST, SUGGESTING = "suggest", "suggest_for"  # the toggle, and {annotator: on} behind it
+PREF_SHOWN, PICKS, SKIPPED = "preference_shown", "topk_picks", "preference_skipped"
+KEYS_SCRIPT = Path(__file__).resolve().parent / "assets" / "label_keys.js"
+SCORING_REFRESH_SECONDS = 1.0
+
+
+VIEW_LETTERS = {LABEL: "l", AGREEMENT: "a", REVIEW: "v", GUIDELINES: "g"}
+
+
+def view_key(position: int) -> str:
+    """The view radio button at ``position`` (0-based; Streamlit's radio inputs carry their index)."""
+    return f'.st-key-label_view input[type="radio"][value="{position}"]'
+
+
+Keys = dict[str, tuple[list[str], str, bool]]
+# letter -> (CSS selectors tried in turn, "click" or "focus", Streamlit's own shortcut handles the small letter)
+PAGE_KEYS: Keys = {
+    "d": ([".st-key-label_dataset input"], "focus", False),
+    "n": ([".st-key-new_annotator input", ".st-key-annotator_choice input"], "focus", False),
+}
+VIEW_KEYS: dict[str, Keys] = {
+    LABEL: {
+        "s": ([".st-key-skip button"], "click", True),
+        "u": ([".st-key-undo button"], "click", True),
+        "o": ([".st-key-order input"], "focus", False),
+        "m": ([".st-key-order_model input", ".st-key-order_models input"], "focus", False),
+        "j": ([".st-key-label_mode input"], "focus", False),
+        "k": ([".st-key-topk_k input"], "focus", False),
+        "x": ([".st-key-clear_picks button"], "click", True),
+        "h": ([".st-key-suggest input"], "click", False),
+    },
+    AGREEMENT: {"e": ([".st-key-export button"], "click", True)},
+    REVIEW: {"f": ([".st-key-conflict input"], "focus", False), "h": ([".st-key-review_model_on input"], "click", False)},
+    GUIDELINES: {},
+}
+PAGE_HELP = "D dataset · N annotator · Esc leaves a box (then keys work again)"
+
+
+def view_keys(views: list[str]) -> Keys:
+    """A letter per view the actor may open, pointing at that view's radio button (a role sees
+    fewer views, so positions differ)."""
+    return {VIEW_LETTERS[view]: ([view_key(position)], "click", False) for position, view in enumerate(views)}
+
+
+def keys_help(views: list[str]) -> str:
+    """The page-wide keys as listed under every view."""
+    letters = " / ".join(VIEW_LETTERS[view].upper() for view in views)
+    return f"{letters} {', '.join(view.split()[0].lower() for view in views)} · {PAGE_HELP}"
 
 st.set_page_config(page_title="Label · Rerank Lab", layout="wide")
 
 
-@st.cache_resource(show_spinner="Scoring the dataset's pairs…")
+@st.cache_resource(show_spinner=False, max_entries=8)
 def get_scores(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str):
-    """``{candidate_id: score}`` of one model over the dataset, for the uncertainty and
-    disagreement orders; a new model version or a re-import scores again."""
+    """One model's scores of the dataset, filled in by a background thread, for the uncertainty
+    and disagreement orders (shared by every session); a new model version or a re-import
+    scores again."""
     ranker = get_ranker(_store, url, model, dataset, model_version, dataset_version)  # the pages' shared cache
-    return labeling.model_scores(ranker, _store.candidate_rows(dataset))
+    return labeling.BackgroundScores(ranker, _store.candidate_rows(dataset))
+
+
+def install_keys(keys: Keys) -> None:
+    """The page's extra keys and the focus rules of ``label_keys.js`` (our own script, no data in it)."""
+    config = json.dumps({letter: list(entry) for letter, entry in keys.items()})
+    st.html(
+        f"<script>window.rerankLabKeys = {config};</script><script>{KEYS_SCRIPT.read_text(encoding='utf-8')}</script>",
+        unsafe_allow_javascript=True,
+    )
+
+
+@st.fragment(run_every=SCORING_REFRESH_SECONDS)
+def scoring_progress(jobs: dict[str, labeling.BackgroundScores]) -> None:
+    """Scoring progress while the model-based order fills in; one full rerun when it is done."""
+    states = {model: job.progress() for model, job in jobs.items()}
+    if all(state.done for state in states.values()):
+        st.rerun()
+    for model, state in states.items():
+        st.progress(
+            state.scored / state.total if state.total else 1.0,
+            text=f"Scoring with {model} for this order: {state.scored} of {state.total} pairs · "
+            "labelling goes on meanwhile, scored pairs first",
+        )
 
 
 def judge(session: labeling.LabelingSession, item: labeling.QueueItem, grade: int) -> None:
@@ -74,7 +164,207 @@ def undo(session: labeling.LabelingSession) -> None:
     )
 
 
+def guidelines_panel(store, dataset: str) -> None:
+    """The grade scale and the dataset's guidelines in force, beside the pair (each label records
+    the version it was made under)."""
+    guideline = store.guidelines(dataset)
+    title = "Guidelines" if guideline is None else f"Guidelines (version {guideline.version})"
+    with st.expander(title, expanded=True):
+        st.markdown("\n".join(f"- **{grade} · {GRADE_NAMES[grade]}**: {meaning}" for grade, meaning in GRADE_MEANINGS.items()))
+        if guideline is None:
+            st.caption("No guidelines for this dataset yet: whoever manages it writes them in the Guidelines view (G).")
+        else:
+            st.markdown(guideline.text)  # the guidelines' own markdown; Streamlit escapes HTML in it
+
+
+def guidelines_view(store, dataset: str, author: str | None) -> None:
+    """The dataset's guidelines and their versions; whoever may manage the dataset (an admin in
+    team mode, anyone locally) edits them, every save a new version in the store."""
+    history = store.guideline_history(dataset)
+    current = history[-1].text if history else ""
+    if not current_actor().may(Permission.MANAGE_ANNOTATION):
+        st.info("Only an admin edits the guidelines of a dataset; these are the ones in force.")
+        if current:
+            st.markdown(current)  # the guidelines' own markdown; Streamlit escapes HTML in it
+    else:
+        with st.form("guidelines_form", border=False):
+            text = st.text_area("Guidelines (markdown)", current, height=300, key="guidelines_text")
+            saved = st.form_submit_button("Save as a new version", disabled=author is None)
+        if author is None:
+            st.info("Choose or type your name above to edit the guidelines.")
+        elif saved:
+            try:
+                guideline = store.save_guidelines(dataset, text, author, actor=current_actor())
+            except InputError as error:
+                st.error(workbench.as_markdown(str(error)))
+            else:
+                st.session_state[NOTICE] = f"Guidelines version {guideline.version} is in force."
+                st.rerun()
+    notice = st.session_state.pop(NOTICE, None)
+    if notice:
+        st.success(workbench.as_markdown(notice))
+    if history:
+        st.dataframe(
+            pd.DataFrame(
+                [{"version": g.version, "author": g.author, "saved": g.created_at, "characters": len(g.text)} for g in reversed(history)]
+            ),
+            hide_index=True,
+            key="guideline_history",
+        )
+    st.caption("Keys: " + keys_help(views))
+
+
+def judge_preference(session: preferences.PreferenceSession, item: tuple[int, ...], outcome: str) -> None:
+    """Button callback: the pairwise judgement of the pair on screen (a late second press writes nothing)."""
+    if st.session_state.get(PREF_SHOWN) != item:
+        return
+    del st.session_state[PREF_SHOWN]
+    try:
+        session.judge_pair(item, outcome)
+    except InputError as error:
+        st.session_state[NOTICE] = f"Not saved: {error}"
+        return
+    st.session_state[NOTICE] = f"Judged {session.records[item[0]].qid}: {PAIR_KEYS[outcome][1]}."
+
+
+def pick(session: preferences.PreferenceSession, item: tuple[int, ...], candidate_id: int | None, k: int) -> None:
+    """Button callback: add a pick to the pool on screen (``None``: done, save the picks so far);
+    the pool is saved once ``k`` are picked."""
+    if st.session_state.get(PREF_SHOWN) != item:
+        return
+    picked = list(st.session_state.get(PICKS, {}).get(item, []))
+    if candidate_id is not None and candidate_id not in picked:
+        picked.append(candidate_id)
+    if candidate_id is not None and len(picked) < min(k, len(item)):
+        st.session_state[PICKS] = {item: picked}
+        return
+    del st.session_state[PREF_SHOWN]
+    st.session_state[PICKS] = {}
+    try:
+        session.judge_pool(item, picked)
+    except InputError as error:
+        st.session_state[NOTICE] = f"Not saved: {error}"
+        return
+    best = ", ".join(str(item.index(c) + 1) for c in picked)
+    st.session_state[NOTICE] = f"Judged {session.records[item[0]].qid}: " + (f"picked {best}." if best else "none fits.")
+
+
+def clear_picks() -> None:
+    st.session_state[PICKS] = {}
+
+
+def skip_preference(session: preferences.PreferenceSession, item: tuple[int, ...]) -> None:
+    if st.session_state.pop(PREF_SHOWN, None) == item:
+        skipped = [i for i in st.session_state.get(SKIPPED, []) if i != item]
+        st.session_state[SKIPPED] = [*skipped, item]
+        st.session_state[NOTICE] = f"Skipped {session.records[item[0]].qid}: it comes back at the end."
+
+
+def undo_preference(session: preferences.PreferenceSession) -> None:
+    st.session_state.pop(PREF_SHOWN, None)
+    st.session_state[PICKS] = {}
+    item = session.undo()
+    st.session_state[NOTICE] = (
+        "Nothing of yours to undo here in this mode."
+        if item is None
+        else f"Took back your judgement of {session.records[item[0]].qid} (it stays in the history)."
+    )
+
+
+def preference_view(store, dataset: str, annotator: str, mode: str, order: str, scores, split: str) -> None:
+    """Pairwise or top-k judging: one key per answer, the pair or pool shown beside the guidelines."""
+    k = st.selectbox("Best k", (1, 2, 3), key="topk_k") if mode == preferences.TOPK else 1
+    try:
+        session = preferences.PreferenceSession.build(
+            store, dataset, annotator, mode, order, scores=scores, split=split, holder=st.session_state[HOLDER],
+            actor=current_actor(),
+        )
+        item = session.current(st.session_state.get(SKIPPED, []))
+        done, total = session.progress()
+    except InputError as error:
+        st.error(workbench.as_markdown(str(error)))
+        return
+    st.progress(done / total if total else 1.0, text=f"{done} of {total} judged by you in this queue")
+    notice = st.session_state.pop(NOTICE, None)
+    if notice:
+        st.caption(workbench.as_markdown(notice))
+    if item is None:
+        st.session_state.pop(PREF_SHOWN, None)
+        st.success("Nothing left for you to judge in this queue.")
+    else:
+        st.session_state[PREF_SHOWN] = item
+        records = [session.records[c] for c in item]
+        shown, guide = st.columns([3, 2])
+        with shown.container(border=True):
+            st.caption(workbench.as_markdown(f"{records[0].qid} · {mode}"))
+            st.markdown(f"**Question:** {workbench.as_markdown(records[0].question)}")
+            if mode == preferences.PAIRWISE:
+                for column, side, record in zip(st.columns(2), ("1 · Left", "2 · Right"), records):
+                    column.markdown(f"**{side}:** {workbench.as_markdown(record.candidate)}")
+            else:
+                picked = st.session_state.get(PICKS, {}).get(item, [])
+                marks = {c: f"**[pick {rank}]** " for rank, c in enumerate(picked, 1)}
+                st.markdown("\n".join(f"{n}. {marks.get(r.candidate_id, '')}{workbench.as_markdown(r.candidate)}"
+                                       for n, r in enumerate(records, 1)))
+        with guide:
+            guidelines_panel(store, dataset)
+        if mode == preferences.PAIRWISE:
+            for column, (outcome, (key, name)) in zip(st.columns(len(PAIR_KEYS)), PAIR_KEYS.items()):
+                column.button(f"{key} · {name}", key=f"pair-{outcome}", shortcut=key, on_click=judge_preference,
+                              args=(session, item, outcome), width="stretch")
+        else:
+            picked = st.session_state.get(PICKS, {}).get(item, [])
+            for column, (n, record) in zip(st.columns(len(item) + 1), enumerate(records, 1)):
+                column.button(f"{n} · pick", key=f"pick-{n}", shortcut=str(n), on_click=pick,
+                              args=(session, item, record.candidate_id, k), disabled=record.candidate_id in picked,
+                              width="stretch")
+            st.button("0 · done (none fits, or the picks so far)", key="pick-done", shortcut="0", on_click=pick,
+                      args=(session, item, None, k))
+    left, middle, right, _ = st.columns([1, 1, 1, 2])
+    left.button("Skip", key="skip", shortcut="S", on_click=skip_preference, args=(session, item), disabled=item is None)
+    middle.button("Undo", key="undo", shortcut="U", on_click=undo_preference, args=(session,))
+    if mode == preferences.TOPK:
+        right.button("Clear picks", key="clear_picks", shortcut="X", on_click=clear_picks)
+    keys = ("1 left better · 2 right better · 3 tie (equally good) · 0 both bad" if mode == preferences.PAIRWISE
+            else f"1–{MAX_POOL_KEYS} pick (best first; saved at k picks) · 0 done · X clear picks · K k")
+    st.caption(f"Keys: {keys} · S skip · U undo this tab's last judgement · J judging mode · O queue order · "
+               + keys_help(views))
+
+
+def remember_suggesting(annotator: str) -> None:
+    st.session_state.setdefault(SUGGESTING, {})[annotator] = st.session_state[SUGGEST]
+
+
+def suggestion_choice(store, dataset: str, annotator: str) -> str | None:
+    """The model whose suggestion this annotator asked to see, or ``None``: off by default (a
+    suggestion anchors the judgement), on per annotator."""
+    st.session_state[SUGGEST] = st.session_state.setdefault(SUGGESTING, {}).get(annotator, False)
+    if not st.toggle("Show the model's suggestion (off by default: it can anchor your judgement)", key=SUGGEST,
+                     on_change=remember_suggesting, args=(annotator,)):
+        return None
+    return st.selectbox("Suggesting model", workbench.model_names(store, dataset), key="suggest_model")
+
+
+def show_suggestion(store, dataset: str, model: str, record) -> None:
+    """The model's score, rank in the pool and weightiest words for the pair on screen."""
+    try:
+        ranker = get_ranker(store, url, model, dataset, workbench.model_version_key(store, model, dataset),
+                            workbench.dataset_version(store, dataset))
+    except NotTrainedError as error:
+        show_not_trained(error, model, dataset)
+        return
+    questions = get_questions(store, url, dataset, workbench.dataset_version(store, dataset))
+    question = next(q for q in questions if q.qid == record.qid)
+    hint = suggestions.suggest(ranker, model, question, record.doc_id)
+    st.info(workbench.as_markdown(
+        f"{hint.model} suggests: score {hint.score:.3f}, rank {hint.rank} of {hint.pool_size} in this question's pool; "
+        f"weightiest words: {', '.join(hint.words) or '-'}"
+    ))
+
+
 def label_view(store, dataset: str, annotator: str) -> None:
+    mode = st.selectbox("Judging", list(preferences.MODES), key="label_mode",
+                        format_func=lambda m: f"{m}: {preferences.MODES[m]}")
     splits = list(store.dataset_summary(dataset)["questions"])
     left, right = st.columns([1, 3])
     split = left.selectbox(  # TRAIN by default: labels there train models and never move a TEST metric
@@ -92,18 +382,35 @@ def label_view(store, dataset: str, annotator: str) -> None:
         chosen = [st.selectbox("Model", names, key="order_model")]
     elif order == "disagreement":
         chosen = st.multiselect("Models (two or more)", names, default=names[:2], key="order_models")
-    scores = {}
+    jobs = {}
     for model in chosen:
         try:
-            scores[model] = get_scores(
+            jobs[model] = get_scores(
                 store, url, model, dataset, workbench.model_version_key(store, model, dataset), workbench.dataset_version(store, dataset)
             )
         except NotTrainedError as error:
             show_not_trained(error, model, dataset)
             return
+    failed = [f"{model}: {job.progress().error}" for model, job in jobs.items() if job.progress().error]
+    if failed:
+        st.warning(workbench.as_markdown("Scoring stopped early, the rest of the queue is in random order: " + "; ".join(failed)))
+    elif jobs and not all(job.progress().done for job in jobs.values()):
+        scoring_progress(jobs)
+    scores = {model: job.snapshot() for model, job in jobs.items()}
+    if mode != preferences.GRADED:
+        preference_view(store, dataset, annotator, mode, order, scores, split)
+        return
+    suggesting = suggestion_choice(store, dataset, annotator)
     try:
         session = labeling.LabelingSession.build(
-            store, dataset, annotator, order, scores=scores, holder=st.session_state[HOLDER], split=split,
+            store,
+            dataset,
+            annotator,
+            order,
+            scores=scores,
+            holder=st.session_state[HOLDER],
+            policy=labeling.queue_policy(store, dataset),
+            split=split,
             actor=current_actor(),
         )
         item = session.current()
@@ -128,10 +435,15 @@ def label_view(store, dataset: str, annotator: str) -> None:
         st.success(f"Nothing left for you to label in this queue{held}.")
     else:
         st.session_state[SHOWN] = item.claim.claim_id
-        with st.container(border=True):
+        pair, guide = st.columns([3, 2])
+        with pair.container(border=True):
             st.caption(workbench.as_markdown(f"{item.record.qid} · {item.record.doc_id}"))
             st.markdown(f"**Question:** {workbench.as_markdown(item.record.question)}")
             st.markdown(f"**Candidate:** {workbench.as_markdown(item.record.candidate)}")
+            if suggesting:
+                show_suggestion(store, dataset, suggesting, item.record)
+        with guide:
+            guidelines_panel(store, dataset)
         for column, (grade, name) in zip(st.columns(len(GRADE_NAMES)), GRADE_NAMES.items()):
             column.button(
                 f"{grade} · {name}",
@@ -145,46 +457,142 @@ def label_view(store, dataset: str, annotator: str) -> None:
     left, right, _ = st.columns([1, 1, 3])
     left.button("Skip", key="skip", shortcut="S", on_click=skip, args=(session, item), disabled=item is None)
     right.button("Undo", key="undo", shortcut="U", on_click=undo, args=(session,))
-    st.caption("Keys: 0–4 judge the pair · S skip · U undo your last label.")
+    st.caption(
+        "Keys: 0–4 judge the pair · S skip · U undo this tab's last label · H model suggestion · J judging mode · O queue order · M model(s) · "
+        + keys_help(views)
+    )
 
 
-def agreement_view(store, dataset: str) -> None:
-    report = labeling.agreement_report(store, dataset)
+@st.cache_data(show_spinner="Computing agreement and its confidence intervals…", max_entries=16)
+def get_dashboard(_store, url: str, dataset: str, stamp: str) -> dashboard.Dashboard:
+    """The agreement dashboard; ``stamp`` (labels, adjudications, timed judgements) says when it
+    changed (the bootstrap takes about a second per annotator pair)."""
+    return dashboard.store_dashboard(_store, dataset, analysis.question_analyzer(_store))
+
+
+def coefficient(value: float | None, items: int, enough: bool) -> str:
+    if not enough:
+        return f"{labeling.NOT_ENOUGH} ({items} shared)"
+    return "— (no variation)" if value is None else f"{value:.3f}"
+
+
+def agreement_view(store, dataset: str, annotator: str | None) -> None:
+    stamp = json.dumps(
+        [store.current_labels(dataset), sorted(store.adjudications(dataset)), len(store.judgement_times(dataset))],
+        sort_keys=True,
+    )
+    board = get_dashboard(store, url, dataset, stamp)
+    report = board.report
     left, middle, right = st.columns(3)
     left.metric("Annotators", len(report.annotators))
-    middle.metric("Pairs judged by two or more", report.items_with_overlap)
-    right.metric("Krippendorff's α (ordinal)", "—" if report.alpha is None else f"{report.alpha:.3f}")
+    share = "" if report.overlap_share is None else f" ({report.overlap_share:.0%} of {report.judged} judged)"
+    middle.metric("Pairs judged by two or more", f"{report.items_with_overlap}{share}")
+    right.metric(
+        "Krippendorff's α (ordinal)",
+        coefficient(report.alpha, report.items_with_overlap, report.enough),
+        help=f"95% bootstrap interval {report.alpha_ci}",
+    )
+    if report.enough:
+        right.caption(f"95% interval {report.alpha_ci}")
+    else:
+        st.warning(
+            f"Not enough overlap: {report.items_with_overlap} pairs were judged by two or more annotators; "
+            f"agreement means little below {labeling.MIN_SHARED_PAIRS}. Raise the share of double-annotated "
+            "pairs below, or label more."
+        )
+    overlap_setting(store, dataset, annotator)
+    st.caption("Keys: E export the dashboard as CSV · " + keys_help(views))
     if not report.pairs:
         st.info("Agreement needs pairs judged by two annotators; the queue hands a share of pairs to two.")
         return
     st.caption(
         "Cohen's κ per annotator pair over the pairs both judged (scikit-learn; weighted: quadratic over "
-        "grades 0–4); Krippendorff's α over everyone (krippendorff package). — means undefined "
-        "(no variation)."
+        "grades 0–4) with a 95% bootstrap interval over those pairs; Krippendorff's α over everyone "
+        f"(krippendorff package). Below {labeling.MIN_SHARED_PAIRS} shared pairs a coefficient is not shown."
     )
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "annotator": p.annotator_a,
-                    "other annotator": p.annotator_b,
-                    "pairs both judged": p.items,
-                    "Cohen's κ": p.kappa,
-                    "weighted κ": p.weighted_kappa,
-                }
-                for p in report.pairs
-            ]
-        ),
-        hide_index=True,
-        key="kappas",
+    st.dataframe(board.kappas, hide_index=True, key="kappas")
+    st.download_button(
+        "Export the dashboard as CSV", dashboard.dashboard_csv(board), file_name=f"agreement-{dataset}.csv",
+        mime="text/csv", key="export", shortcut="E",
     )
+    st.caption(
+        "Bias: mean of (grade − consensus) over the pairs judged with others; the consensus is the "
+        "reviewer's grade, else the median. Seconds: from the pair shown to the judgement."
+    )
+    tables = st.columns(3)
+    for column, (title, table) in zip(
+        tables, [("Bias per annotator", board.bias), ("Disagreement per question class", board.by_class),
+                 ("Seconds per judgement", board.timing)]
+    ):
+        column.markdown(f"**{title}**")
+        column.dataframe(table, hide_index=True)
+    for name, figure in charts.dashboard_figures(board).items():
+        st.plotly_chart(figure, key=f"chart-{name}")
+
+
+def overlap_setting(store, dataset: str, annotator: str | None) -> None:
+    """The dataset's share of double-annotated pairs: in the store, so every session draws the same sample."""
+    settings = store.annotation_settings(dataset)
+    manages = current_actor().may(Permission.MANAGE_ANNOTATION)
+    with st.form("overlap_form", border=False):
+        share = st.slider(
+            "Share of pairs judged by two annotators", 0, 100, round(settings.overlap_share * 100), step=5,
+            format="%d%%", key="overlap_share",
+        )
+        changed = f"set by {settings.changed_by}" if settings.changed_by else "the default"
+        st.caption(workbench.as_markdown(f"Now {settings.overlap_share:.0%} ({changed}); it applies to pairs not yet judged."))
+        if not manages:
+            st.caption("Only an admin changes it.")
+        if st.form_submit_button("Save share", disabled=annotator is None or not manages) and annotator is not None:
+            try:
+                store.set_annotation_settings(dataset, share / 100, settings.overlap, annotator, actor=current_actor())
+            except InputError as error:
+                st.error(workbench.as_markdown(str(error)))
+            else:
+                st.session_state[NOTICE] = f"Share of double-annotated pairs set to {share}%."
+                st.rerun()
+
+
+def settle(store, conflict: labeling.Conflict, grade: int, reviewer: str) -> None:
+    """Button callback: the reviewer's final grade of the conflict on screen."""
+    note = st.session_state.get("adjudication_note") or None
+    try:
+        store.adjudicate(conflict.candidate_id, grade, reviewer, note, actor=current_actor())
+    except InputError as error:
+        st.session_state[NOTICE] = f"Not settled: {error}"
+        return
+    st.session_state[NOTICE] = f"Settled {conflict.qid} / {conflict.doc_id} as {grade} ({GRADE_NAMES[grade]})."
+
+
+def model_as_annotator(store, dataset: str, conflicts: list[labeling.Conflict]) -> list[labeling.Conflict]:
+    """With the toggle on, the chosen model's disagreements with the annotators' consensus join
+    the conflicts to settle (scored in the background, queued as they are scored)."""
+    if not st.toggle("A model as one more annotator", key="review_model_on"):
+        return conflicts
+    model = st.selectbox("Model", workbench.model_names(store, dataset), key="review_model")
+    try:
+        job = get_scores(store, url, model, dataset, workbench.model_version_key(store, model, dataset),
+                         workbench.dataset_version(store, dataset))
+    except NotTrainedError as error:
+        show_not_trained(error, model, dataset)
+        return conflicts
+    state = job.progress()
+    if not state.done:
+        scoring_progress({model: job})
+    disagreements = suggestions.model_disagreements(store, dataset, model, job.snapshot())
+    st.caption(workbench.as_markdown(
+        f"{len(disagreements)} pairs where {model} (its first-ranked candidate of each question counts as "
+        f"{suggestions.MODEL_RELEVANT}, the rest as 0) disagrees with the annotators' consensus on relevance."
+    ))
+    known = {c.candidate_id for c in conflicts}
+    return conflicts + [d for d in disagreements if d.candidate_id not in known]
 
 
 def review_view(store, dataset: str, reviewer: str | None) -> None:
-    conflicts = labeling.conflicts(store, dataset)
+    conflicts = model_as_annotator(store, dataset, labeling.conflicts(store, dataset))
     notice = st.session_state.pop(NOTICE, None)
     if notice:
-        st.success(workbench.as_markdown(notice))
+        (st.error if notice.startswith("Not settled") else st.success)(workbench.as_markdown(notice))
     if not conflicts:
         st.info("No open conflicts: every pair's annotators agree or a reviewer has settled it.")
         return
@@ -219,27 +627,46 @@ def review_view(store, dataset: str, reviewer: str | None) -> None:
             "**Labels:** "
             + workbench.as_markdown(", ".join(f"{name}: {grade}" for name, grade in conflict.labels.items()))
         )
-    grade = st.radio(
-        "Final grade", list(GRADE_NAMES), horizontal=True, key="final_grade", format_func=lambda g: f"{g} · {GRADE_NAMES[g]}"
-    )
-    note = st.text_input("Note (optional)", key="adjudication_note")
+    st.text_input("Note (optional)", key="adjudication_note")
+    party = reviewer is not None and reviewer in conflict.labels
     if reviewer is None:
         st.info("Choose or type your name above to settle conflicts as a reviewer.")
-    if st.button("Settle", type="primary", key="adjudicate", disabled=reviewer is None):
-        try:
-            store.adjudicate(conflict.candidate_id, int(grade), reviewer, note or None, actor=current_actor())
-        except InputError as error:
-            st.error(workbench.as_markdown(str(error)))
-        else:
-            st.session_state[NOTICE] = f"Settled {conflict.qid} / {conflict.doc_id} as {grade} ({GRADE_NAMES[grade]})."
-            st.rerun()
+    elif party:
+        st.warning(workbench.as_markdown(f"You ({reviewer}) labelled this pair: another reviewer settles it."))
+    for column, (grade, name) in zip(st.columns(len(GRADE_NAMES)), GRADE_NAMES.items()):
+        column.button(
+            f"{grade} · {name}",
+            key=f"settle-{grade}",
+            shortcut=str(grade),
+            on_click=settle,
+            args=(store, conflict, grade, reviewer),
+            disabled=reviewer is None or party,
+            width="stretch",
+        )
+    st.caption("Keys: 0–4 settle the conflict shown with that final grade · F conflict list · H model as an annotator · " + keys_help(views))
+
+
+def take_name() -> None:
+    """Text box callback: a typed name becomes the annotator (and the select box's choice) before
+    the run, or the page says why it is refused."""
+    typed = st.session_state.get("new_annotator", "")
+    st.session_state[NAME_ERROR] = None
+    if not typed.strip():
+        return
+    try:
+        name = labeling.annotator_name(typed)
+    except InputError as error:
+        st.session_state[NAME_ERROR] = f"{error}."
+        return
+    st.session_state[ANNOTATOR] = st.session_state[CHOICE] = name
 
 
 st.title("Label")
 url, store = open_store(show_device=False)
 datasets = require_datasets(store)
 
-# One holder id per browser session: the store leases the pair on screen to it.
+# One holder id per browser session: the store leases the pair on screen to it, and undo takes
+# back only what this session judged.
 st.session_state.setdefault(HOLDER, f"session-{uuid.uuid4().hex}")
 left, right = st.columns(2)
 dataset = pick_dataset(left, datasets, key="label_dataset")
@@ -251,12 +678,13 @@ else:
     remembered = st.session_state.get(ANNOTATOR)
     known = sorted({name for judged in store.current_labels(dataset).values() for name in judged} | {remembered} - {None})
     options = [*known, NEW_NAME]
-    choice = right.selectbox("Annotator", options, index=options.index(remembered) if remembered in options else len(known))
+    if st.session_state.get(CHOICE) not in options:
+        st.session_state[CHOICE] = remembered if remembered in options else NEW_NAME
+    choice = right.selectbox("Annotator", options, key=CHOICE)
     if choice == NEW_NAME:
-        typed = right.text_input("Your name", key="new_annotator", placeholder="e.g. alice").strip()
-        if typed:
-            st.session_state[ANNOTATOR] = typed
-            st.rerun()  # the name is now a known one: the select box shows it
+        right.text_input("Your name", key="new_annotator", placeholder="e.g. alice", on_change=take_name)
+        if st.session_state.get(NAME_ERROR):
+            right.error(workbench.as_markdown(st.session_state[NAME_ERROR]))
     else:
         st.session_state[ANNOTATOR] = choice
     annotator = st.session_state.get(ANNOTATOR) if choice != NEW_NAME else None
@@ -267,7 +695,7 @@ if previous is not None and previous != (dataset, annotator):
 st.session_state[CONFIG] = (dataset, annotator)
 
 views = [LABEL, *([AGREEMENT] if actor.may(Permission.SEE_AGREEMENT) else []),
-         *([REVIEW] if actor.may(Permission.ADJUDICATE) else [])]  # an annotator labels and sees their progress
+         *([REVIEW] if actor.may(Permission.ADJUDICATE) else []), GUIDELINES]  # an annotator labels and reads
 view = st.radio("View", views, horizontal=True, key="label_view", label_visibility="collapsed")
 if view == LABEL:
     if annotator is None:
@@ -275,6 +703,9 @@ if view == LABEL:
     else:
         label_view(store, dataset, annotator)
 elif view == AGREEMENT:
-    agreement_view(store, dataset)
-else:
+    agreement_view(store, dataset, annotator)
+elif view == REVIEW:
     review_view(store, dataset, annotator)
+else:
+    guidelines_view(store, dataset, annotator)
+install_keys(PAGE_KEYS | view_keys(views) | VIEW_KEYS[view])

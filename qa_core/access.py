@@ -8,7 +8,8 @@ Roles are cumulative: a reviewer may do what an annotator may, an admin everythi
 
 - annotator: label (and undo their own labels), see their own progress, use the read-only pages;
 - reviewer: also adjudicate conflicts and see agreement between annotators;
-- admin: also import data, train, promote and roll back models, manage roles, read the audit trail.
+- admin: also import data, train, promote and roll back models, manage roles, read the audit trail,
+  and manage a dataset's annotation (its guidelines and labelling settings).
 
 Actors that are not signed-in people:
 
@@ -47,6 +48,7 @@ class Permission(StrEnum):
     ROLLBACK = "roll back models"
     MANAGE_ROLES = "change roles"
     VIEW_AUDIT = "read the audit trail"
+    MANAGE_ANNOTATION = "edit a dataset's guidelines or labelling settings"
 
 
 _ANNOTATOR = frozenset({Permission.VIEW, Permission.LABEL})

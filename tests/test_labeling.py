@@ -337,7 +337,7 @@ def test_training_dataset_from_the_store(queue_store: Store) -> None:
     plain = training_labels(queue_store, "queue")
     assert {k: v.value for k, v in plain.labels.items()} == {ids[("q1", "d0")]: 1, ids[("q1", "d1")]: 0, ids[("q1", "d2")]: 3}
     assert [c.candidate_id for c in plain.conflicts] == [ids[("q1", "d0")]]
-    assert plain.counts() == {"adjudicated": 1, "labels": 2, "gold": 0}
+    assert plain.counts() == {"adjudicated": 1, "labels": 2, "preferences": 0, "gold": 0}
 
     dataset, resolved = training_dataset(queue_store, "queue", gold={"dev"})
     labels = {(q.qid, c.doc_id): c.label for q in dataset.questions for c in q.candidates}
@@ -349,7 +349,7 @@ def test_training_dataset_from_the_store(queue_store: Store) -> None:
         ("q2", "d1"): 1,
         ("q2", "d2"): 0,
     }
-    assert resolved.counts() == {"adjudicated": 1, "labels": 2, "gold": 3}
+    assert resolved.counts() == {"adjudicated": 1, "labels": 2, "preferences": 0, "gold": 3}
     assert [q.split for q in dataset.questions] == ["train", "dev"]
     assert [c.text for c in dataset.questions[0].candidates] == ["answer 0", "answer 1", "answer 2"]
     everything, _ = training_dataset(queue_store, "queue", gold=True)

@@ -55,7 +55,7 @@ def test_loop_improves_on_the_seed_model_through_the_store(demo_store: Store, co
     current = demo_store.current_labels("demo")
     assert len(current) == 60 and set(current) <= set(gold)
     assert all(grades == {ANNOTATOR: gold[candidate_id]} for candidate_id, grades in current.items())
-    assert training_labels(demo_store, "demo").counts() == {"adjudicated": 0, "labels": 60, "gold": 0}
+    assert training_labels(demo_store, "demo").counts() == {"adjudicated": 0, "labels": 60, "preferences": 0, "gold": 0}
 
 
 def test_seed_set_is_whole_questions_and_shared_by_every_strategy(demo_store: Store) -> None:

@@ -237,19 +237,25 @@ def test_agreement_and_review_settle_a_conflict(store_url):
         "bob",
         6,
     )
-    assert 0.0 < kappas.iloc[0]["Cohen's κ"] < 1.0
-    assert {m.label: m.value for m in app.metric}["Pairs judged by two or more"] == "6"
+    assert kappas.iloc[0]["note"] == "not enough overlap"  # 6 shared pairs: below 10
+    assert {m.label: m.value for m in app.metric}["Pairs judged by two or more"] == "6 (100% of 6 judged)"
+    # Six shared pairs are below the threshold: no coefficient passes for agreement.
+    assert "not enough overlap" in {m.label: m.value for m in app.metric}["Krippendorff's α (ordinal)"]
+    assert any("Not enough overlap" in w.value for w in app.warning)
 
     app.radio(key="label_view").set_value("Review conflicts").run()
     conflicts = app.dataframe[0].value
     assert len(conflicts) == 2 and set(conflicts["labels"]) == {"ann: 0, bob: 1", "ann: 4, bob: 2"}
-    assert app.button(key="adjudicate").disabled  # a reviewer must be named
+    assert app.button(key="settle-1").disabled  # a reviewer must be named
     [s for s in app.selectbox if s.label == "Annotator"][0].select("ann").run()
-    app.radio(key="final_grade").set_value(1).run()
-    app.button(key="adjudicate").click().run()
+    assert app.button(key="settle-1").disabled  # ann is a party to this conflict
+    assert any("another reviewer" in w.value for w in app.warning)
+    [s for s in app.selectbox if s.label == "Annotator"][0].select("New annotator…").run()
+    app.text_input(key="new_annotator").input("carol").run()  # not a party: may settle it
+    app.button(key="settle-1").click().run()
     assert not app.exception, app.exception
     adjudications = store.adjudications("demo")
-    assert [(a["value"], a["adjudicator"]) for a in adjudications.values()] == [(1, "ann")]
+    assert [(a["value"], a["adjudicator"]) for a in adjudications.values()] == [(1, "carol")]
     assert len(app.dataframe[0].value) == 1
     store.close()
 

@@ -32,9 +32,9 @@ def test_each_role_sees_what_it_may_do_and_the_landing_page_lists_only_those_pag
     store.close()
     label_views = {who: team_page(LABEL, claims(who)).radio(key="label_view").options for who in ("anna", "rita", "ada")}
     assert label_views == {
-        "anna": ["Label"],
-        "rita": ["Label", "Agreement", "Review conflicts"],
-        "ada": ["Label", "Agreement", "Review conflicts"],
+        "anna": ["Label", "Guidelines"],
+        "rita": ["Label", "Agreement", "Review conflicts", "Guidelines"],
+        "ada": ["Label", "Agreement", "Review conflicts", "Guidelines"],
     }
     for who, role in (("anna", "annotator"), ("rita", "reviewer")):
         assert f"{who}@example.org ({role}) may not train models here" in shown(team_page(TRAIN, claims(who)))
@@ -60,9 +60,10 @@ def test_the_pages_write_as_the_signed_in_user(store_url) -> None:
             store.register_model("smcnn", "smcnn", "/m.pt", {"dataset": "demo"}, {}, promote=True, actor=SYSTEM)
         review = team_page(LABEL, claims("rita"))
         review.radio(key="label_view").set_value("Review conflicts").run()
-        review.button(key="adjudicate").click().run()
+        review.button(key="settle-3").click().run()
         assert not review.exception, review.exception
-        assert store.adjudications("demo")[candidate]["adjudicator"] == "rita@example.org"
+        settled = store.adjudications("demo")[candidate]
+        assert (settled["adjudicator"], settled["value"]) == ("rita@example.org", 3)
 
         train = team_page(TRAIN, claims("ada"))
         train.selectbox(key="train_version_smcnn").set_value(1).run()
@@ -79,7 +80,7 @@ def test_the_pages_write_as_the_signed_in_user(store_url) -> None:
 def test_local_mode_needs_no_configuration_and_works_as_before(store_url) -> None:
     label = open_page(LABEL)
     assert not label.sidebar.button  # no sign-in, no sign-out
-    assert label.radio(key="label_view").options == ["Label", "Agreement", "Review conflicts"]
+    assert label.radio(key="label_view").options == ["Label", "Agreement", "Review conflicts", "Guidelines"]
     assert "Annotator" in [s.label for s in label.selectbox]  # names are typed or chosen, as before
     audit_page = open_page(AUDIT)
     assert "No one has signed in yet" in shown(audit_page)

@@ -30,6 +30,8 @@ AUDIT_ACTIONS = {
     "role_change": "role changed",
     "user_created": "first sign-in",
     "sign_out": "signed out",
+    "guidelines": "guidelines saved as a new version",
+    "annotation_settings": "labelling settings changed",
 }
 AUDIT_COLUMNS = ["at", "actor", "action", "what", "target", "detail"]
 USER_COLUMNS = ["email", "name", "role", "first sign-in", "last sign-in", "signed out", "subject"]

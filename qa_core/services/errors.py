@@ -40,7 +40,7 @@ METRIC_COLUMNS = {name: str(measure) for name, measure in MEASURES.items()}  # m
 LENGTH_BUCKETS = ((5, "1-5 words"), (8, "6-8 words"), (12, "9-12 words"), (math.inf, "13+ words"))
 OVERLAP_BUCKETS = ((0.25, "overlap < 0.25"), (0.5, "0.25-0.5"), (0.75, "0.5-0.75"), (math.inf, "≥ 0.75"))
 NO_CORRECT_ANSWER = "no correct answer"
-LABEL_SOURCES = ("gold", "labels", "adjudicated")
+LABEL_SOURCES = ("gold", "preferences", "labels", "adjudicated")
 SLICES = {
     "question class": "class",
     "question length": "length",

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from db.base import check_annotator
 from db.labeling import DEFAULT_LEASE_SECONDS, Claim, QueueProgress
 from qa_core.services.labeling.strategies import Scores, order_candidates
 from qa_core.types import InputError
@@ -56,6 +57,19 @@ class QueuePolicy:
     def targets(self, candidate_ids: Sequence[int]) -> dict[int, int]:
         """``{candidate_id: annotators wanted}`` for the store's queue calls."""
         return {c: self.overlap if self.in_overlap(c) else 1 for c in candidate_ids}
+
+
+def annotator_name(typed: str) -> str:
+    """A typed annotator or reviewer name as the store keeps it; ``InputError`` for a blank one,
+    one made only of invisible (zero-width) characters, or one hiding such a character."""
+    return check_annotator(typed)
+
+
+def queue_policy(store: Store, dataset: str) -> QueuePolicy:
+    """The dataset's policy as set on the Label page (the share of double-annotated pairs is the
+    store's, so every session draws the same sample)."""
+    settings = store.annotation_settings(dataset)
+    return QueuePolicy(overlap=settings.overlap, overlap_share=settings.overlap_share)
 
 
 @dataclass(frozen=True)
@@ -148,7 +162,7 @@ class LabelingSession:
     def undo(self) -> QueueItem | None:
         """Retract the annotator's last judgement in this dataset (history keeps it) and show
         that pair again; ``None`` when there is nothing to undo or another session holds it."""
-        undone = self.store.undo_last(self.annotator, self.dataset, actor=self.actor)
+        undone = self.store.undo_last(self.annotator, self.dataset, holder=self.holder, actor=self.actor)
         if undone is None:
             return None
         self.store.release_claims(self.dataset, self.holder)

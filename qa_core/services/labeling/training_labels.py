@@ -6,8 +6,10 @@ For every pair of the dataset, the first that applies:
 2. else the majority of its current labels (one per annotator: their latest unretracted
    judgement); a tie goes to the tied grade judged most recently. A pair whose annotators disagree
    is also listed as a conflict, so a reviewer can settle it;
-3. else its gold label (the dataset's own), when the caller asks for gold on that pair's split;
-4. else no label: the pair is left out of training and of dev/test evaluation.
+3. else the grade its pairwise and top-k judgements give (``preferences.py``: Bradley-Terry
+   strengths per question), when it was shown in any;
+4. else its gold label (the dataset's own), when the caller asks for gold on that pair's split;
+5. else no label: the pair is left out of training and of dev/test evaluation.
 
 ``training_dataset`` builds the ``qa_core.types.Dataset`` with those labels in
 ``Candidate.label``, so ``qa_core.services.experiments.train_ranker`` trains on it unchanged.
@@ -22,13 +24,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from qa_core.services.labeling.agreement import Conflict, conflict_list
+from qa_core.services.labeling.preferences import preference_grades
 from qa_core.types import Dataset
 
 if TYPE_CHECKING:
     from db.base import CandidateRecord, LabelRecord
     from db.store import Store
 
-SOURCES = ("adjudicated", "labels", "gold")
+SOURCES = ("adjudicated", "labels", "preferences", "gold")
 GoldChoice = bool | str | Collection[str]  # True: every split; split names: only those splits
 
 
@@ -58,10 +61,12 @@ def resolve_labels(
     current: Sequence[LabelRecord],
     adjudications: Mapping[int, int],
     gold: Mapping[int, int] | None = None,
+    preferences: Mapping[int, int] | None = None,
 ) -> dict[int, ResolvedLabel]:
     """The rule of the module docstring as a pure function: ``current`` labels (any order),
     ``adjudications`` ``{candidate_id: latest adjudicated grade}``, ``gold`` the gold grades that
-    may fill gaps. Returns ``{candidate_id: ResolvedLabel}`` for every pair that gets a label."""
+    may fill gaps, ``preferences`` the grades preference judgements give. Returns
+    ``{candidate_id: ResolvedLabel}`` for every pair that gets a label."""
     resolved = {candidate_id: ResolvedLabel(value, "adjudicated") for candidate_id, value in adjudications.items()}
     by_candidate: dict[int, list[LabelRecord]] = defaultdict(list)
     for label in current:
@@ -69,6 +74,8 @@ def resolve_labels(
     for candidate_id, labels in by_candidate.items():
         if candidate_id not in resolved:
             resolved[candidate_id] = ResolvedLabel(_majority(labels), "labels")
+    for candidate_id, value in (preferences or {}).items():
+        resolved.setdefault(candidate_id, ResolvedLabel(value, "preferences"))
     for candidate_id, value in (gold or {}).items():
         if candidate_id not in resolved and value is not None:
             resolved[candidate_id] = ResolvedLabel(value, "gold")
@@ -99,7 +106,8 @@ def training_labels(store: Store, dataset: str, gold: GoldChoice = False) -> Tra
     for label in current:
         by_candidate[label.candidate_id][label.annotator] = label.value
     return TrainingLabels(
-        resolve_labels(current, adjudicated, gold_values), conflict_list(by_candidate, adjudicated, records), records
+        resolve_labels(current, adjudicated, gold_values, preference_grades(store.preference_judgements(dataset))),
+        conflict_list(by_candidate, adjudicated, records), records
     )
 
 

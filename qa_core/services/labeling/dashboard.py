@@ -1,0 +1,194 @@
+"""The agreement dashboard of the Label page: tables the page draws and exports, without Streamlit.
+
+- **Kappa per annotator pair** and **Krippendorff's alpha**: ``agreement`` (scikit-learn, the
+  ``krippendorff`` package), with shared-pair counts and bootstrap intervals.
+- **Bias per annotator**: the mean of (annotator's grade - the pair's consensus) over the pairs
+  judged by two or more, where the consensus is the reviewer's adjudication when there is one,
+  else the median of every annotator's current grade of the pair (the annotator's own included,
+  so two annotators who differ by 2 get +1 and -1). Positive: grades more generously than the rest.
+- **Disagreement per question class**: over pairs judged by two or more, the share whose grades
+  are not all equal, per coarse question class (``QuestionAnalyzer``: the store's class CNN, else
+  the wh-word rules).
+- **Seconds per judgement per annotator**: from the pair being shown (its queue claim) to the
+  label (``Store.judgement_times``); median, mean and 90th percentile, because one pair left on
+  screen over lunch would make a mean meaningless on its own.
+
+Every table is a pandas DataFrame; ``dashboard_csv`` joins them into one long CSV.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from qa_core.services.labeling.agreement import NOT_ENOUGH, AgreementReport, Labels, report_from_labels
+
+if TYPE_CHECKING:
+    from db.annotation import JudgementTime
+    from db.store import Store
+    from qa_core.classifiers.analysis import QuestionAnalyzer
+
+NO_CLASS = "(no class)"
+
+
+@dataclass
+class Dashboard:
+    report: AgreementReport
+    kappas: pd.DataFrame
+    bias: pd.DataFrame
+    by_class: pd.DataFrame
+    timing: pd.DataFrame
+
+
+def consensus(labels: Labels, adjudicated: Mapping[int, int] | None = None) -> dict[int, float]:
+    """``{candidate_id: consensus grade}`` of the pairs judged by two or more (see the module)."""
+    adjudicated = adjudicated or {}
+    return {
+        candidate_id: float(adjudicated.get(candidate_id, np.median(list(judged.values()))))
+        for candidate_id, judged in labels.items()
+        if len(judged) >= 2
+    }
+
+
+def annotator_bias(labels: Labels, adjudicated: Mapping[int, int] | None = None) -> pd.DataFrame:
+    """Per annotator: pairs judged with others, mean grade there, and bias against the consensus."""
+    agreed = consensus(labels, adjudicated)
+    rows: dict[str, list[tuple[int, float]]] = {}
+    for candidate_id, value in agreed.items():
+        for name, grade in labels[candidate_id].items():
+            rows.setdefault(name, []).append((grade, grade - value))
+    return pd.DataFrame(
+        [
+            {
+                "annotator": name,
+                "shared pairs": len(pairs),
+                "mean grade": float(np.mean([g for g, _ in pairs])),
+                "bias": float(np.mean([d for _, d in pairs])),
+            }
+            for name, pairs in sorted(rows.items())
+        ],
+        columns=["annotator", "shared pairs", "mean grade", "bias"],
+    )
+
+
+def disagreement_by_class(labels: Labels, classes: Mapping[int, str | None]) -> pd.DataFrame:
+    """Per question class: pairs judged by two or more, how many of them disagree, and the rate.
+    ``classes`` maps candidate ids to their question's class (``None``: no class)."""
+    counts: dict[str, list[int]] = {}
+    for candidate_id, judged in labels.items():
+        if len(judged) < 2:
+            continue
+        tally = counts.setdefault(classes.get(candidate_id) or NO_CLASS, [0, 0])
+        tally[0] += 1
+        tally[1] += len(set(judged.values())) > 1
+    return pd.DataFrame(
+        [
+            {"question class": name, "shared pairs": n, "disagreements": d, "disagreement rate": d / n}
+            for name, (n, d) in sorted(counts.items())
+        ],
+        columns=["question class", "shared pairs", "disagreements", "disagreement rate"],
+    )
+
+
+def seconds_per_judgement(times: Iterable[JudgementTime]) -> pd.DataFrame:
+    """Per annotator: judgements timed, and the median, mean and 90th percentile of their seconds."""
+    frame = pd.DataFrame([(t.annotator, t.seconds) for t in times], columns=["annotator", "seconds"])
+    columns = ["annotator", "judgements", "median s", "mean s", "p90 s"]
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    grouped = frame.groupby("annotator")["seconds"]
+    table = pd.DataFrame(
+        {
+            "judgements": grouped.size(),
+            "median s": grouped.median(),
+            "mean s": grouped.mean(),
+            "p90 s": grouped.quantile(0.9),
+        }
+    ).reset_index()
+    return table[columns]
+
+
+def kappa_table(report: AgreementReport) -> pd.DataFrame:
+    """Kappa per annotator pair; coefficients over too few shared pairs are left empty."""
+    return pd.DataFrame(
+        [
+            {
+                "annotator": p.annotator_a,
+                "other annotator": p.annotator_b,
+                "pairs both judged": p.items,
+                "Cohen's κ": p.kappa if p.enough else None,
+                "weighted κ": p.weighted_kappa if p.enough else None,
+                "weighted κ low": p.weighted_kappa_ci.low if p.enough else None,
+                "weighted κ high": p.weighted_kappa_ci.high if p.enough else None,
+                "note": "" if p.enough else NOT_ENOUGH,
+            }
+            for p in report.pairs
+        ],
+        columns=[
+            "annotator", "other annotator", "pairs both judged", "Cohen's κ", "weighted κ", "weighted κ low",
+            "weighted κ high", "note",
+        ],
+    )
+
+
+def build_dashboard(
+    labels: Labels,
+    *,
+    adjudicated: Mapping[int, int] | None = None,
+    classes: Mapping[int, str | None] | None = None,
+    times: Iterable[JudgementTime] = (),
+    seed: int = 0,
+) -> Dashboard:
+    """Every table of the dashboard from labels and facts already read (pure: tests build it by hand)."""
+    report = report_from_labels(labels, seed=seed)
+    return Dashboard(
+        report=report,
+        kappas=kappa_table(report),
+        bias=annotator_bias(labels, adjudicated),
+        by_class=disagreement_by_class(labels, classes or {}),
+        timing=seconds_per_judgement(times),
+    )
+
+
+def store_dashboard(store: Store, dataset: str, analyzer: QuestionAnalyzer) -> Dashboard:
+    """``build_dashboard`` over the store's current labels, adjudications and judgement times."""
+    labels = store.current_labels(dataset)
+    records = [r for r in store.candidate_rows(dataset) if r.candidate_id in labels]
+    texts = sorted({r.question for r in records})
+    analysed = dict(zip(texts, analyzer.analyse_many(texts))) if texts else {}
+    return build_dashboard(
+        labels,
+        adjudicated={c: a["value"] for c, a in store.adjudications(dataset).items()},
+        classes={r.candidate_id: analysed[r.question].qclass for r in records},
+        times=store.judgement_times(dataset),
+    )
+
+
+def dashboard_csv(dashboard: Dashboard) -> str:
+    """One CSV of every table: a ``table`` column names the table, the rest are its columns."""
+    report = dashboard.report
+    summary = pd.DataFrame(
+        [
+            {"annotators": len(report.annotators), "pairs judged": report.judged,
+             "pairs judged by two or more": report.items_with_overlap,
+             "Krippendorff's alpha (ordinal)": report.alpha if report.enough else None,
+             "alpha low": report.alpha_ci.low if report.enough else None,
+             "alpha high": report.alpha_ci.high if report.enough else None,
+             "note": "" if report.enough else NOT_ENOUGH}
+        ]
+    )
+    tables = {
+        "summary": summary,
+        "kappa per annotator pair": dashboard.kappas,
+        "bias per annotator": dashboard.bias,
+        "disagreement per question class": dashboard.by_class,
+        "seconds per judgement": dashboard.timing,
+    }
+    frame = pd.concat(
+        [table.assign(table=name) for name, table in tables.items() if not table.empty], ignore_index=True
+    )
+    return frame[["table", *[c for c in frame.columns if c != "table"]]].to_csv(index=False)

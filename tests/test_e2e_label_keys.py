@@ -1,0 +1,149 @@
+"""The Label page with the keyboard only, in Chromium, as a new user tries it (issue 21): type a
+name, label, change the queue order and keep labelling with the next digit, leave a box with
+Escape, capital S and U, switch views by key. Nothing is clicked; labels are read back from the
+app's store."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from db.store import Store
+from tests.conftest import BROWSER_TIMEOUT_MS
+
+PAIR = re.compile(r"^demo-\d+ · demo-\d+-\d+$")
+
+
+def test_label_page_with_the_keyboard_only(running_app, page):
+    from playwright.sync_api import expect
+
+    annotator = f"e2e-only-keys-{uuid.uuid4().hex[:8]}"
+    idle = page.get_by_test_id("stApp")
+
+    def settled() -> None:
+        expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
+
+    def focus_is_free() -> bool:
+        return page.evaluate("document.activeElement === document.body || document.activeElement === null")
+
+    def judge(grade: int) -> None:
+        settled()
+        qid, doc_id = page.get_by_text(PAIR).inner_text().split(" · ")
+        page.keyboard.press(str(grade))
+        expect(page.get_by_text(f"Labelled {qid} / {doc_id} as {grade}")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+
+    page.goto(f"{running_app.url}/Label")
+    expect(page.get_by_text("Choose your name")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    settled()
+    page.wait_for_function("window.rerankLabKeysInstalled === true")  # the page's key script ran
+    page.keyboard.press("n")  # N: the name box
+    page.keyboard.type(annotator)
+    page.keyboard.press("Enter")
+    expect(page.get_by_text(PAIR)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    judge(2)
+
+    # O: the queue order; pick "diversity" by typing and Enter; the next digit labels.
+    settled()
+    page.keyboard.press("o")
+    page.keyboard.type("diversity")
+    page.keyboard.press("Enter")
+    order = page.get_by_role("combobox", name="Queue order")
+    expect(order).to_have_value("diversity: one pair of each question in turn", timeout=BROWSER_TIMEOUT_MS)
+    settled()
+    assert focus_is_free()
+    judge(1)
+
+    # Escape leaves a box without choosing anything.
+    settled()
+    page.keyboard.press("o")
+    assert not focus_is_free()
+    page.keyboard.press("Escape")
+    page.wait_for_function("document.activeElement === document.body")
+    judge(4)
+
+    # Capital letters work as the small ones: S skips, U undoes (this tab's last label, the 4).
+    settled()
+    qid, doc_id = page.get_by_text(PAIR).inner_text().split(" · ")
+    page.keyboard.press("Shift+S")
+    expect(page.get_by_text(f"Skipped {qid} / {doc_id}")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    settled()
+    page.keyboard.press("Shift+U")
+    expect(page.get_by_text("Took back your label")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+
+    # A and L switch views; after that the digits label again.
+    settled()
+    page.keyboard.press("a")
+    expect(page.get_by_text("Share of pairs judged by two annotators")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    settled()
+    page.keyboard.press("l")
+    expect(page.get_by_text(PAIR)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    settled()
+    assert focus_is_free()
+    judge(3)
+    assert "Traceback" not in page.content()
+
+    store = Store(running_app.database_url)
+    try:
+        labels = store.current_label_records("demo", annotator)
+        assert sorted(label.value for label in labels) == [1, 2, 3]  # the 4 was undone; nothing typed into a box
+    finally:
+        store.close()
+
+
+ITEM = re.compile(r"^demo-\d+ · (pairwise|topk)$")
+
+
+def test_pairwise_and_topk_modes_with_the_keyboard_only(running_app, page):
+    from playwright.sync_api import expect
+
+    annotator = f"e2e-preferences-{uuid.uuid4().hex[:8]}"
+    idle = page.get_by_test_id("stApp")
+
+    def settled() -> None:
+        expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
+
+    def choose_mode(mode: str) -> None:
+        settled()
+        page.keyboard.press("j")  # J: the judging mode box
+        page.keyboard.type(mode)
+        page.keyboard.press("Enter")
+        expect(page.get_by_text(re.compile(rf"^demo-\d+ · {mode}$"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+        settled()
+        assert page.evaluate("document.activeElement === document.body || document.activeElement === null")
+
+    def press(key: str, notice: str) -> None:
+        settled()
+        qid = page.get_by_text(ITEM).inner_text().split(" · ")[0]
+        page.keyboard.press(key)
+        expect(page.get_by_text(f"Judged {qid}: {notice}")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+
+    page.goto(f"{running_app.url}/Label")
+    expect(page.get_by_text("Choose your name")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    settled()
+    page.wait_for_function("window.rerankLabKeysInstalled === true")
+    page.keyboard.press("n")
+    page.keyboard.type(annotator)
+    page.keyboard.press("Enter")
+    expect(page.get_by_text(PAIR)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+
+    choose_mode("pairwise")
+    expect(page.get_by_text("1 left better · 2 right better · 3 tie (equally good) · 0 both bad", exact=False)).to_be_visible()
+    press("2", "right is better")
+    press("3", "tie: equally good")
+    settled()
+    page.keyboard.press("u")  # this tab's last judgement, the tie
+    expect(page.get_by_text("Took back your judgement")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+
+    choose_mode("topk")  # k = 1: the first pick saves the pool
+    press("2", "picked 2.")
+    press("0", "none fits.")
+    assert "Traceback" not in page.content()
+
+    store = Store(running_app.database_url)
+    try:
+        assert [j.outcome for j in store.preference_judgements("demo", annotator, "pairwise")] == ["right"]
+        first, second = store.preference_judgements("demo", annotator, "topk")
+        assert first.picked == (first.shown[1],) and second.picked == ()
+        assert store.current_label_records("demo", annotator) == []  # no digit became a graded label
+    finally:
+        store.close()
