@@ -90,6 +90,20 @@ def isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
                 os.environ[key] = value
 
 
+# ============================================================================ both modes
+# Page test modules that `pytestmark = pytest.mark.usefixtures("both_modes")` run every test twice:
+# in local mode and in team mode, signed in as the store's first user (its admin, who may do what
+# the local user may). What a page does must not depend on the mode beyond the sign-in.
+
+
+@pytest.fixture(params=["local", "team"])
+def both_modes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    import tests.pages
+
+    monkeypatch.setattr(tests.pages, "SIGNED_IN", tests.pages.claims("ada") if request.param == "team" else None)
+    return request.param
+
+
 # ============================================================================ store / databases
 # `database_url` runs each test twice: on a SQLite file and on a fresh database of a real
 # PostgreSQL server started once per session from the Debian binaries. Without the binaries the

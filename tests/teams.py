@@ -1,29 +1,14 @@
-"""Team mode under Streamlit AppTest: the ``[auth]`` secrets section that switches it on, and the
-identity token's claims that ``st.user`` holds after a sign-in (no provider is reached: AppTest
-never redirects)."""
+"""Team mode pages under Streamlit AppTest, opened as a given user (``AUTH`` and ``claims`` live in
+``tests.pages``, whose ``open_page`` signs in the ``both_modes`` user)."""
 
 from __future__ import annotations
 
-import time
-
 from streamlit.testing.v1 import AppTest
 
-from tests.pages import ROOT, TIMEOUT
+from tests.pages import AUTH, ROOT, TIMEOUT, claims
 
 AUDIT = str(ROOT / "pages" / "6_Audit.py")
-AUTH = {
-    "redirect_uri": "http://localhost:8501/oauth2callback",
-    "cookie_secret": "a-long-random-cookie-secret-for-the-tests-only",
-    "client_id": "rerank-lab",
-    "client_secret": "test-only",
-    "server_metadata_url": "http://127.0.0.1:9/.well-known/openid-configuration",  # never reached: no login here
-}
-
-def claims(who: str, issued: float | None = None, lasts: float = 3600) -> dict:
-    """What ``st.user`` holds after ``who`` signed in: the identity token's claims."""
-    issued = int(issued if issued is not None else time.time())
-    return {"is_logged_in": True, "sub": f"sub-{who}", "email": f"{who}@example.org", "name": who.title(),
-            "iat": issued, "exp": int(issued + lasts)}
+__all__ = ["AUDIT", "claims", "shown", "team_page"]
 
 
 def team_page(path: str, user: dict, **state) -> AppTest:

@@ -16,6 +16,8 @@ from qa_core.services.experiments import train_ranker
 from qa_core.types import Candidate, Dataset, Question
 from tests.pages import ASK, LANDING, markdown, open_page
 
+pytestmark = pytest.mark.usefixtures("both_modes")  # local mode, and team mode as the admin
+
 ERRORS = "pages/5_Errors.py"  # relative to app.py: its links to Ask resolve against the entrypoint
 # A question both baselines answer first among the demo's BM25 candidates ("who discovered
 # penicillin" is not: BM25 ranks "Some patients are allergic to penicillin." first, Fleming 8th).
@@ -73,9 +75,11 @@ def ranking_option(table, rank: int) -> str:
     return option_label(ScoredCandidate(candidate, float(row["score"]), rank, rank - 1))
 
 
-def test_landing_page_imports_demo_and_lists_it(store_url):
+def test_landing_page_imports_demo_and_lists_it(store_url, both_modes):
     app = open_page(LANDING)
     assert app.title[0].value == "Rerank Lab"
+    signed_in = [m.value for m in app.sidebar.markdown if m.value.startswith("Signed in as")]
+    assert signed_in == (["Signed in as **Ada** (ada@example.org) · admin"] if both_modes == "team" else [])
     assert any("Running on: " in caption.value for caption in app.caption)
     assert "demo" in Store(store_url).dataset_names()
     assert "demo" in set(app.dataframe[0].value["dataset"])

@@ -83,7 +83,7 @@ def test_job_succeeds_and_registers_an_unpromoted_version(
     version = demo_store.model_version(job["model_version_id"])
     assert (version["name"], version["version"], version["promoted_for"]) == ("smcnn", 2, [])
     assert 0.0 <= version["metrics"]["dev_map"] <= 1.0 and "test_gold_map" in version["metrics"]
-    assert version["training_data"]["labels"] == {"adjudicated": 1, "labels": 0, "gold": DEMO_PAIRS - 1}
+    assert version["training_data"]["labels"] == {"adjudicated": 1, "labels": 0, "preferences": 0, "gold": DEMO_PAIRS - 1}
     assert version["training_data"]["job"] == job_id
     assert Path(version["checkpoint_path"]).is_file()
     assert demo_store.promoted_model("smcnn", "demo")["id"] == current["id"]  # registered, not promoted

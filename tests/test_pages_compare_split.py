@@ -15,6 +15,8 @@ from qa_core.data.exporters import write_trec_run
 from qa_core.evaluation import evaluate, qrels_from_questions
 from tests.pages import COMPARE, open_page
 
+pytestmark = pytest.mark.usefixtures("both_modes")  # local mode, and team mode as the admin
+
 FUSION = "fusion:rrf(bm25+overlap)"
 TEST_SPLIT = load_demo().split("test")
 

@@ -15,6 +15,8 @@ from qa_core.services import workbench
 from qa_core.services.experiments import train_ranker
 from tests.pages import ASK, LANDING, TRAIN, open_page
 
+pytestmark = pytest.mark.usefixtures("both_modes")  # local mode, and team mode as the admin
+
 ERRORS = "pages/5_Errors.py"
 OTHER = "other"
 

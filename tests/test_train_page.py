@@ -18,6 +18,8 @@ from streamlit.testing.v1 import AppTest
 from db.store import Store
 from tests.pages import TRAIN, markdown, open_page
 
+pytestmark = pytest.mark.usefixtures("both_modes")  # local mode, and team mode as the admin
+
 JOB_WAIT_S = 240
 ROOT = Path(__file__).resolve().parent.parent
 
