@@ -351,10 +351,12 @@ CLI_CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
 
 
 @pytest.mark.parametrize("name", sorted(CLI_CASES))
-def test_cli_refuses_bad_argument_and_changes_nothing(env: Env, name: str):
+def test_cli_refuses_bad_argument_and_changes_nothing(env: Env, name: str, capsys: pytest.CaptureFixture):
+    """In this process, like the file cases (87 process starts cost minutes of CI); the process path,
+    exit status and stderr included, is tested by the tests around and by test_cli.py."""
     make_args, needles = CLI_CASES[name]
     before = snapshot(env.url)
-    assert_refused(cli(env, *make_args(env.folder)), *needles)
+    assert_refused(cli_in_process(capsys, *make_args(env.folder)), *needles)
     assert snapshot(env.url) == before
 
 
