@@ -98,6 +98,46 @@ def analysis_line(summary: ranking.AnalysisSummary, read_by_model: bool) -> str:
     return f"Question class: **{workbench.as_markdown(summary.qclass or 'none')}** · focus: **{focus}** · decided by: {source} ({who})"
 
 
+@st.fragment
+def why(state: dict, key: str, rows: list[int]) -> None:
+    """The open candidate's explanation. A fragment: opening another candidate, the filter, the trees
+    toggle and a counterfactual edit rerun only this part, not the page with its ranked table (issue 16);
+    ``rows`` is the table row last clicked (a click reruns the whole page)."""
+    st.subheader("Why")
+    result: ranking.Ranking = state["ranking"]
+    missed = ranking.missed_answers(result)
+    only_missed = st.toggle(
+        f"Only right answers ranked below a wrong one ({len(missed)})",
+        key=f"{key}-missed",
+        help="gold-relevant candidates with a gold-irrelevant candidate ranked above them",
+    )
+    ranks = missed if only_missed else [s.rank for s in result.scored]
+    if rows and st.session_state.get(f"{key}-applied") != rows[0]:  # a row clicked in the table opens it
+        st.session_state[f"{key}-applied"] = rows[0]
+        if rows[0] + 1 in ranks:
+            st.session_state[f"{key}-open"] = rows[0] + 1
+    if not ranks:
+        st.info("No right answer is ranked below a wrong one here.")
+    else:
+        if st.session_state.get(f"{key}-open") not in ranks:  # e.g. the filter just hid it
+            st.session_state[f"{key}-open"] = ranks[0]
+        rank = st.selectbox(
+            "Explain candidate",
+            ranks,
+            format_func=lambda r: ranking.option_label(result.at(r)),
+            key=f"{key}-open",
+        )
+        scored = result.at(rank)
+        labels = "".join(
+            f" · {name} {value}"
+            for name, value in (("gold", scored.candidate.label), ("stored", state["stored"].get(scored.candidate.doc_id)))
+            if value is not None
+        )
+        st.markdown(f"**#{rank}** · score {scored.score:.4f}{labels}")
+        st.markdown(workbench.as_markdown(scored.candidate.text))
+        explain_candidate(result, rank, state["dataset"], f"{key}-{rank}")
+
+
 state = st.session_state.get(RESULT_KEY)
 if state is not None:
     result: ranking.Ranking = state["ranking"]
@@ -128,36 +168,4 @@ if state is not None:
         selection_mode="single-row",
         key=f"{key}-table",
     )
-    st.subheader("Why")
-    missed = ranking.missed_answers(result)
-    only_missed = st.toggle(
-        f"Only right answers ranked below a wrong one ({len(missed)})",
-        key=f"{key}-missed",
-        help="gold-relevant candidates with a gold-irrelevant candidate ranked above them",
-    )
-    ranks = missed if only_missed else [s.rank for s in result.scored]
-    rows = picked.selection.rows if picked is not None else []
-    if rows and st.session_state.get(f"{key}-applied") != rows[0]:  # a row clicked in the table opens it
-        st.session_state[f"{key}-applied"] = rows[0]
-        if rows[0] + 1 in ranks:
-            st.session_state[f"{key}-open"] = rows[0] + 1
-    if not ranks:
-        st.info("No right answer is ranked below a wrong one here.")
-    else:
-        if st.session_state.get(f"{key}-open") not in ranks:  # e.g. the filter just hid it
-            st.session_state[f"{key}-open"] = ranks[0]
-        rank = st.selectbox(
-            "Explain candidate",
-            ranks,
-            format_func=lambda r: ranking.option_label(result.at(r)),
-            key=f"{key}-open",
-        )
-        scored = result.at(rank)
-        labels = "".join(
-            f" · {name} {value}"
-            for name, value in (("gold", scored.candidate.label), ("stored", state["stored"].get(scored.candidate.doc_id)))
-            if value is not None
-        )
-        st.markdown(f"**#{rank}** · score {scored.score:.4f}{labels}")
-        st.markdown(workbench.as_markdown(scored.candidate.text))
-        explain_candidate(result, rank, state["dataset"], f"{key}-{rank}")
+    why(state, key, picked.selection.rows if picked is not None else [])
