@@ -19,7 +19,10 @@ fi
 
 if [ "${1:-}" != "--deps-only" ]; then
   .venv/bin/python -m qa_core data demo
-  if ! .venv/bin/python -m qa_core models | grep -q '"model": "smcnn", "versions": \[{'; then
+  # Read the whole listing first: `grep -q` stops reading at the first match, and under pipefail the
+  # writer's broken pipe would fail the test and retrain the model for nothing.
+  models=$(.venv/bin/python -m qa_core models)
+  if ! grep -q '"model": "smcnn", "versions": \[{' <<<"$models"; then
     .venv/bin/python -m qa_core train --model smcnn --data demo --seed 1
   fi
 fi
