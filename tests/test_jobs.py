@@ -24,11 +24,11 @@ from qa_core.services import jobs, workbench
 from qa_core.services.experiments import train_ranker
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError, NotTrainedError
+from tests.waiting import WAIT_S, wait_until
 
 DEMO_PAIRS = sum(len(q.candidates) for q in load_demo().questions)
 
 FAST = {"max_epochs": 1}
-WAIT_S = 240
 
 
 @pytest.fixture(scope="module")
@@ -53,16 +53,6 @@ def promote_v1(store: Store, checkpoint: Path, folder: Path) -> dict:
     shutil.copy(checkpoint, path)
     store.register_model("smcnn", "smcnn", path, {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
     return store.promoted_model("smcnn", "demo")
-
-
-def wait_until(condition, what: str, timeout: float = WAIT_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_job_succeeds_and_registers_an_unpromoted_version(

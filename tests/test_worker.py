@@ -27,9 +27,9 @@ from qa_core.data.demo import load_demo
 from qa_core.services import jobs
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError
+from tests.waiting import WAIT_S, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
-WAIT_S = 240
 CLAIMERS, WORKER_JOBS = 4, 40
 
 # One process racing for claims: waits for the start signal (a file), then claims until the queue
@@ -46,16 +46,6 @@ while (job := store.claim_job()) is not None:
     got.append(job["id"])
 print(json.dumps(got))
 """
-
-
-def wait_until(condition, what: str, timeout: float = WAIT_S):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_claims_are_exclusive_when_processes_race(store: Store, tmp_path: Path) -> None:
