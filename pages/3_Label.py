@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -362,6 +363,28 @@ def show_suggestion(store, dataset: str, model: str, record) -> None:
     ))
 
 
+def grade_buttons(
+    key: str,
+    on_click: Callable[..., None],
+    args: Callable[[int], tuple],
+    *,
+    disabled: bool = False,
+    primary_from: int | None = None,
+) -> None:
+    """One button per grade, its digit the shortcut: judging a pair and settling a conflict alike."""
+    for column, (grade, name) in zip(st.columns(len(GRADE_NAMES)), GRADE_NAMES.items()):
+        column.button(
+            f"{grade} · {name}",
+            key=f"{key}-{grade}",
+            shortcut=str(grade),
+            on_click=on_click,
+            args=args(grade),
+            disabled=disabled,
+            width="stretch",
+            type="primary" if primary_from is not None and grade >= primary_from else "secondary",
+        )
+
+
 def label_view(store, dataset: str, annotator: str) -> None:
     mode = st.selectbox("Judging", list(preferences.MODES), key="label_mode",
                         format_func=lambda m: f"{m}: {preferences.MODES[m]}")
@@ -444,16 +467,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
                 show_suggestion(store, dataset, suggesting, item.record)
         with guide:
             guidelines_panel(store, dataset)
-        for column, (grade, name) in zip(st.columns(len(GRADE_NAMES)), GRADE_NAMES.items()):
-            column.button(
-                f"{grade} · {name}",
-                key=f"grade-{grade}",
-                shortcut=str(grade),
-                on_click=judge,
-                args=(session, item, grade),
-                width="stretch",
-                type="primary" if grade > 0 else "secondary",
-            )
+        grade_buttons("grade", judge, lambda grade: (session, item, grade), primary_from=1)
     left, right, _ = st.columns([1, 1, 3])
     left.button("Skip", key="skip", shortcut="S", on_click=skip, args=(session, item), disabled=item is None)
     right.button("Undo", key="undo", shortcut="U", on_click=undo, args=(session,))
@@ -633,16 +647,7 @@ def review_view(store, dataset: str, reviewer: str | None) -> None:
         st.info("Choose or type your name above to settle conflicts as a reviewer.")
     elif party:
         st.warning(workbench.as_markdown(f"You ({reviewer}) labelled this pair: another reviewer settles it."))
-    for column, (grade, name) in zip(st.columns(len(GRADE_NAMES)), GRADE_NAMES.items()):
-        column.button(
-            f"{grade} · {name}",
-            key=f"settle-{grade}",
-            shortcut=str(grade),
-            on_click=settle,
-            args=(store, conflict, grade, reviewer),
-            disabled=reviewer is None or party,
-            width="stretch",
-        )
+    grade_buttons("settle", settle, lambda grade: (store, conflict, grade, reviewer), disabled=reviewer is None or party)
     st.caption("Keys: 0–4 settle the conflict shown with that final grade · F conflict list · H model as an annotator · " + keys_help(views))
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from qa_core import config
 from qa_core.checkpoints import GC_GRACE_MINUTES, collect_garbage, new_checkpoint_path
-from qa_core.services import analysis, workbench
+from qa_core.services import workbench
 from qa_core.types import Dataset, InputError, NotTrainedError, StorageError
 
 if TYPE_CHECKING:
@@ -159,6 +159,7 @@ def cmd_data_list(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
+    from qa_core.services import analysis
     from qa_core.services.experiments import EVAL_SPLIT, train_ranker, version_record
 
     store = _store(args)

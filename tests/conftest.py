@@ -90,6 +90,14 @@ def isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
                 os.environ[key] = value
 
 
+@pytest.fixture
+def cli_env(tmp_path, monkeypatch):
+    """A fresh data folder and SQLite store for the command line run in this process (``tests.cli``)."""
+    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("RERANK_LAB_DB", f"sqlite:///{tmp_path / 'store.sqlite'}")
+    return tmp_path
+
+
 # ============================================================================ both modes
 # Page test modules that `pytestmark = pytest.mark.usefixtures("both_modes")` run every test twice:
 # in local mode and in team mode, signed in as the store's first user (its admin, who may do what

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests import ROOT
+
 LANDING = str(ROOT / "app.py")
 ASK, COMPARE, LABEL, TRAIN = (
     str(ROOT / "pages" / name) for name in ("1_Ask.py", "2_Compare.py", "3_Label.py", "4_Train.py")

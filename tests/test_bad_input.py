@@ -31,9 +31,9 @@ from qa_core.data.demo import load_demo
 from qa_core.data.importers import load_dataset, read_qrels, read_trec_run
 from qa_core.rankers import registry
 from qa_core.types import Candidate, Dataset, InputError, Question, StorageError
+from tests import ROOT
 from tests.pages import ASK, LABEL, markdown, open_page
 
-ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED_SCRIPT = "&lt;script&gt;alert(1)&lt;/script&gt;"
 DATA_TABLES = ("datasets", "questions", "candidates", "labels", "model_versions", "runs")

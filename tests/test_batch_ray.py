@@ -26,9 +26,9 @@ from qa_core.services import batch
 from qa_core.services.batch_chunks import BatchRequest
 from qa_core.services.experiments import train_ranker
 from qa_core.types import Dataset
+from tests import ROOT
 from tests.conftest import RayCluster, ray_processes
 
-ROOT = Path(__file__).resolve().parent.parent
 QUERIES = 240  # WikiQA's TEST split has 237 questions and 2,341 pairs
 POOL = (8, 16)
 

@@ -26,8 +26,8 @@ from qa_core.rankers import registry
 from qa_core.services import jobs
 from qa_core.services.experiments import train_ranker
 from qa_core.types import InputError
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 FAST = {"max_epochs": 1}
 EVIL = "../../../../x/evil"
 HOUR = 3600

@@ -23,8 +23,7 @@ from qa_core.rankers import registry
 from qa_core.services.experiments import train_ranker
 from qa_core.services.jobs import load_promoted
 from qa_core.types import InputError
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests import ROOT
 
 
 class RunsCode:

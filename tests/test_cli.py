@@ -11,22 +11,8 @@ from pathlib import Path
 import pytest
 
 from db.store import Store
-from qa_core.cli import main
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def cli_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
-    monkeypatch.setenv("RERANK_LAB_DB", f"sqlite:///{tmp_path / 'store.sqlite'}")
-    return tmp_path
-
-
-def run_cli(*args: str, capsys) -> tuple[int, str, str]:
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests import ROOT
+from tests.cli import run_cli
 
 
 def test_demo_train_evaluate_rank(cli_env, capsys):

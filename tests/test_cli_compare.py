@@ -13,7 +13,8 @@ import pytest
 from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.significance import RANDOMISATION
-from tests.test_cli import ROOT, cli_env, run_cli  # noqa: F401 (cli_env is a fixture)
+from tests import ROOT
+from tests.cli import run_cli
 
 TEST_SPLIT = load_demo().split("test")
 
@@ -30,7 +31,7 @@ def write_run(path, flip: bool) -> None:
 
 
 @pytest.fixture
-def runs(cli_env, capsys):  # noqa: F811
+def runs(cli_env, capsys):
     assert run_cli("data", "demo", capsys=capsys)[0] == 0
     oracle, flipped = cli_env / "oracle.run", cli_env / "flipped.run.gz"
     write_run(oracle, flip=False)
@@ -69,7 +70,7 @@ def test_compare_prints_each_format(runs, capsys, fmt, marker):
     assert "MRR" not in out and "MAP" in out  # only the metric asked for
 
 
-def test_compare_bad_input_is_one_error_line(runs, capsys, cli_env):  # noqa: F811
+def test_compare_bad_input_is_one_error_line(runs, capsys, cli_env):
     oracle, _ = runs
     code, _, err = run_cli("compare", oracle, "no-such-model", "--data", "demo", capsys=capsys)
     assert code == 2 and err.startswith("error: 'no-such-model' is neither a run file nor a registered model")
@@ -88,7 +89,7 @@ def test_compare_bad_input_is_one_error_line(runs, capsys, cli_env):  # noqa: F8
     assert Store(f"sqlite:///{cli_env / 'store.sqlite'}").runs() == []  # comparing writes nothing
 
 
-def test_compare_as_a_process(runs, cli_env):  # noqa: F811
+def test_compare_as_a_process(runs, cli_env):
     """The module entry point prints the plain table (what a user types)."""
     result = subprocess.run([sys.executable, "-m", "qa_core", "compare", *runs, "--data", "demo", "--metric", "map"],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)

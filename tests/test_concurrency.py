@@ -26,10 +26,10 @@ from db.store import Store
 from qa_core.data.importers import load_dataset
 from qa_core.services.labeling import LabelingSession, QueuePolicy
 from qa_core.types import Candidate, Dataset, Question
+from tests import ROOT
 
 WRITERS, LABELS_PER_WRITER, UNDO_EVERY = 8, 500, 100
 JOIN_TIMEOUT_S = 240
-ROOT = Path(__file__).resolve().parent.parent
 RACE_WRITERS, RACE_MIN_LABELS = 3, 100
 
 

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from db.store import Store
+from tests import ROOT
 from tests.conftest import BROWSER_TIMEOUT_MS
 
-ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "which river flows through the long valley"
 ANSWER = "The Long River flows through the long valley."
 

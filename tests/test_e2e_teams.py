@@ -25,9 +25,9 @@ from sqlalchemy import create_engine, text
 
 from db.store import Store
 from qa_core.access import AccessDenied, Actor, Role
+from tests import ROOT
 from tests.conftest import BROWSER_TIMEOUT_MS, _free_port, _require_chromium, _wait_healthy
 
-ROOT = Path(__file__).resolve().parent.parent
 SHORT_TOKEN_SECONDS = 20  # long enough to sign in and see the first page on a busy machine
 PEOPLE = {"ada": "Ada Admin", "rita": "Rita Reviewer", "anna": "Anna Annotator", "eve": "Eve Early"}
 

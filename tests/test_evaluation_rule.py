@@ -12,8 +12,8 @@ from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.services import workbench
 from qa_core.services.evaluation_labels import LabelRule
+from tests.cli import run_cli
 from tests.pages import COMPARE, LANDING, open_page
-from tests.test_cli import run_cli
 
 ERRORS = "pages/5_Errors.py"
 

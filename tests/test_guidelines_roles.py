@@ -5,33 +5,15 @@ SQLite and PostgreSQL, and through the Label page in team mode (Streamlit AppTes
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import pytest
-from sqlalchemy import create_engine, text
 
 from db.store import Store
-from qa_core.access import SYSTEM, AccessDenied, Actor
+from qa_core.access import SYSTEM, AccessDenied
 from tests.pages import LABEL, LANDING
-from tests.teams import claims, shown, team_page
-from tests.test_teams_store import small
+from tests.teams import claims, shown, sign_in, small, table_rows, team_page
 
 WRITTEN = ("guidelines", "annotation_settings", "audit_events")
 GUIDELINES = "A year alone *partly* answers a when-question."
-
-
-def sign_in(store: Store, who: str) -> Actor:
-    at = datetime.now(UTC).replace(microsecond=0)
-    return store.sign_in(f"sub-{who}", f"{who}@example.org", who.title(), issued_at=at, expires_at=at + timedelta(hours=1))
-
-
-def rows(url: str) -> dict[str, list[tuple]]:
-    engine = create_engine(url)
-    try:
-        with engine.connect() as connection:
-            return {t: sorted(map(tuple, connection.execute(text(f"SELECT * FROM {t}"))), key=repr) for t in WRITTEN}
-    finally:
-        engine.dispose()
 
 
 def test_only_an_admin_edits_guidelines_and_settings_in_team_mode(database_url: str) -> None:
@@ -41,7 +23,7 @@ def test_only_an_admin_edits_guidelines_and_settings_in_team_mode(database_url: 
         ada, rita, anna = sign_in(store, "ada"), sign_in(store, "rita"), sign_in(store, "anna")
         store.grant_role("rita@example.org", "reviewer", actor=ada)
         rita = rita.with_role("reviewer")
-        before = rows(database_url)
+        before = table_rows(database_url, WRITTEN)
         for who, role in ((anna, "annotator"), (rita, "reviewer")):
             refusal = f"{who.name} \\({role}\\) may not edit a dataset's guidelines or labelling settings"
             with pytest.raises(AccessDenied, match=refusal + ".*nothing was saved"):
@@ -52,7 +34,7 @@ def test_only_an_admin_edits_guidelines_and_settings_in_team_mode(database_url: 
             store.save_guidelines("d", GUIDELINES, "ada@example.org")  # no actor: team mode refuses
         with pytest.raises(AccessDenied, match="cannot record .* as author 'bob'"):
             store.save_guidelines("d", GUIDELINES, "bob", actor=ada)  # an admin writes as themselves
-        assert rows(database_url) == before
+        assert table_rows(database_url, WRITTEN) == before
 
         saved = store.save_guidelines("d", GUIDELINES, actor=ada)
         store.set_annotation_settings("d", 0.5, 3, actor=ada)

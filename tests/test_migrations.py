@@ -19,9 +19,9 @@ from db.models import LabelRow, RunRow
 from db.session import downgrade, make_engine, upgrade
 from db.store import Store
 from qa_core.types import Candidate, Dataset, Question
+from tests import ROOT
 from tests.conftest import head_revision
 
-ROOT = Path(__file__).resolve().parent.parent
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 

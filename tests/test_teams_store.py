@@ -11,41 +11,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 from db.store import Store
 from qa_core.access import LOCAL, SYSTEM, AccessDenied, Actor, Role, operator
 from qa_core.cli import main
 from qa_core.services import audit
 from qa_core.services.labeling import LabelingSession
-from qa_core.types import Candidate, Dataset, InputError, Question
+from qa_core.types import InputError
+from tests.teams import sign_in, small, table_rows
 
 TABLES = ("datasets", "candidates", "labels", "label_retractions", "adjudications", "model_versions",
           "model_promotions", "training_jobs", "users", "audit_events", "store_info")
-
-
-def small() -> Dataset:
-    return Dataset("d", [
-        Question("q1", "who wrote hamlet", [Candidate("a", "Shakespeare wrote Hamlet.", label=1),
-                                             Candidate("b", "Hamlet is a play.", label=0)], split="train"),
-        Question("q2", "who painted the mona lisa", [Candidate("a", "Leonardo painted it.", label=1),
-                                                      Candidate("b", "It hangs in Paris.", label=0)], split="dev"),
-    ])
-
-
-def sign_in(store: Store, who: str, *, at: datetime | None = None, lasts: timedelta = timedelta(hours=1)) -> Actor:
-    """``who`` signs in with a token issued ``at`` (now) that lasts ``lasts``."""
-    at = (at or datetime.now(UTC)).replace(microsecond=0)
-    return store.sign_in(f"sub-{who}", f"{who}@example.org", who.title(), issued_at=at, expires_at=at + lasts)
-
-
-def rows(url: str) -> dict[str, list[tuple]]:
-    engine = create_engine(url)
-    try:
-        with engine.connect() as connection:
-            return {t: sorted(map(tuple, connection.execute(text(f"SELECT * FROM {t}"))), key=repr) for t in TABLES}
-    finally:
-        engine.dispose()
 
 
 @pytest.fixture
@@ -76,7 +53,7 @@ def test_an_annotator_cannot_do_what_reviewers_and_admins_do_and_nothing_is_writ
     store, people = team
     anna = people["anna"]
     candidate = store.find_candidate_id("d", "q1", "a")
-    before = rows(database_url)
+    before = table_rows(database_url, TABLES)
     refusals = {
         "promote models": lambda: store.promote("smcnn", 1, "d", actor=anna),
         "roll back models": lambda: store.rollback("smcnn", "d", actor=anna),
@@ -92,7 +69,7 @@ def test_an_annotator_cannot_do_what_reviewers_and_admins_do_and_nothing_is_writ
         store.delete_dataset("d", actor=anna)
     with pytest.raises(AccessDenied, match="may not train models"):
         store.register_model("smcnn", "smcnn", "/x.pt", {"dataset": "d"}, {}, actor=anna)
-    assert rows(database_url) == before
+    assert table_rows(database_url, TABLES) == before
     assert store.promoted_model("smcnn", "d")["version"] == 2
 
 
@@ -113,10 +90,10 @@ def test_a_label_in_team_mode_carries_its_user_and_no_other_name(team, database_
     candidate = store.find_candidate_id("d", "q1", "a")
     label_id = store.add_label(candidate, None, 2, actor=anna)
     store.add_label(candidate, "anna@example.org", 3, actor=anna)
-    before = rows(database_url)
+    before = table_rows(database_url, TABLES)
     with pytest.raises(AccessDenied, match="cannot record a judgement as annotator 'rita@example.org'"):
         store.add_label(candidate, "rita@example.org", 0, actor=anna)
-    assert rows(database_url) == before
+    assert table_rows(database_url, TABLES) == before
     with store.engine.connect() as connection:
         written = connection.execute(text("SELECT annotator, user_id FROM labels WHERE id = :i"), {"i": label_id}).one()
     assert tuple(written) == ("anna@example.org", anna.user_id)
@@ -164,14 +141,14 @@ def test_a_role_change_or_a_sign_out_counts_at_once_for_a_session_already_open(t
     with pytest.raises(AccessDenied, match="ada@example.org \\(annotator\\) may not promote"):
         store.promote("smcnn", 2, "d", actor=ada)  # ada's actor still says admin: the store knows better
     store.sign_out(anna)
-    before = rows(database_url)
+    before = table_rows(database_url, TABLES)
     with pytest.raises(AccessDenied, match="anna@example.org signed out at .* which ended this session; sign in again"):
         store.promote("smcnn", 2, "d", actor=anna)
     with pytest.raises(AccessDenied, match="signed out"):
         store.user_actor(anna)
     with pytest.raises(AccessDenied, match="signed out"):  # the same token (a copied cookie) cannot sign in again
         store.sign_in(anna.subject, anna.name, "Anna", issued_at=anna.signed_in_at, expires_at=anna.expires_at)
-    assert rows(database_url) == before
+    assert table_rows(database_url, TABLES) == before
     fresh = sign_in(store, "anna", at=datetime.now(UTC) + timedelta(seconds=2))  # a new sign-in works again
     store.promote("smcnn", 2, "d", actor=fresh)
 
@@ -179,14 +156,14 @@ def test_a_role_change_or_a_sign_out_counts_at_once_for_a_session_already_open(t
 def test_an_expired_token_is_refused_at_sign_in_and_at_every_write(team, database_url) -> None:
     store, people = team
     hour_ago = datetime.now(UTC) - timedelta(hours=2)
-    before = rows(database_url)
+    before = table_rows(database_url, TABLES)
     with pytest.raises(AccessDenied, match="the sign-in of anna@example.org expired at .*; sign in again"):
         sign_in(store, "anna", at=hour_ago)
     expired = Actor(people["ada"].name, Role.ADMIN, user_id=people["ada"].user_id, subject=people["ada"].subject,
                     signed_in_at=hour_ago, expires_at=hour_ago + timedelta(hours=1))
     with pytest.raises(AccessDenied, match="expired"):
         store.promote("smcnn", 1, "d", actor=expired)
-    assert rows(database_url) == before
+    assert table_rows(database_url, TABLES) == before
 
 
 def test_the_last_admin_cannot_step_down_and_unknown_users_or_roles_are_named(team) -> None:

@@ -16,12 +16,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from db.store import Store
+from tests import ROOT
 from tests.pages import TRAIN, markdown, open_page
 
 pytestmark = pytest.mark.usefixtures("both_modes")  # local mode, and team mode as the admin
 
 JOB_WAIT_S = 240
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def start_job(app: AppTest, gold: str = "every split", store_labels: bool = True) -> None:

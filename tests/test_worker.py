@@ -27,9 +27,9 @@ from qa_core.data.demo import load_demo
 from qa_core.services import jobs
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError
+from tests import ROOT
 from tests.waiting import WAIT_S, wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
 CLAIMERS, WORKER_JOBS = 4, 40
 
 # One process racing for claims: waits for the start signal (a file), then claims until the queue

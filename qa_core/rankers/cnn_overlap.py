@@ -28,8 +28,7 @@ zero-padded to 60 words scored lower on WikiQA DEV (docs/benchmarks.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -38,15 +37,16 @@ from qa_core.classifiers.analysis import QuestionAnalysis, QuestionAnalyzer
 from qa_core.data.questions import COARSE_CLASSES
 from qa_core.nn.encoders import PAD_ID, ConvEncoder, WordEmbedding
 from qa_core.nn.saliency import embedded_saliency
+from qa_core.rankers.analysis_channel import AnalysisReadingRanker
 from qa_core.rankers.base import Explanation
-from qa_core.rankers.neural import NEURAL, NeuralConfig, NeuralRanker, Pair, spread, token_positions
+from qa_core.rankers.neural import NEURAL, NeuralConfig, Pair, spread, token_positions
 from qa_core.structure.rel import CLASS_ENTITY_TYPES, rel_tag
 from qa_core.text.features import content_words, is_content_word
 from qa_core.text.nlp import Parsed
 from qa_core.text.vectors import normalize
 from qa_core.training import loop
 from qa_core.training.batching import pad_ids, trim_padding
-from qa_core.types import InputError, Question
+from qa_core.types import InputError
 
 ANALYSIS_MODES = ("auto", "heuristic")
 
@@ -144,11 +144,10 @@ def answer_semantic_ids(answer: Parsed, analysis: QuestionAnalysis, positions: S
     return [analysis.class_id if i in inside else 0 for i in positions]
 
 
-class CNNOverlapRanker(NeuralRanker):
+class CNNOverlapRanker(AnalysisReadingRanker):
     name = "cnn_wo_so"
     title = "CNN_WO+SO: word and semantic overlap (Nicosia 2018, ch. 6)"
     config_class = CNNOverlapConfig
-    capabilities = replace(NEURAL, reads=frozenset({"question_analysis"}))
     config: CNNOverlapConfig
     _feature_names = ("question_overlap", "answer_overlap", "question_semantic", "answer_semantic")
 
@@ -156,28 +155,15 @@ class CNNOverlapRanker(NeuralRanker):
         super().__init__(config)
         if self.config.analysis not in ANALYSIS_MODES:
             raise InputError(f"analysis must be one of {', '.join(ANALYSIS_MODES)}, not {self.config.analysis!r}")
-        self.analyzer: QuestionAnalyzer | None = None
 
     # ------------------------------------------------------------------ hooks
 
-    def prepare(
-        self, train: Sequence[Question], dev: Sequence[Question], seed: int, analyzer: QuestionAnalyzer | None
-    ) -> None:
-        if self.config.semantic_overlap:
-            auto = self.config.analysis == "auto" and analyzer is not None
-            self.analyzer = analyzer if auto else QuestionAnalyzer()
+    def reads_analysis(self) -> bool:
+        return self.config.semantic_overlap
 
-    def question_analysis(self, question: str) -> QuestionAnalysis | None:
-        if not self.config.semantic_overlap:
-            return None
-        return (self.analyzer or QuestionAnalyzer()).analyse(question)
-
-    def extra_state(self) -> dict[str, Any]:
-        return {"analyzer": None if self.analyzer is None else self.analyzer.state()}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        stored = state.get("analyzer")
-        self.analyzer = None if stored is None else QuestionAnalyzer.from_state(stored)
+    def analyzer_to_keep(self, given: QuestionAnalyzer | None) -> QuestionAnalyzer:
+        """The given analyzer only with ``analysis="auto"``; the wh-word rules otherwise."""
+        return given if self.config.analysis == "auto" and given is not None else QuestionAnalyzer()
 
     def build_model(self, vectors: torch.Tensor) -> OverlapCNN:
         return OverlapCNN(vectors, self.config)
@@ -186,14 +172,6 @@ class CNNOverlapRanker(NeuralRanker):
         cfg = self.config
         groups = loop.weight_decay_groups(model, default=cfg.l2_other, by_module_type={nn.Conv1d: cfg.l2_conv})
         return torch.optim.Adam(groups, lr=cfg.lr, eps=1e-5)
-
-    def analyses(self, pairs: Sequence[Pair]) -> list[QuestionAnalysis]:
-        """One analysis per pair (the analyzer runs its models once per distinct question); empty ones
-        without SO."""
-        if not self.config.semantic_overlap:
-            return [QuestionAnalysis(None, None, None) for _ in pairs]
-        analyzer = self.analyzer if self.analyzer is not None else QuestionAnalyzer()
-        return analyzer.analyse_many([p.question for p in pairs])
 
     def extra_inputs(self, pairs: Sequence[Pair]) -> dict[str, torch.Tensor]:
         """WO and SO ids per model word, row- and position-aligned with the word ids."""
@@ -226,8 +204,7 @@ class CNNOverlapRanker(NeuralRanker):
         cfg = self.config
         q_parsed, a_parsed = pair.question, pair.answer
         # Focus links only where the model reads the question analysis (CNN_WO+SO, not CNN_WO).
-        focus, qclass = (analysis.focus, analysis.qclass) if cfg.semantic_overlap else (None, None)
-        links = rel_tag(q_parsed, a_parsed, focus, qclass).links
+        links = rel_tag(q_parsed, a_parsed, analysis.focus, analysis.qclass).links
         return Explanation(
             score=score,
             question_tokens=list(q_parsed.tokens),

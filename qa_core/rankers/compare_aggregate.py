@@ -35,21 +35,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from qa_core.classifiers.analysis import QuestionAnalysis, QuestionAnalyzer
 from qa_core.data.questions import COARSE_CLASSES
 from qa_core.nn.attention import masked_softmax
 from qa_core.nn.encoders import PAD_ID, ConvEncoder, WordEmbedding
 from qa_core.nn.losses import ListwiseKLLoss, PointwiseLogisticLoss
 from qa_core.nn.recurrent import read_mask
+from qa_core.rankers.analysis_channel import AnalysisReadingRanker
 from qa_core.rankers.base import Explanation
 from qa_core.rankers.cnn_overlap import answer_semantic_ids
-from qa_core.rankers.neural import NEURAL, NeuralConfig, NeuralRanker, Pair, spread, token_positions
+from qa_core.rankers.neural import NEURAL, NeuralConfig, Pair, spread, token_positions
 from qa_core.structure.rel import rel_tag
 from qa_core.text.contextual import CONTEXT_DIM, token_vectors
 from qa_core.text.features import IdfTable
@@ -58,7 +57,7 @@ from qa_core.text.vectors import normalize
 from qa_core.training import loop
 from qa_core.training.batching import pad_ids, trim_padding
 from qa_core.training.listwise import QuestionBatches
-from qa_core.types import InputError, Question
+from qa_core.types import InputError
 
 LOSSES = ("listwise", "pointwise")
 MATCH_FEATURES = 2  # exact match, IDF-weighted exact match
@@ -209,37 +208,15 @@ def pad_rows(rows: Sequence[np.ndarray], width: int, dtype: torch.dtype) -> torc
     return padded
 
 
-class CompareAggregateRanker(NeuralRanker):
+class CompareAggregateRanker(AnalysisReadingRanker):
     name = "compare_aggregate"
     title = "Compare-aggregate, listwise loss, exact-match and answer-type channels (Wang & Jiang 2017)"
     config_class = CompareAggregateConfig
-    capabilities = replace(NEURAL, explains=NEURAL.explains | {"matrices"}, reads=frozenset({"question_analysis"}))
+    capabilities = replace(AnalysisReadingRanker.capabilities, explains=NEURAL.explains | {"matrices"})
     config: CompareAggregateConfig
 
-    def __init__(self, config: CompareAggregateConfig | None = None):
-        super().__init__(config)
-        self.analyzer: QuestionAnalyzer | None = None
-
-    # ------------------------------------------------------------------ hooks
-
-    def prepare(
-        self, train: Sequence[Question], dev: Sequence[Question], seed: int, analyzer: QuestionAnalyzer | None
-    ) -> None:
-        """Keep the analyzer the answer-type channel reads (the wh-word rules when none is given)."""
-        if self.config.answer_type:
-            self.analyzer = analyzer if analyzer is not None else QuestionAnalyzer()
-
-    def question_analysis(self, question: str) -> QuestionAnalysis | None:
-        if not self.config.answer_type:
-            return None
-        return (self.analyzer or QuestionAnalyzer()).analyse(question)
-
-    def extra_state(self) -> dict[str, Any]:
-        return {"analyzer": None if self.analyzer is None else self.analyzer.state()}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        stored = state.get("analyzer")
-        self.analyzer = None if stored is None else QuestionAnalyzer.from_state(stored)
+    def reads_analysis(self) -> bool:
+        return self.config.answer_type
 
     def build_model(self, vectors: torch.Tensor) -> CompareAggregate:
         return CompareAggregate(vectors, self.config)
@@ -256,17 +233,7 @@ class CompareAggregateRanker(NeuralRanker):
 
     def training_batches(self, examples: Sequence[tuple[Pair, int]]) -> loop.BatchFactory:
         """Whole question pools (questions by text), ``batch_size`` questions a batch."""
-        inputs = self.encode([pair for pair, _ in examples])
-        question_ids: dict[str, int] = {}
-        groups = torch.tensor([question_ids.setdefault(p.question.text, len(question_ids)) for p, _ in examples])
-        labels = torch.tensor([label for _, label in examples])
-        return QuestionBatches(
-            {name: tensor.to(self._device) for name, tensor in inputs.items()}, groups, labels, self.config.batch_size
-        )
-
-    def analyses(self, pairs: Sequence[Pair]) -> list[QuestionAnalysis]:
-        analyzer = self.analyzer if self.analyzer is not None else QuestionAnalyzer()
-        return analyzer.analyse_many([p.question for p in pairs])
+        return QuestionBatches(*self.grouped_examples(examples), self.config.batch_size)
 
     def extra_inputs(self, pairs: Sequence[Pair]) -> dict[str, torch.Tensor]:
         """The enabled channels' inputs, row- and position-aligned with the word ids."""
@@ -314,7 +281,7 @@ class CompareAggregateRanker(NeuralRanker):
         q_pos, a_pos = token_positions(q_parsed, cfg.max_question_len), token_positions(a_parsed, cfg.max_answer_len)
         weights = attention[0, : len(a_pos), : len(q_pos)].T.cpu().numpy()  # (question, answer)
         shares = credit[: len(a_pos)].cpu().numpy()
-        analysis = self.analyses([pair])[0] if cfg.answer_type else QuestionAnalysis(None, None, None)
+        analysis = self.analyses([pair])[0]
         return Explanation(
             score=score,
             question_tokens=list(q_parsed.tokens),

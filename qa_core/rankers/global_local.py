@@ -189,13 +189,7 @@ class GlobalLocalRanker(NeuralRanker):
 
     def training_batches(self, examples: Sequence[tuple[Pair, int]]) -> loop.BatchFactory:
         """Triples of one question's correct candidate and a sampled incorrect one (questions by text)."""
-        inputs = self.encode([pair for pair, _ in examples])
-        question_ids: dict[str, int] = {}
-        groups = torch.tensor([question_ids.setdefault(p.question.text, len(question_ids)) for p, _ in examples])
-        labels = torch.tensor([label for _, label in examples])
-        batches = PairwiseBatches(
-            {name: tensor.to(self._device) for name, tensor in inputs.items()}, groups, labels, self.config.batch_size
-        )
+        batches = PairwiseBatches(*self.grouped_examples(examples), self.config.batch_size)
         if not batches.triples:
             raise InputError(
                 f"{self.name} learns from questions with both a correct and an incorrect candidate; "

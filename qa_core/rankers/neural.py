@@ -162,6 +162,17 @@ class NeuralRanker(Ranker):
         targets = binary_targets(examples).to(self._device)
         return TensorBatches({k: v.to(self._device) for k, v in inputs.items()}, targets, self.config.batch_size)
 
+    def grouped_examples(
+        self, examples: Sequence[tuple[Pair, int]]
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+        """Encoded inputs on the device, each row's question id (questions by text) and its label: what
+        batches of whole pools, or of pairs within one question, are cut from."""
+        inputs = self.encode([pair for pair, _ in examples])
+        question_ids: dict[str, int] = {}
+        groups = torch.tensor([question_ids.setdefault(p.question.text, len(question_ids)) for p, _ in examples])
+        labels = torch.tensor([label for _, label in examples])
+        return {name: tensor.to(self._device) for name, tensor in inputs.items()}, groups, labels
+
     def prepare(
         self, train: Sequence[Question], dev: Sequence[Question], seed: int, analyzer: QuestionAnalyzer | None
     ) -> None:
