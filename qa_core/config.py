@@ -34,6 +34,17 @@ def database_url() -> str:
     return os.environ.get("RERANK_LAB_DB") or f"sqlite:///{data_dir() / 'rerank_lab.sqlite'}"
 
 
+def parse_cache_path() -> Path:
+    """The spaCy parse cache (``RERANK_LAB_PARSE_CACHE``, default ``parse_cache.sqlite`` in the data
+    folder). Entries are keyed by text and parser version, so stores in several data folders may
+    share one cache and parse each text once between them."""
+    path = os.environ.get("RERANK_LAB_PARSE_CACHE")
+    if not path:
+        return data_dir() / "parse_cache.sqlite"
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return Path(path)
+
+
 JOB_RUNNERS = ("process", "worker")
 
 

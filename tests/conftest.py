@@ -28,6 +28,7 @@ from xdist.scheduler import LoadFileScheduling
 from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.types import Dataset
+from tests import ROOT
 
 # Ray, before anything imports it: Ray 2.60 starts local clusters with token authentication, and a
 # process joining one by address (a test, `batch-score --address`, a worker) must ask for it too;
@@ -71,14 +72,21 @@ def one_torch_thread_per_worker() -> Iterator[None]:
 
 # ============================================================================ isolation
 # Tests never read or write the developer's ./data folder (its store may hold trained classifiers
-# that "auto" question analysis would pick up): every session gets an empty data folder.
+# that "auto" question analysis would pick up): every session gets an empty data folder. The spaCy
+# parse cache is one file for the whole run, both xdist workers and every process they start:
+# tests make many data folders (a store, a CLI run, a job, an app each), and each would otherwise
+# parse the demo corpus again (about 5 s of CPU every time).
 
 
 @pytest.fixture(scope="session", autouse=True)
 def isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("rerank_lab_data")
-    saved = {key: os.environ.get(key) for key in ("RERANK_LAB_DATA", "RERANK_LAB_DB")}
+    run_folder = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_folder = run_folder.parent  # the folder the run's workers share
+    saved = {key: os.environ.get(key) for key in ("RERANK_LAB_DATA", "RERANK_LAB_DB", "RERANK_LAB_PARSE_CACHE")}
     os.environ["RERANK_LAB_DATA"] = str(folder)
+    os.environ["RERANK_LAB_PARSE_CACHE"] = str(run_folder / "parse_cache.sqlite")
     os.environ.pop("RERANK_LAB_DB", None)
     try:
         yield folder
@@ -307,7 +315,6 @@ class RunningApp:
 def running_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
     """The app as a newcomer starts it, on a free port, stopped (with its process group) after."""
     _require_chromium()
-    root = Path(__file__).resolve().parent.parent
     folder = tmp_path_factory.mktemp("app")
     app = RunningApp(f"http://127.0.0.1:{_free_port()}", f"sqlite:///{folder / 'store.sqlite'}", folder / "data")
     env = {
@@ -322,7 +329,7 @@ def running_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp
     port = app.url.rsplit(":", 1)[1]
     with log.open("w") as log_file:
         server = subprocess.Popen(
-            ["make", "run", f"PORT={port}"], cwd=root, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+            ["make", "run", f"PORT={port}"], cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:

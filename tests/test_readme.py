@@ -4,11 +4,11 @@ with the command that regenerates it."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from qa_core.rankers import registry
+from tests import ROOT
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = ROOT / "README.md"
 
 
 def test_readme_model_table_comes_from_the_registry() -> None:

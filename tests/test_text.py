@@ -19,6 +19,7 @@ from qa_core.text.features import IdfTable, overlap_features
 from qa_core.text.links import Link, lexical_links
 from qa_core.text.nlp import MAX_CHARS, ParseCache, Parsed, parse_many
 from qa_core.text.vectors import PAD, UNK, Vocabulary, embedding_matrix, glove, glove_coverage, normalize
+from tests import ROOT
 
 TWAIN = "Mark Twain was born in Florida, Missouri in 1835."
 QUESTION = "Where was Mark Twain born?"
@@ -155,10 +156,24 @@ def test_memory_level_is_bounded(tmp_path: Path, counting_nlp: CountingNlp) -> N
 
 def test_default_cache_lives_in_the_data_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path))
+    monkeypatch.delenv("RERANK_LAB_PARSE_CACHE", raising=False)
     parsed = nlp_module.parse(TWAIN)
     assert parsed.tokens[0] == "Mark"
     assert nlp_module.default_cache().path == tmp_path / "parse_cache.sqlite"
     assert len(ParseCache(tmp_path / "parse_cache.sqlite")) == 1
+
+
+def test_a_parse_cache_named_by_the_environment_is_shared_between_data_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared" / "parses.sqlite"
+    monkeypatch.setenv("RERANK_LAB_PARSE_CACHE", str(shared))
+    for folder in ("one", "two"):
+        monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / folder))
+        assert nlp_module.default_cache().path == shared
+        assert nlp_module.parse(TWAIN).tokens[0] == "Mark"
+    assert len(ParseCache(shared)) == 1
+    assert not (tmp_path / "one" / "parse_cache.sqlite").exists() and not (tmp_path / "two" / "parse_cache.sqlite").exists()
 
 
 def test_megabyte_text_is_truncated(cache: ParseCache) -> None:
@@ -288,7 +303,7 @@ def test_restored_case_is_the_same_in_every_process():
         subprocess.run(
             [sys.executable, "-c", script],
             env={**os.environ, "PYTHONHASHSEED": seed},
-            cwd=Path(__file__).resolve().parent.parent,
+            cwd=ROOT,
             capture_output=True,
             text=True,
             check=True,

@@ -2,7 +2,8 @@
 
 Rankers, trees and the app all need the same linguistic annotation of the same sentences, and
 parsing dominates their run time, so ``parse_many`` only sends texts to ``nlp.pipe`` that neither
-the in-memory dict nor ``data_dir()/parse_cache.sqlite`` already holds. Cache keys are
+the in-memory dict nor the SQLite cache (``config.parse_cache_path()``: ``parse_cache.sqlite`` in
+the data folder unless ``RERANK_LAB_PARSE_CACHE`` names another file) already holds. Cache keys are
 ``sha1(text)`` of the text as given. Entries are stored as JSON, never pickled: the data folder
 may be shared, and unpickling a planted blob would run code.
 
@@ -31,7 +32,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qa_core.config import data_dir
+from qa_core.config import parse_cache_path
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -170,7 +171,7 @@ class ParseCache:
     def path(self) -> Path:
         """The SQLite file (resolved lazily, so importing this module creates no data folder)."""
         if self._path is None:
-            self._path = data_dir() / "parse_cache.sqlite"
+            self._path = parse_cache_path()
         return self._path
 
     @contextmanager
@@ -312,8 +313,8 @@ _default_lock = threading.Lock()
 
 
 def default_cache() -> ParseCache:
-    """The process-wide cache of the current ``data_dir()`` (one instance per folder)."""
-    path = data_dir() / "parse_cache.sqlite"
+    """The process-wide cache at the current ``config.parse_cache_path()`` (one instance per file)."""
+    path = parse_cache_path()
     with _default_lock:
         if path not in _default_caches:
             _default_caches[path] = ParseCache(path)
