@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -32,36 +31,46 @@ from tests.waiting import WAIT_S, wait_until
 
 CLAIMERS, WORKER_JOBS = 4, 40
 
-# One process racing for claims: waits for the start signal (a file), then claims until the queue
-# is empty and prints the ids it got. Only the store is imported: the race starts at once.
+# One process racing for claims: says it is ready (store imported and connected), waits for the
+# start signal, claims until the queue is empty and writes the ids it got; then stays alive until
+# told to stop. A claimer that exited while others still claim would be a lost worker, whose jobs
+# rightly go back to the queue (on a busy machine one claimer can finish before another starts).
 CLAIMER = """
 import json, os, sys, time
+from pathlib import Path
 from db.store import Store
-from qa_core.cli import main
-store = Store(sys.argv[1])
-while not os.path.exists(sys.argv[2]):
+store, folder, me = Store(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+store.active_worker_jobs()
+(folder / f"ready-{me}").touch()
+while not (folder / "go").exists():
     time.sleep(0.005)
 got = []
 while (job := store.claim_job()) is not None:
     got.append(job["id"])
-print(json.dumps(got))
+(folder / f".got-{me}").write_text(json.dumps(got))
+(folder / f".got-{me}").rename(folder / f"got-{me}.json")  # whole, for the test to read
+while not (folder / "stop").exists():
+    time.sleep(0.02)
 """
 
 
 def test_claims_are_exclusive_when_processes_race(store: Store, tmp_path: Path) -> None:
     process_jobs = [store.create_job("smcnn", "demo", {}) for _ in range(3)]  # the launcher's: never claimed
     worker_jobs = [store.create_job("smcnn", "demo", {}, runner="worker") for _ in range(WORKER_JOBS)]
-    go = tmp_path / "go"
-    claimers = [subprocess.Popen([sys.executable, "-c", CLAIMER, store.url, str(go)], cwd=ROOT, stdout=subprocess.PIPE,
+    claimers = [subprocess.Popen([sys.executable, "-c", CLAIMER, store.url, str(tmp_path), str(n)], cwd=ROOT,
                                  stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-                for _ in range(CLAIMERS)]
-    time.sleep(2.0)  # let them import and connect
-    go.touch()
-    claimed = []
-    for claimer in claimers:
-        out, err = claimer.communicate(timeout=WAIT_S)
-        assert claimer.returncode == 0, err
-        claimed.append(json.loads(out))
+                for n in range(CLAIMERS)]
+    try:
+        wait_until(lambda: all((tmp_path / f"ready-{n}").exists() for n in range(CLAIMERS)), "the claimers to connect")
+        (tmp_path / "go").touch()
+        results = [tmp_path / f"got-{n}.json" for n in range(CLAIMERS)]
+        wait_until(lambda: all(path.exists() for path in results), "every claimer to find the queue empty")
+        claimed = [json.loads(path.read_text()) for path in results]
+    finally:
+        (tmp_path / "stop").touch()
+        for claimer in claimers:
+            _, err = claimer.communicate(timeout=WAIT_S)
+            assert claimer.returncode == 0, err
     every = [job_id for got in claimed for job_id in got]
     assert sorted(every) == worker_jobs, "every worker job claimed, none twice"
     for got in claimed:
