@@ -42,8 +42,10 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # browser test files (`test_e2e_*`) all go to the same worker: they share the slowest setups of the
 # suite, the `make run` app (which trains the demo model) and Chromium. (xdist's own `--dist
 # loadgroup` marks cannot do this under pytest 9.2, whose node ids no longer take its group suffix.)
-# Each worker runs torch on one thread: two workers already fill the 2-core CI machine, and
-# oversubscribed OpenMP threads make small models many times slower (see `single_thread`).
+# Each worker, and every process a test starts (jobs, workers, the CLI, `make run`), runs torch on
+# one thread: two workers already fill the 2-core CI machine, and oversubscribed OpenMP threads make
+# small models many times slower (see `single_thread`). Measured: `train --model smcnn --data demo`
+# at load 6 took 166 s on torch's default two threads and 10 s on one.
 
 BROWSER_TESTS = "test_e2e_"
 
@@ -64,10 +66,15 @@ def one_torch_thread_per_worker() -> Iterator[None]:
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         yield
         return
-    previous = torch.get_num_threads()
+    previous, saved = torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")
     torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"  # inherited by the processes the tests start
     yield
     torch.set_num_threads(previous)
+    if saved is None:
+        os.environ.pop("OMP_NUM_THREADS", None)
+    else:
+        os.environ["OMP_NUM_THREADS"] = saved
 
 
 # ============================================================================ isolation
