@@ -163,3 +163,28 @@ def test_untrained_fusion_refuses_to_score() -> None:
 
     with pytest.raises(NotTrainedError, match="train"):
         registry.create("fusion", **CHEAP).score("who wrote hamlet", ["Shakespeare wrote Hamlet."])
+
+
+def test_batch_score_gives_the_rankers_scores(trained, tmp_path, monkeypatch, capsys) -> None:
+    """``batch-score`` cuts a file into chunks of whole queries: each query is one pool to fuse."""
+    import json
+
+    from qa_core.cli import main
+    from qa_core.data.importers import read_trec_run
+
+    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("RERANK_LAB_DB", f"sqlite:///{tmp_path / 'store.sqlite'}")
+    outcome, _ = trained
+    questions = small_demo().split("test")[:4]
+    pairs, out = tmp_path / "pairs.jsonl", tmp_path / "fusion.run"
+    pairs.write_text("".join(
+        json.dumps({"qid": q.qid, "question": q.text, "docid": c.doc_id, "text": c.text, "rank": rank}) + "\n"
+        for q in questions for rank, c in enumerate(q.candidates, start=1)
+    ))  # fmt: skip
+    code = main(["batch-score", str(pairs), "--model", str(outcome.checkpoint), "--out", str(out),
+                 "--workers", "1", "--chunk-pairs", "5", "--quiet"])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    run = read_trec_run(out)
+    for q in questions:
+        expected = dict(zip((c.doc_id for c in q.candidates), outcome.ranker.score(q.text, q.candidates)))
+        assert {doc: score for doc, _, score in run[q.qid]} == pytest.approx(expected, abs=1e-6)
