@@ -188,3 +188,15 @@ def test_batch_score_gives_the_rankers_scores(trained, tmp_path, monkeypatch, ca
     for q in questions:
         expected = dict(zip((c.doc_id for c in q.candidates), outcome.ranker.score(q.text, q.candidates)))
         assert {doc: score for doc, _, score in run[q.qid]} == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_job_trains_with_the_store_analyzer_only_when_its_members_read_analysis(tmp_path) -> None:
+    from db.store import Store
+    from qa_core.services.analysis import analyzer_for
+
+    store = Store(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    try:
+        assert analyzer_for(store, "fusion") is not None  # compare-aggregate reads question analysis
+        assert analyzer_for(store, "fusion", {"members": ["bm25", "overlap"]}) is None
+    finally:
+        store.close()
