@@ -8,9 +8,10 @@ explained by the members' own explanations.
 ``fit`` trains each member through its own ``fit`` (each selects on DEV as it always does), scores
 DEV with every member and lets ``qa_core.fusion.tune_fusion`` choose the method's parameters on
 DEV's labels. TEST is never handed to it. The members are the fusion's own copies, trained with it
-and saved in its checkpoint: a version of a member promoted on its own is not used (nor changed). ``score_pools`` has every member score the pools and ranx
-fuse them per pool (``apply_fusion``; each pool is one "query" of the fused run, so normalisation
-and RRF's ranks are per pool: ``pool_dependent``).
+and saved in its checkpoint: a version of a member promoted on its own is not used (nor changed).
+``score_pools`` has every member score the pools and ranx fuse them per pool (``apply_fusion``; each
+pool is one "query" of the fused run, so normalisation and RRF's ranks are per pool:
+``pool_dependent``).
 
 Defaults, chosen on DEV only by ``benchmarks/fusion_default.py`` (its rule was fixed before the run:
 a neural member among smcnn, cnn_wo and compare_aggregate with bm25 or overlap, by every method of
