@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from qa_core.evaluation import Qrels, Run, evaluate
 from qa_core.types import InputError
 
@@ -136,7 +138,8 @@ def tune_fusion(method: str, dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> F
         extra = {"step": WEIGHT_STEP} if ranx_method == "wsum" else {}
         params = optimize_fusion(qrels, runs, norm=norm, method=ranx_method, metric="map", show_progress=False,
                                  **extra)
-        params = {key: list(value) if isinstance(value, tuple) else value for key, value in params.items()}
+        # Plain numbers and lists (ranx returns numpy scalars): recipes go into JSON and checkpoints.
+        params = {key: np.asarray(value).tolist() for key, value in params.items()}
     recipe = Fusion(method, members, params)
     dev_map = evaluate(apply_fusion(recipe, dev_runs), dev_qrels).aggregate["map"]
     return Fusion(method, members, params, dev_map)

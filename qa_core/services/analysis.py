@@ -8,7 +8,8 @@ describe a question for a model that reads none, and for the Errors page's class
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.classifiers.focus import FocusTagger
@@ -52,7 +53,8 @@ def classifier_version_key(store: Store) -> tuple[str | None, ...]:
     return tuple(None if record is None else str(record["checkpoint_path"]) for record in records)
 
 
-def analyzer_for(store: Store, model: str) -> QuestionAnalyzer | None:
-    """The analyzer to train ``model`` with: the store's, when the model reads question analysis."""
-    reads = registry.ranker_class(model).capabilities.reads
+def analyzer_for(store: Store, model: str, settings: Mapping[str, Any] | None = None) -> QuestionAnalyzer | None:
+    """The analyzer to train ``model`` with: the store's, when the model reads question analysis.
+    ``settings``: the model's config changes, when they decide what it reads (a fusion's members)."""
+    reads = registry.create(model, **(settings or {})).capabilities.reads
     return question_analyzer(store) if "question_analysis" in reads else None

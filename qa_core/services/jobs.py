@@ -260,7 +260,7 @@ def _train(store: Store, job: dict[str, Any], lease_seconds: float, lost: thread
         callback=progress,
         checkpoint=checkpoint,
         model_config=params["config"],
-        analyzer=analyzer_for(store, model),
+        analyzer=analyzer_for(store, model, params["config"]),
     )
     phase("evaluating")
     training_data, metrics = version_record(
