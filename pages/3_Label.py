@@ -256,6 +256,7 @@ def clear_picks() -> None:
 
 def skip_preference(session: preferences.PreferenceSession, item: tuple[int, ...]) -> None:
     if st.session_state.pop(PREF_SHOWN, None) == item:
+        session.release()
         skipped = [i for i in st.session_state.get(SKIPPED, []) if i != item]
         st.session_state[SKIPPED] = [*skipped, item]
         st.session_state[NOTICE] = f"Skipped {session.records[item[0]].qid}: it comes back at the end."
@@ -291,7 +292,8 @@ def preference_view(store, dataset: str, annotator: str, mode: str, order: str, 
         st.caption(workbench.as_markdown(notice))
     if item is None:
         st.session_state.pop(PREF_SHOWN, None)
-        st.success("Nothing left for you to judge in this queue.")
+        held = " (the rest is on other sessions' screens right now)" if done < total else ""
+        st.success(f"Nothing left for you to judge in this queue{held}.")
     else:
         st.session_state[PREF_SHOWN] = item
         records = [session.records[c] for c in item]
