@@ -242,7 +242,8 @@ class LabelingStore(StoreBase):
             )
             if wanted and claim.annotator == annotator:
                 renewed = self._renew(claim, at + timedelta(seconds=lease_seconds))
-                if renewed is not None:
+                if renewed is not None:  # a tab shows one pair: the rest it held (e.g. a pairwise item) go back
+                    self._end_claims([other.id for other in mine if other.id != claim.id])
                     return renewed
             else:
                 self.end_claim(claim.id, "released")

@@ -209,6 +209,16 @@ def test_two_sessions_never_hold_the_same_item_and_an_expired_lease_frees_it(sto
     assert {c.holder for c in store.open_claims("p")} <= {"tab1"}
 
 
+def test_a_tab_that_switches_to_graded_keeps_one_pair_and_frees_the_rest(store: Store) -> None:
+    from qa_core.services.labeling import LabelingSession
+
+    store.import_dataset(dataset())
+    pool = PreferenceSession.build(store, "p", "alice", TOPK, "random", holder="tab").current()
+    graded = LabelingSession(store, "p", list(pool), "alice", holder="tab").current()
+    assert graded.candidate_id in pool
+    assert [c.candidate_id for c in store.open_claims("p")] == [graded.candidate_id]  # the pool's others are free
+
+
 @pytest.mark.parametrize("mode", [PAIRWISE, TOPK])
 def test_sessions_racing_for_the_queue_get_disjoint_items(database_url: str, mode: str) -> None:
     sessions = 4
