@@ -5,6 +5,7 @@ mode only an admin turns it on)."""
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
@@ -22,6 +23,7 @@ from qa_core.services.labeling.calibration import (
     gold_pairs,
     results_table,
 )
+from qa_core.services.labeling.dashboard import build_dashboard, dashboard_csv
 from qa_core.types import Candidate, Dataset, InputError, Question
 from tests.teams import sign_in
 
@@ -85,6 +87,11 @@ def test_the_dashboard_table_has_one_row_per_annotator() -> None:
     assert [(r["annotator"], r["pairs judged"], r["of"], r["exact agreement"]) for r in table] == [
         ("ann", 1, 2, 0.0), ("bob", 2, 2, 1.0)]
     assert table[1]["weighted κ"] == pytest.approx(1.0) and pd.isna(table[0]["finished"])  # ann has not finished
+    board = build_dashboard({})  # nothing labelled: calibration is apart from the agreement between annotators
+    board.calibration = results_table(judged, binary=True)
+    exported = pd.read_csv(io.StringIO(dashboard_csv(board)))
+    rows = exported[exported["table"] == "calibration against gold"]
+    assert rows["annotator"].tolist() == ["ann", "bob"] and rows["exact agreement"].tolist() == [0.0, 1.0]
 
 
 # ------------------------------------------------------------------ the store (SQLite and PostgreSQL)

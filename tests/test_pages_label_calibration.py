@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from db.store import Store
+from qa_core.types import Candidate, Dataset, Question
 from tests import pages
 from tests.pages import LABEL, open_page
 
@@ -82,4 +83,23 @@ def test_a_new_annotator_calibrates_on_gold_first_and_sees_agreement_before_real
     (row,) = next(d.value for d in app.dataframe if "exact agreement" in d.value.columns).to_dict("records")
     assert (row["annotator"], row["pairs judged"], row["of"]) == (annotator, 3, 3)
     assert row["exact agreement"] == pytest.approx(agree / 3)
+    store.close()
+
+
+def test_gold_pairs_and_their_report_escape_the_data(store_url):
+    store = Store(store_url)
+    html = "<script>alert(1)</script> **bold** [link](http://example.org)"
+    store.import_dataset(Dataset("xss", [Question("q1", f"who wrote {html}?", [
+        Candidate("d1", f"{html} wrote it", label=1), Candidate("d2", "nothing here", label=0)], split="train")]))
+    store.set_calibration("xss", True, 2, "lead")
+    app = start("alice")  # the only dataset: the demo is imported into an empty store only
+    seen = []
+    for grade in (4, 0):
+        seen.append("\n".join(m.value for m in app.markdown))
+        app.button(key=f"grade-{grade}").click().run()
+        assert not app.exception, app.exception
+    text = "\n".join(seen)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text and "<script>" not in text and "**bold**" not in text
+    assert app.dataframe[0].value["agrees"].tolist() == [True, True]  # relevant first: d1 (gold 1), then d2
+    assert {m.label: m.value for m in app.metric}["Exact agreement"] == "100%"
     store.close()
