@@ -6,6 +6,9 @@ Widgets and layout only; the queue, its leases and the agreement coefficients ar
 history, and two browser sessions are never handed the same pair at once (each session holds its
 pair through a lease in the store). Data text is shown as escaped markdown, never as HTML.
 
+A new annotator calibrates first when the dataset asks for it (``qa_core.services.labeling.calibration``):
+gold pairs in the graded mode, then their agreement with gold, then real work (key B).
+
 Every action has a key, listed on the page (``KEYS``); ``pages/assets/label_keys.js`` makes sure
 focus never stays stuck in a widget: choosing an option, changing a radio button or pressing
 Escape hands the keys back to the page, and capital letters work as the small ones.
