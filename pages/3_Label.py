@@ -288,6 +288,7 @@ def calibration_gate(store, dataset: str, annotator: str) -> bool:
     if record is not None:
         if (st.session_state.get(CAL_SHOWN) or (None,))[0] != record.candidate_id:
             st.session_state[CAL_SHOWN] = (record.candidate_id, datetime.now(UTC))
+            store.release_claims(dataset, st.session_state[HOLDER])  # no queue pair held while calibrating
         st.progress((cal.position - 1) / cal.total, text=f"Calibration: gold pair {cal.position} of {cal.total} · "
                     "every new annotator judges these first; your agreement with gold comes at the end")
         pair, guide = st.columns([3, 2])
@@ -301,7 +302,7 @@ def calibration_gate(store, dataset: str, annotator: str) -> bool:
         st.caption("Keys: 0–4 judge the gold pair (calibration: no skip or undo, and it never trains a model) · "
                    + keys_help(views))
         return True
-    result = cal.result
+    result = cal.result()
     st.subheader("Your calibration against gold")
     exact, kappa, pairs = st.columns(3)
     exact.metric("Exact agreement", f"{result.exact:.0%}")

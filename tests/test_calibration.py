@@ -133,7 +133,7 @@ def test_calibration_runs_stores_its_judgements_apart_from_labels_and_reports(st
     assert ann.judge(ann.current, 0, shown) is False
     assert ann.judge(ann.current, 4, shown) is True  # the last one due
     done = Calibration.build(store, "cal", "ann")
-    assert done.current is None and done.result.complete and len(done.result.pairs) == 3
+    assert done.current is None and done.result().complete and len(done.result().pairs) == 3
     assert Calibration.build(store, "cal", "bob").total == 5
 
     judged = store.calibration_judgements("cal")
@@ -142,7 +142,7 @@ def test_calibration_runs_stores_its_judgements_apart_from_labels_and_reports(st
     assert abs((judged[0].judged_at - judged[0].shown_at).total_seconds() - 7) < 5
     grades = [j.value for j in judged]
     relevant = [int(g > 0) for g in grades]
-    assert done.result.exact == pytest.approx(sum(r == j.gold for r, j in zip(relevant, judged)) / 3)
+    assert done.result().exact == pytest.approx(sum(r == j.gold for r, j in zip(relevant, judged)) / 3)
     # Not labels: no training label, no agreement, no progress in the queue.
     assert store.current_labels("cal") == {}
     assert training_labels(store, "cal").counts()["labels"] == 0

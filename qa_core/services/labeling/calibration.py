@@ -160,15 +160,16 @@ def calibration_records(store: Store, dataset: str) -> list[CandidateRecord]:
 @dataclass
 class Calibration:
     """One annotator's calibration in one dataset, read from the store (a page builds it on every
-    rerun): the gold pairs still due, and the result once the run is complete."""
+    rerun): the gold pairs still due, and the judgements made so far. Cheap when nothing is due
+    (two small queries): the dataset's pairs are read only while a run is under way."""
 
     store: Store
     dataset: str
     annotator: str
-    settings_id: int | None  # the run's settings (None: no run, calibration off)
+    settings_id: int | None  # the run's settings (None: nothing due)
     due: list[CandidateRecord]
     total: int
-    result: CalibrationResult | None  # the annotator's calibration so far (None: not started)
+    judgements: list[CalibrationJudgement]
     holder: str | None = None
     actor: Actor | None = None
 
@@ -178,16 +179,20 @@ class Calibration:
     ) -> Calibration:
         judgements = store.calibration_judgements(dataset, annotator)
         settings = store.calibration_settings(dataset)
-        records = calibration_records(store, dataset)
-        result = calibration_result(annotator, judgements, binary_gold(records)) if judgements else None
-        if not settings.enabled or (result is not None and result.complete):
-            return cls(store, dataset, annotator, None, [], 0, result, holder, actor)
         settings_id, run = (judgements[0].settings_id, judgements[0].run_pairs) if judgements else (
             settings.settings_id, settings.pairs)
-        chosen = gold_pairs(records, run)
+        if not settings.enabled or len(judgements) >= run:
+            return cls(store, dataset, annotator, None, [], 0, judgements, holder, actor)
+        chosen = gold_pairs(calibration_records(store, dataset), run)
         judged = {j.candidate_id for j in judgements}
         return cls(store, dataset, annotator, settings_id, [r for r in chosen if r.candidate_id not in judged],
-                   len(chosen), result, holder, actor)
+                   len(chosen), judgements, holder, actor)
+
+    def result(self) -> CalibrationResult | None:
+        """The annotator's calibration so far against gold (``None``: not started)."""
+        if not self.judgements:
+            return None
+        return calibration_result(self.annotator, self.judgements, binary_gold(calibration_records(self.store, self.dataset)))
 
     @property
     def current(self) -> CandidateRecord | None:
