@@ -19,6 +19,10 @@ Which pairs an annotator may be handed (the redundancy rule):
 - another session's unexpired claim hides a pair; an expired one is ended ("expired") by the next
   claim, so a closed browser tab frees its pair after the lease.
 
+The pairwise and top-k queues lease through the same claims (``claim_group``): one claim per
+candidate shown, opened together, so an item is on one screen at a time and a candidate is never
+shown by two sessions at once, whichever the mode.
+
 Times are the application's clock (UTC): with several hosts on PostgreSQL, clock skew shifts
 lease expiry by as much.
 """
@@ -83,7 +87,7 @@ class QueueProgress(NamedTuple):
 
 
 class _NoLongerEligible(Exception):
-    """Raised inside a claim's transaction to roll it back."""
+    """Raised inside a claim's (or a renewal's) transaction to roll it back."""
 
 
 @dataclass
@@ -238,7 +242,8 @@ class LabelingStore(StoreBase):
             )
             if wanted and claim.annotator == annotator:
                 renewed = self._renew(claim, at + timedelta(seconds=lease_seconds))
-                if renewed is not None:
+                if renewed is not None:  # a tab shows one pair: the rest it held (e.g. a pairwise item) go back
+                    self._end_claims([other.id for other in mine if other.id != claim.id])
                     return renewed
             else:
                 self.end_claim(claim.id, "released")
@@ -251,7 +256,7 @@ class LabelingStore(StoreBase):
         ]
         offered.sort(key=lambda candidate_id: (candidate_id in state.skipped, position[candidate_id]))
         for candidate_id in offered:
-            claim = self._try_claim(candidate_id, annotator, holder, targets.get(candidate_id, 1), lease_seconds)
+            claim = self._try_claim([candidate_id], annotator, holder, targets.get(candidate_id, 1), lease_seconds)
             if claim is not None:
                 return claim
         return None
@@ -282,7 +287,49 @@ class LabelingStore(StoreBase):
         expires = now() + timedelta(seconds=lease_seconds)
         if own is not None and (renewed := self._renew(own, expires)) is not None:
             return renewed
-        return self._try_claim(candidate_id, annotator, holder, None, lease_seconds)
+        return self._try_claim([candidate_id], annotator, holder, None, lease_seconds)
+
+    def claim_group(
+        self,
+        groups: Sequence[Sequence[int]],
+        annotator: str,
+        holder: str | None = None,
+        *,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    ) -> tuple[int, ...] | None:
+        """Lease the first of ``groups`` (each the candidates shown together: a pairwise pair, a
+        top-k pool) that no other session holds any candidate of, to ``holder``; ``None`` when
+        every group is held elsewhere (or there is none). ``groups`` come in the order the caller
+        wants them shown (the preference queue's: what the annotator has not judged, skipped last).
+
+        The same claims as the graded queue's, one per candidate, opened together in one
+        transaction: the unique index on open claims keeps every candidate on one screen at a
+        time, whatever the mode, and an expired lease frees its group. Idempotent for a page that
+        reruns: a group the holder holds whole comes back, its leases renewed; the holder's other
+        open claims are released (a tab shows one item)."""
+        annotator = check_annotator(annotator)
+        holder = check_annotator(holder or annotator, "holder")
+        groups = [tuple(dict.fromkeys(group)) for group in groups if group]
+        wanted = {candidate_id for group in groups for candidate_id in group}
+        with self.session_scope() as session:
+            claims = list(session.scalars(
+                select(QueueClaimRow).where(
+                    QueueClaimRow.ended_at.is_(None),
+                    (QueueClaimRow.holder == holder) | QueueClaimRow.candidate_id.in_(wanted),
+                )
+            ))
+        at = now()
+        mine = {claim.candidate_id: claim for claim in claims if claim.holder == holder and claim.annotator == annotator}
+        held = next((group for group in groups if all(c in mine for c in group)), None)
+        if held is not None and self._renew_all([mine[c] for c in held], at + timedelta(seconds=lease_seconds)):
+            self._end_claims([claim.id for claim in claims if claim.holder == holder and claim.candidate_id not in held])
+            return held
+        self._end_claims([claim.id for claim in claims if claim.holder == holder])
+        busy = {claim.candidate_id for claim in claims if claim.holder != holder and claim.expires_at > at}
+        for group in groups:
+            if busy.isdisjoint(group) and self._try_claim(group, annotator, holder, None, lease_seconds) is not None:
+                return group
+        return None
 
     def end_claim(self, claim_id: int, outcome: str = "released") -> bool:
         """End an open claim as ``skipped`` (the pair goes to the end of this annotator's queue)
@@ -404,37 +451,67 @@ class LabelingStore(StoreBase):
                 return None
         return Claim(claim.id, claim.candidate_id, claim.annotator, claim.holder, claim.claimed_at, expires_at)
 
+    def _renew_all(self, claims: Sequence[QueueClaimRow], expires_at: datetime) -> bool:
+        """Extend the leases of a group's open claims together; ``False`` (nothing changed) when
+        any of them was ended meanwhile."""
+        try:
+            with self.session_scope() as session:
+                result = session.execute(
+                    update(QueueClaimRow)
+                    .where(QueueClaimRow.id.in_([claim.id for claim in claims]), QueueClaimRow.ended_at.is_(None))
+                    .values(expires_at=expires_at)
+                )
+                if result.rowcount != len(claims):
+                    raise _NoLongerEligible
+        except _NoLongerEligible:
+            return False
+        return True
+
+    def _end_claims(self, claim_ids: Sequence[int]) -> None:
+        if claim_ids:
+            with self.session_scope() as session:
+                session.execute(
+                    update(QueueClaimRow)
+                    .where(QueueClaimRow.id.in_(claim_ids), QueueClaimRow.ended_at.is_(None))
+                    .values(ended_at=now(), outcome="released")
+                )
+
     def _try_claim(
-        self, candidate_id: int, annotator: str, holder: str, target: int | None, lease_seconds: float
+        self, candidate_ids: Sequence[int], annotator: str, holder: str, target: int | None, lease_seconds: float
     ) -> Claim | None:
-        """Open a claim on one pair in its own transaction, or ``None`` if another session holds it
-        or (with a ``target``) the pair stopped wanting this annotator since the queue was read.
+        """Open a claim on one pair (or on every candidate of a group, all or none) in its own
+        transaction and return the first; ``None`` if another session holds any of them or (with
+        a ``target``, one pair) the pair stopped wanting this annotator since the queue was read.
 
         The unique index on open claims decides races; the eligibility check runs again after the
         insert, inside the transaction, so a pair labelled meanwhile by the session that held it
         is not handed out a second time.
         """
+        ids = list(candidate_ids)
         at = now()
+        expires = at + timedelta(seconds=lease_seconds)
         try:
             with self.session_scope() as session:
                 session.execute(
                     update(QueueClaimRow)
                     .where(
-                        QueueClaimRow.candidate_id == candidate_id,
+                        QueueClaimRow.candidate_id.in_(ids),
                         QueueClaimRow.ended_at.is_(None),
                         QueueClaimRow.expires_at <= at,
                     )
                     .values(ended_at=at, outcome="expired")
                 )
-                expires = at + timedelta(seconds=lease_seconds)
-                claim_id = session.scalar(
-                    insert(QueueClaimRow)
-                    .values(candidate_id=candidate_id, annotator=annotator, holder=holder, claimed_at=at, expires_at=expires)
-                    .returning(QueueClaimRow.id)
-                )
-                if target is not None and not _still_eligible(session, candidate_id, annotator, target):
+                claim_ids = [
+                    session.scalar(
+                        insert(QueueClaimRow)
+                        .values(candidate_id=c, annotator=annotator, holder=holder, claimed_at=at, expires_at=expires)
+                        .returning(QueueClaimRow.id)
+                    )
+                    for c in ids
+                ]
+                if target is not None and not _still_eligible(session, ids[0], annotator, target):
                     raise _NoLongerEligible
-                return Claim(claim_id, candidate_id, annotator, holder, at, expires)
+                return Claim(claim_ids[0], ids[0], annotator, holder, at, expires)
         except (IntegrityError, _NoLongerEligible):
             return None
 

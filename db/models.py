@@ -1,6 +1,6 @@
 """SQLAlchemy 2 ORM models of the store.
 
-Migrations ``0001_initial`` to ``0008_annotation`` create exactly these tables;
+Migrations ``0001_initial`` to ``0009_calibration`` create exactly these tables;
 ``tests/test_store.py`` checks that the two agree, so any change here needs a new Alembic revision.
 
 History is append-only wherever people's work is recorded: a judgement is never updated or
@@ -194,6 +194,41 @@ class AnnotationSettingsRow(Base):
     overlap_share: Mapped[float]  # share of pairs that want ``overlap`` annotators
     overlap: Mapped[int]
     changed_by: Mapped[str]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class CalibrationSettingsRow(Base):
+    """Whether a dataset calibrates new annotators on gold pairs, and on how many; append-only,
+    the latest row wins (a calibration run keeps the row it started under)."""
+
+    __tablename__ = "calibration_settings"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    dataset_id: Mapped[int] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    enabled: Mapped[bool]
+    pairs: Mapped[int]
+    changed_by: Mapped[str]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class CalibrationJudgementRow(Base):
+    """One grade an annotator gave a gold pair during calibration, with the gold label it is
+    compared with as it was then; never a training label, never in the agreement between
+    annotators. One per (pair, annotator): a second tab's late press does not overwrite the first."""
+
+    __tablename__ = "calibration_judgements"
+    __table_args__ = (UniqueConstraint("candidate_id", "annotator"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    settings_id: Mapped[int] = mapped_column(ForeignKey("calibration_settings.id", ondelete="CASCADE"))
+    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"))
+    annotator: Mapped[str] = mapped_column(index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    holder: Mapped[str | None]
+    value: Mapped[int]
+    gold: Mapped[int]
+    guideline_id: Mapped[int | None] = mapped_column(ForeignKey("guidelines.id", ondelete="SET NULL"))
+    shown_at: Mapped[datetime]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

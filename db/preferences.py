@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import exists, insert, select
+from sqlalchemy import exists, insert, select, update
 from sqlalchemy.orm import Session
 
 from db.annotation import guideline_in_force
 from db.audit import authorize
-from db.base import StoreBase, check_annotator, dataset_row
-from db.models import CandidateRow, PreferenceJudgementRow, PreferenceRetractionRow, QuestionRow
+from db.base import StoreBase, check_annotator, dataset_row, now
+from db.models import CandidateRow, PreferenceJudgementRow, PreferenceRetractionRow, QuestionRow, QueueClaimRow
 from qa_core.access import Actor, Permission, acting_name
 from qa_core.types import InputError
 
@@ -76,6 +76,13 @@ class PreferenceStore(StoreBase):
             who = authorize(session, actor, Permission.LABEL, team=self.team)
             annotator = check_annotator(acting_name(who, annotator))
             question_id = _one_question(session, shown)
+            if holder is not None:  # the item's leases (``LabelingStore.claim_group``) end with its judgement
+                session.execute(
+                    update(QueueClaimRow)
+                    .where(QueueClaimRow.holder == holder, QueueClaimRow.candidate_id.in_(shown),
+                           QueueClaimRow.ended_at.is_(None))
+                    .values(ended_at=now(), outcome="labelled")
+                )
             return session.scalar(
                 insert(PreferenceJudgementRow)
                 .values(

@@ -42,6 +42,7 @@ from db.base import (
     promotions,
     serves,
 )
+from db.calibration import CalibrationStore
 from db.jobs import JobStore
 from db.labeling import LabelingStore
 from db.models import (
@@ -82,7 +83,7 @@ class QrelsImport(NamedTuple):
     unchanged: int
 
 
-class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore):
+class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore, CalibrationStore):
     """Persistent store over SQLite or PostgreSQL; the schema is migrated on construction.
 
     Every write that people's roles govern (labels, adjudications, imports, training jobs,

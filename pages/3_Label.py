@@ -6,6 +6,9 @@ Widgets and layout only; the queue, its leases and the agreement coefficients ar
 history, and two browser sessions are never handed the same pair at once (each session holds its
 pair through a lease in the store). Data text is shown as escaped markdown, never as HTML.
 
+A new annotator calibrates first when the dataset asks for it (``qa_core.services.labeling.calibration``):
+gold pairs in the graded mode, then their agreement with gold, then real work (key B).
+
 Every action has a key, listed on the page (``KEYS``); ``pages/assets/label_keys.js`` makes sure
 focus never stays stuck in a widget: choosing an option, changing a radio button or pressing
 Escape hands the keys back to the page, and capital letters work as the small ones.
@@ -16,16 +19,18 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from db.base import MAX_LABEL, MIN_LABEL
+from db.calibration import MAX_CALIBRATION_PAIRS
 from pages import current_actor, get_questions, get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
 from qa_core.access import Permission
 from qa_core.services import analysis, labeling, workbench
-from qa_core.services.labeling import charts, dashboard, preferences, suggestions
+from qa_core.services.labeling import calibration, charts, dashboard, preferences, suggestions
 from qa_core.types import InputError, NotTrainedError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
@@ -53,6 +58,7 @@ PAIR_KEYS = {"left": ("1", "left is better"), "right": ("2", "right is better"),
 MAX_POOL_KEYS = preferences.MAX_POOL
 SUGGEST, SUGGESTING = "suggest", "suggest_for"  # the toggle, and {annotator: on} behind it
 PREF_SHOWN, PICKS, SKIPPED = "preference_shown", "topk_picks", "preference_skipped"
+CAL_SHOWN, CAL_REPORT = "calibration_shown", "calibration_report"  # (gold pair, shown at); (dataset, annotator)
 KEYS_SCRIPT = Path(__file__).resolve().parent / "assets" / "label_keys.js"
 SCORING_REFRESH_SECONDS = 1.0
 
@@ -81,6 +87,7 @@ VIEW_KEYS: dict[str, Keys] = {
         "k": ([".st-key-topk_k input"], "focus", False),
         "x": ([".st-key-clear_picks button"], "click", True),
         "h": ([".st-key-suggest input"], "click", False),
+        "b": ([".st-key-begin_work button"], "click", True),
     },
     AGREEMENT: {"e": ([".st-key-export button"], "click", True)},
     REVIEW: {"f": ([".st-key-conflict input"], "focus", False), "h": ([".st-key-review_model_on input"], "click", False)},
@@ -201,6 +208,7 @@ def guidelines_view(store, dataset: str, author: str | None) -> None:
             else:
                 st.session_state[NOTICE] = f"Guidelines version {guideline.version} is in force."
                 st.rerun()
+    calibration_setting(store, dataset, author)
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.success(workbench.as_markdown(notice))
@@ -213,6 +221,100 @@ def guidelines_view(store, dataset: str, author: str | None) -> None:
             key="guideline_history",
         )
     st.caption("Keys: " + keys_help(views))
+
+
+def calibration_setting(store, dataset: str, author: str | None) -> None:
+    """Whether new annotators judge gold pairs first, and how many: the dataset manager's setting."""
+    settings = store.calibration_settings(dataset)
+    st.markdown("**Calibration of new annotators**")
+    state = f"on, {settings.pairs} gold pairs" if settings.enabled else "off"
+    changed = f"set by {settings.changed_by}" if settings.changed_by else "the default"
+    st.caption(workbench.as_markdown(
+        f"Now {state} ({changed}). An annotator without a calibration record judges the same gold pairs "
+        "first, without seeing gold, and sees their agreement with gold before real work."
+    ))
+    if not current_actor().may(Permission.MANAGE_ANNOTATION):
+        st.caption("Only an admin changes it.")
+        return
+    with st.form("calibration_form", border=False):
+        enabled = st.checkbox("Calibrate new annotators on gold pairs first", value=settings.enabled, key="calibration_on")
+        pairs = st.number_input("Gold pairs", 1, MAX_CALIBRATION_PAIRS, settings.pairs, key="calibration_size")
+        saved = st.form_submit_button("Save calibration", disabled=author is None)
+    if saved and author is not None:
+        try:
+            store.set_calibration(dataset, enabled, int(pairs), author, actor=current_actor())
+        except InputError as error:
+            st.error(workbench.as_markdown(str(error)))
+        else:
+            st.session_state[NOTICE] = f"Calibration {'on, ' + str(int(pairs)) + ' gold pairs' if enabled else 'off'}."
+            st.rerun()
+
+
+def calibrate(cal: calibration.Calibration, record, grade: int) -> None:
+    """Button callback: the calibration grade of the gold pair on screen (a late second press writes nothing)."""
+    shown = st.session_state.get(CAL_SHOWN)
+    if shown is None or shown[0] != record.candidate_id:
+        return
+    del st.session_state[CAL_SHOWN]
+    try:
+        last = cal.judge(record, grade, shown[1])
+    except InputError as error:
+        st.session_state[NOTICE] = f"Not saved: {error}"
+        return
+    if last:
+        st.session_state[CAL_REPORT] = (cal.dataset, cal.annotator)
+    st.session_state[NOTICE] = f"Calibration pair {record.qid} / {record.doc_id}: {grade} saved; gold comes at the end."
+
+
+def begin_work() -> None:
+    st.session_state.pop(CAL_REPORT, None)
+
+
+def calibration_gate(store, dataset: str, annotator: str) -> bool:
+    """The annotator's calibration instead of the queue while a gold pair is due, then their
+    result until they begin real work; ``False`` when neither is on screen."""
+    try:
+        cal = calibration.Calibration.build(store, dataset, annotator, holder=st.session_state[HOLDER],
+                                            actor=current_actor())
+    except InputError as error:
+        st.error(workbench.as_markdown(str(error)))
+        return True
+    record = cal.current
+    if record is None and st.session_state.get(CAL_REPORT) != (dataset, annotator):
+        return False
+    notice = st.session_state.pop(NOTICE, None)
+    if notice:
+        st.caption(workbench.as_markdown(notice))
+    if record is not None:
+        if (st.session_state.get(CAL_SHOWN) or (None,))[0] != record.candidate_id:
+            st.session_state[CAL_SHOWN] = (record.candidate_id, datetime.now(UTC))
+            store.release_claims(dataset, st.session_state[HOLDER])  # no queue pair held while calibrating
+        st.progress((cal.position - 1) / cal.total, text=f"Calibration: gold pair {cal.position} of {cal.total} · "
+                    "every new annotator judges these first; your agreement with gold comes at the end")
+        pair, guide = st.columns([3, 2])
+        with pair.container(border=True):
+            st.caption(workbench.as_markdown(f"{record.qid} · {record.doc_id}"))
+            st.markdown(f"**Question:** {workbench.as_markdown(record.question)}")
+            st.markdown(f"**Candidate:** {workbench.as_markdown(record.candidate)}")
+        with guide:
+            guidelines_panel(store, dataset)
+        grade_buttons("grade", calibrate, lambda grade: (cal, record, grade), primary_from=1)
+        st.caption("Keys: 0–4 judge the gold pair (calibration: no skip or undo, and it never trains a model) · "
+                   + keys_help(views))
+        return True
+    result = cal.result()
+    st.subheader("Your calibration against gold")
+    exact, kappa, pairs = st.columns(3)
+    exact.metric("Exact agreement", f"{result.exact:.0%}")
+    kappa.metric("Weighted κ (quadratic)", "— (undefined: no variation)" if result.weighted_kappa is None
+                 else f"{result.weighted_kappa:.3f}")
+    pairs.metric("Gold pairs", len(result.pairs))
+    st.caption("Gold here is binary (relevant or not): your grade counts as relevant when it is above 0, as "
+               "training reads it." if result.binary else "Compared grade for grade with gold (0–4).")
+    st.dataframe(calibration.pair_table(result), hide_index=True, key="calibration_pairs")
+    st.button("B · begin labelling", key="begin_work", shortcut="B", on_click=begin_work, type="primary")
+    st.caption("Keys: B begin real work · " + keys_help(views))
+    return True
 
 
 def judge_preference(session: preferences.PreferenceSession, item: tuple[int, ...], outcome: str) -> None:
@@ -256,6 +358,7 @@ def clear_picks() -> None:
 
 def skip_preference(session: preferences.PreferenceSession, item: tuple[int, ...]) -> None:
     if st.session_state.pop(PREF_SHOWN, None) == item:
+        session.release()
         skipped = [i for i in st.session_state.get(SKIPPED, []) if i != item]
         st.session_state[SKIPPED] = [*skipped, item]
         st.session_state[NOTICE] = f"Skipped {session.records[item[0]].qid}: it comes back at the end."
@@ -291,7 +394,8 @@ def preference_view(store, dataset: str, annotator: str, mode: str, order: str, 
         st.caption(workbench.as_markdown(notice))
     if item is None:
         st.session_state.pop(PREF_SHOWN, None)
-        st.success("Nothing left for you to judge in this queue.")
+        held = " (the rest is on other sessions' screens right now)" if done < total else ""
+        st.success(f"Nothing left for you to judge in this queue{held}.")
     else:
         st.session_state[PREF_SHOWN] = item
         records = [session.records[c] for c in item]
@@ -423,6 +527,8 @@ def label_view(store, dataset: str, annotator: str) -> None:
     if mode != preferences.GRADED:
         preference_view(store, dataset, annotator, mode, order, scores, split)
         return
+    if calibration_gate(store, dataset, annotator):
+        return
     suggesting = suggestion_choice(store, dataset, annotator)
     try:
         session = labeling.LabelingSession.build(
@@ -492,7 +598,8 @@ def coefficient(value: float | None, items: int, enough: bool) -> str:
 
 def agreement_view(store, dataset: str, annotator: str | None) -> None:
     stamp = json.dumps(
-        [store.current_labels(dataset), sorted(store.adjudications(dataset)), len(store.judgement_times(dataset))],
+        [store.current_labels(dataset), sorted(store.adjudications(dataset)), len(store.judgement_times(dataset)),
+         len(store.calibration_judgements(dataset))],
         sort_keys=True,
     )
     board = get_dashboard(store, url, dataset, stamp)
@@ -515,6 +622,11 @@ def agreement_view(store, dataset: str, annotator: str | None) -> None:
             "pairs below, or label more."
         )
     overlap_setting(store, dataset, annotator)
+    if not board.calibration.empty:
+        st.markdown("**Calibration against gold**")
+        st.caption("Each annotator's calibration judgements against gold (not labels: they count neither in "
+                   "training nor in the agreement above); exact agreement and quadratic-weighted κ (scikit-learn).")
+        st.dataframe(board.calibration, hide_index=True, key="calibration_results")
     st.caption("Keys: E export the dashboard as CSV · " + keys_help(views))
     if not report.pairs:
         st.info("Agreement needs pairs judged by two annotators; the queue hands a share of pairs to two.")

@@ -147,3 +147,51 @@ def test_pairwise_and_topk_modes_with_the_keyboard_only(running_app, page):
         assert store.current_label_records("demo", annotator) == []  # no digit became a graded label
     finally:
         store.close()
+
+
+def test_calibration_with_the_keyboard_only(running_app, page):
+    """A new annotator's calibration on two gold pairs by keys alone, the report, B to begin real work."""
+    from playwright.sync_api import expect
+
+    annotator = f"e2e-calibration-{uuid.uuid4().hex[:8]}"
+    idle = page.get_by_test_id("stApp")
+
+    def settled() -> None:
+        expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
+
+    store = Store(running_app.database_url)
+    store.set_calibration("demo", True, 2, "e2e-lead")
+    try:
+        page.goto(f"{running_app.url}/Label")
+        expect(page.get_by_text("Choose your name")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+        settled()
+        page.wait_for_function("window.rerankLabKeysInstalled === true")
+        page.keyboard.press("n")
+        page.keyboard.type(annotator)
+        page.keyboard.press("Enter")
+        for number, grade in ((1, "3"), (2, "0")):
+            expect(page.get_by_text(f"Calibration: gold pair {number} of 2", exact=False)).to_be_visible(
+                timeout=BROWSER_TIMEOUT_MS)
+            settled()
+            qid, doc_id = page.get_by_text(PAIR).inner_text().split(" · ")
+            page.keyboard.press(grade)
+            if number == 1:
+                expect(page.get_by_text(f"Calibration pair {qid} / {doc_id}: {grade} saved")).to_be_visible(
+                    timeout=BROWSER_TIMEOUT_MS)
+        expect(page.get_by_text("Your calibration against gold")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+        settled()
+        page.keyboard.press("2")  # no pair on screen: labels nothing
+        settled()
+        page.keyboard.press("b")  # B: begin real work
+        expect(page.get_by_text("Keys: 0–4 judge the pair", exact=False)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+        settled()
+        qid, doc_id = page.get_by_text(PAIR).inner_text().split(" · ")
+        page.keyboard.press("4")
+        expect(page.get_by_text(f"Labelled {qid} / {doc_id} as 4")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+        assert "Traceback" not in page.content()
+
+        assert [j.value for j in store.calibration_judgements("demo", annotator)] == [3, 0]
+        assert [label.value for label in store.current_label_records("demo", annotator)] == [4]  # not the 2
+    finally:
+        store.set_calibration("demo", False, 2, "e2e-lead")  # the other browser tests label without it
+        store.close()

@@ -66,11 +66,16 @@ def test_the_label_page_offers_the_guideline_editor_to_admins_only(store_url: st
     assert not anna.exception, anna.exception
     assert not anna.text_area and "Save as a new version" not in [b.label for b in anna.button]
     assert "Only an admin edits the guidelines" in shown(anna)
+    assert not anna.checkbox and any("Only an admin changes it." in c.value for c in anna.caption)  # calibration too
 
     ada = team_page(LABEL, claims("ada"))
     ada.radio(key="label_view").set_value("Guidelines").run()
     ada.text_area(key="guidelines_text").input(GUIDELINES)
     ada.button[[b.label for b in ada.button].index("Save as a new version")].click().run()
+    assert not ada.exception, ada.exception
+    ada.checkbox(key="calibration_on").check()
+    ada.number_input(key="calibration_size").set_value(1)
+    ada.button[[b.label for b in ada.button].index("Save calibration")].click().run()
     assert not ada.exception, ada.exception
     store = Store(store_url)
     try:
@@ -80,5 +85,14 @@ def test_the_label_page_offers_the_guideline_editor_to_admins_only(store_url: st
 
     anna.radio(key="label_view").set_value("Label").run()  # beside the pair, and read-only in the view
     assert any(m.value == GUIDELINES for m in anna.markdown)
+    assert anna.get("progress")[0].proto.text.startswith("Calibration: gold pair 1 of 1")  # anna is new: gold first
+    anna.button(key="grade-3").click().run()
+    assert any(m.label == "Exact agreement" for m in anna.metric)
+    store = Store(store_url)
+    try:
+        assert [(j.annotator, j.value) for j in store.calibration_judgements("demo")] == [("anna@example.org", 3)]
+        assert store.calibration_settings("demo").changed_by == "ada@example.org"
+    finally:
+        store.close()
     anna.radio(key="label_view").set_value("Guidelines").run()
     assert any(m.value == GUIDELINES for m in anna.markdown) and not anna.text_area

@@ -5,6 +5,9 @@ training-label rule and qrels."""
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import choix
@@ -171,3 +174,71 @@ def test_in_team_mode_a_preference_is_the_signed_in_users_own(database_url: str)
         assert [j.annotator for j in team.preference_judgements("p")] == ["anna@example.org"]
     finally:
         team.close()
+
+
+# ------------------------------------------------------------------ leases (one item on one screen)
+
+
+@pytest.mark.parametrize("mode", [PAIRWISE, TOPK])
+def test_two_sessions_never_hold_the_same_item_and_an_expired_lease_frees_it(store: Store, mode: str) -> None:
+    from qa_core.services.labeling import LabelingSession
+
+    store.import_dataset(dataset())
+    tab1 = PreferenceSession.build(store, "p", "alice", mode, "random", holder="tab1", lease_seconds=0.5)
+    tab2 = PreferenceSession.build(store, "p", "alice", mode, "random", holder="tab2")
+    bob = PreferenceSession.build(store, "p", "bob", mode, "random", holder="tab3")
+    first, second = tab1.current(), tab2.current()
+    assert first == tab1.items[0] and second is not None and not set(first) & set(second)
+    assert tab1.current() == first and tab2.current() == second  # a rerun keeps the item on screen
+    # Every other item shares a candidate with one on screen (q1's three pairs form a triangle; one pool per question).
+    assert bob.current() is None
+    graded = LabelingSession(store, "p", [first[0], second[0]], "carol", holder="tab4")
+    assert graded.current() is None  # a candidate on a preference screen is on no graded one either
+
+    time.sleep(0.6)  # tab1's lease runs out (a closed tab): its item is free again
+    assert bob.current() == first
+    assert tab1.current() not in (first, second)  # tab1 lost it, and never takes tab2's
+    assert tab2.current() == second
+
+    if mode == PAIRWISE:
+        tab2.judge_pair(second, "left")
+    else:
+        tab2.judge_pool(second, [second[0]])
+    assert store.open_claims("p") and not {c.candidate_id for c in store.open_claims("p") if c.holder == "tab2"}
+    bob.release()  # skipped: bob's item is free for the others at once
+    assert {c.holder for c in store.open_claims("p")} <= {"tab1"}
+
+
+def test_a_tab_that_switches_to_graded_keeps_one_pair_and_frees_the_rest(store: Store) -> None:
+    from qa_core.services.labeling import LabelingSession
+
+    store.import_dataset(dataset())
+    pool = PreferenceSession.build(store, "p", "alice", TOPK, "random", holder="tab").current()
+    graded = LabelingSession(store, "p", list(pool), "alice", holder="tab").current()
+    assert graded.candidate_id in pool
+    assert [c.candidate_id for c in store.open_claims("p")] == [graded.candidate_id]  # the pool's others are free
+
+
+@pytest.mark.parametrize("mode", [PAIRWISE, TOPK])
+def test_sessions_racing_for_the_queue_get_disjoint_items(database_url: str, mode: str) -> None:
+    sessions = 4
+    questions = [Question(f"q{n}", f"question {n}", [Candidate(d, f"answer {n}{d}") for d in "abc"], "train")
+                 for n in range(sessions)]
+    stores = [Store(database_url) for _ in range(sessions)]  # one connection pool each, as app processes
+    stores[0].import_dataset(Dataset("race", questions))
+    barrier = threading.Barrier(sessions, timeout=120)
+
+    def claim(n: int) -> tuple[int, ...] | None:
+        session = PreferenceSession.build(stores[n], "race", f"ann{n}", mode, "random", holder=f"tab{n}")
+        barrier.wait()
+        return session.current()
+
+    try:
+        with ThreadPoolExecutor(sessions) as pool:
+            items = list(pool.map(claim, range(sessions)))
+    finally:
+        for store in stores:
+            store.close()
+    assert all(item is not None for item in items)  # one question each is free for every session
+    held = [c for item in items for c in item]
+    assert len(held) == len(set(held))  # no candidate on two screens

@@ -122,7 +122,7 @@ def pairwise_kappa(labels: Labels, *, intervals: bool = False, seed: int = 0) ->
             continue
         y_a, y_b = [judged[a] for judged in common], [judged[b] for judged in common]
         ci = _bootstrap((np.array(y_a), np.array(y_b)), _weighted_kappa, seed) if intervals else NO_INTERVAL
-        result.append(PairAgreement(a, b, len(common), _kappa(y_a, y_b, None), _kappa(y_a, y_b, "quadratic"), ci))
+        result.append(PairAgreement(a, b, len(common), cohen_kappa(y_a, y_b, None), cohen_kappa(y_a, y_b, "quadratic"), ci))
     return result
 
 
@@ -226,7 +226,7 @@ def report_from_labels(
 
 
 def _weighted_kappa(y_a: np.ndarray, y_b: np.ndarray) -> float:
-    value = _kappa(list(y_a), list(y_b), "quadratic")
+    value = cohen_kappa(list(y_a), list(y_b), "quadratic")
     return math.nan if value is None else value
 
 
@@ -257,7 +257,9 @@ def _bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., float | No
     return Interval(float(low), float(high))
 
 
-def _kappa(y_a: list[int], y_b: list[int], weights: str | None) -> float | None:
+def cohen_kappa(y_a: Sequence[int], y_b: Sequence[int], weights: str | None) -> float | None:
+    """scikit-learn's Cohen's kappa of two graders over grades 0..4 as categories (``weights``:
+    ``None`` or ``"quadratic"``); ``None`` where it is undefined (chance agreement is perfect)."""
     from sklearn.metrics import cohen_kappa_score  # imported on use: scikit-learn takes seconds to load
 
     with warnings.catch_warnings():

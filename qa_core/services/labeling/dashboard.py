@@ -9,6 +9,9 @@
 - **Disagreement per question class**: over pairs judged by two or more, the share whose grades
   are not all equal, per coarse question class (``QuestionAnalyzer``: the store's class CNN, else
   the wh-word rules).
+- **Calibration against gold per annotator** (``calibration``): exact agreement and weighted
+  kappa of each annotator's calibration judgements with gold, apart from the agreement between
+  annotators (calibration judgements are not labels).
 - **Seconds per judgement per annotator**: from the pair being shown (its queue claim) to the
   label (``Store.judgement_times``); median, mean and 90th percentile, because one pair left on
   screen over lunch would make a mean meaningless on its own.
@@ -19,13 +22,14 @@ Every table is a pandas DataFrame; ``dashboard_csv`` joins them into one long CS
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from qa_core.services.labeling.agreement import NOT_ENOUGH, AgreementReport, Labels, report_from_labels
+from qa_core.services.labeling.calibration import binary_gold, calibration_records, results_table
 
 if TYPE_CHECKING:
     from db.annotation import JudgementTime
@@ -42,6 +46,9 @@ class Dashboard:
     bias: pd.DataFrame
     by_class: pd.DataFrame
     timing: pd.DataFrame
+    # Each annotator's calibration against gold (``calibration.results_table``); apart from the rest:
+    # calibration judgements are not labels and never enter the agreement between annotators.
+    calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def consensus(labels: Labels, adjudicated: Mapping[int, int] | None = None) -> dict[int, float]:
@@ -160,12 +167,16 @@ def store_dashboard(store: Store, dataset: str, analyzer: QuestionAnalyzer) -> D
     records = [r for r in store.candidate_rows(dataset) if r.candidate_id in labels]
     texts = sorted({r.question for r in records})
     analysed = dict(zip(texts, analyzer.analyse_many(texts))) if texts else {}
-    return build_dashboard(
+    board = build_dashboard(
         labels,
         adjudicated={c: a["value"] for c, a in store.adjudications(dataset).items()},
         classes={r.candidate_id: analysed[r.question].qclass for r in records},
         times=store.judgement_times(dataset),
     )
+    board.calibration = results_table(
+        store.calibration_judgements(dataset), binary_gold(calibration_records(store, dataset))
+    )
+    return board
 
 
 def dashboard_csv(dashboard: Dashboard) -> str:
@@ -187,6 +198,7 @@ def dashboard_csv(dashboard: Dashboard) -> str:
         "bias per annotator": dashboard.bias,
         "disagreement per question class": dashboard.by_class,
         "seconds per judgement": dashboard.timing,
+        "calibration against gold": dashboard.calibration,
     }
     frame = pd.concat(
         [table.assign(table=name) for name, table in tables.items() if not table.empty], ignore_index=True

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import choix
 import numpy as np
 
+from db.labeling import DEFAULT_LEASE_SECONDS
 from db.preferences import PAIRWISE, TOPK, PreferenceJudgement
 from qa_core.services.labeling.strategies import Scores, order_candidates
 
@@ -133,7 +134,10 @@ def pool_queue(order: Sequence[int], records: Sequence[CandidateRecord], size: i
 @dataclass
 class PreferenceSession:
     """One annotator's pairwise or top-k queue in one app session (``holder``): the next item is
-    the first in queue order this annotator has not judged (skipped ones go last)."""
+    the first in queue order this annotator has not judged (skipped ones go last) that no other
+    session holds. The item shown is leased to the session through the store's queue claims
+    (``Store.claim_group``, one per candidate), so two sessions never show the same item, nor
+    one candidate, at once; a lease that runs out (a closed tab) frees its item."""
 
     store: Store
     dataset: str
@@ -143,28 +147,37 @@ class PreferenceSession:
     records: dict[int, CandidateRecord]
     holder: str | None = None
     actor: Actor | None = None
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
 
     @classmethod
     def build(
         cls, store: Store, dataset: str, annotator: str, mode: str, strategy: str, *, seed: int = 0,
         scores: Mapping[str, Scores] | None = None, split: str | None = None, holder: str | None = None,
-        actor: Actor | None = None,
+        actor: Actor | None = None, lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> PreferenceSession:
         records = store.candidate_rows(dataset, split=split)
         order = order_candidates(strategy, records, seed=seed, scores=scores)
         items = pair_queue(order, records) if mode == PAIRWISE else pool_queue(order, records)
-        return cls(store, dataset, annotator, mode, list(items), {r.candidate_id: r for r in records}, holder, actor)
+        return cls(store, dataset, annotator, mode, list(items), {r.candidate_id: r for r in records}, holder, actor,
+                   lease_seconds)
 
     def judged(self) -> set[tuple[int, ...]]:
         return {j.shown for j in self.store.preference_judgements(self.dataset, self.annotator, self.mode)}
 
     def current(self, skipped: Sequence[tuple[int, ...]] = ()) -> tuple[int, ...] | None:
-        """The item to show now; ``skipped`` (this session's skips, oldest first) come after the rest."""
+        """The item to show now, leased to this session (the same one on every call until it is
+        judged, skipped or undone); ``skipped`` (this session's skips, oldest first) come after the
+        rest. ``None``: nothing left for this annotator that no other session holds."""
         judged = self.judged()
         waiting = [item for item in self.items if item not in judged]
         later = [item for item in skipped if item in waiting]
         fresh = [item for item in waiting if item not in later]
-        return (fresh or later or [None])[0]
+        return self.store.claim_group(fresh + later, self.annotator, self.holder, lease_seconds=self.lease_seconds)
+
+    def release(self) -> None:
+        """Hand the item on screen back: skipped (the caller puts it last in this session's order)
+        or undone (the queue order decides again)."""
+        self.store.release_claims(self.dataset, self.holder or self.annotator)
 
     def progress(self) -> tuple[int, int]:
         """(judged by this annotator, items in the queue)."""
@@ -181,5 +194,7 @@ class PreferenceSession:
     def undo(self) -> tuple[int, ...] | None:
         """Retract this session's last judgement in this mode; the item it was about, or ``None``."""
         undone = self.store.undo_preference(self.annotator, self.dataset, self.mode, self.holder, actor=self.actor)
+        if undone is not None:
+            self.release()
         return None if undone is None else undone["shown"]
 
