@@ -172,6 +172,20 @@ def undo(session: labeling.LabelingSession) -> None:
     )
 
 
+def pair_beside_guidelines(store, dataset: str, record, suggesting: str | None = None) -> None:
+    """The pair to judge (with the model suggestion when one is on) beside the dataset's guidelines:
+    a queue pair and a calibration pair alike."""
+    pair, guide = st.columns([3, 2])
+    with pair.container(border=True):
+        st.caption(workbench.as_markdown(f"{record.qid} · {record.doc_id}"))
+        st.markdown(f"**Question:** {workbench.as_markdown(record.question)}")
+        st.markdown(f"**Candidate:** {workbench.as_markdown(record.candidate)}")
+        if suggesting:
+            show_suggestion(store, dataset, suggesting, record)
+    with guide:
+        guidelines_panel(store, dataset)
+
+
 def guidelines_panel(store, dataset: str) -> None:
     """The grade scale and the dataset's guidelines in force, beside the pair (each label records
     the version it was made under)."""
@@ -291,13 +305,7 @@ def calibration_gate(store, dataset: str, annotator: str) -> bool:
             store.release_claims(dataset, st.session_state[HOLDER])  # no queue pair held while calibrating
         st.progress((cal.position - 1) / cal.total, text=f"Calibration: gold pair {cal.position} of {cal.total} · "
                     "every new annotator judges these first; your agreement with gold comes at the end")
-        pair, guide = st.columns([3, 2])
-        with pair.container(border=True):
-            st.caption(workbench.as_markdown(f"{record.qid} · {record.doc_id}"))
-            st.markdown(f"**Question:** {workbench.as_markdown(record.question)}")
-            st.markdown(f"**Candidate:** {workbench.as_markdown(record.candidate)}")
-        with guide:
-            guidelines_panel(store, dataset)
+        pair_beside_guidelines(store, dataset, record)
         grade_buttons("grade", calibrate, lambda grade: (cal, record, grade), primary_from=1)
         st.caption("Keys: 0–4 judge the gold pair (calibration: no skip or undo, and it never trains a model) · "
                    + keys_help(views))
@@ -564,15 +572,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
         st.success(f"Nothing left for you to label in this queue{held}.")
     else:
         st.session_state[SHOWN] = item.claim.claim_id
-        pair, guide = st.columns([3, 2])
-        with pair.container(border=True):
-            st.caption(workbench.as_markdown(f"{item.record.qid} · {item.record.doc_id}"))
-            st.markdown(f"**Question:** {workbench.as_markdown(item.record.question)}")
-            st.markdown(f"**Candidate:** {workbench.as_markdown(item.record.candidate)}")
-            if suggesting:
-                show_suggestion(store, dataset, suggesting, item.record)
-        with guide:
-            guidelines_panel(store, dataset)
+        pair_beside_guidelines(store, dataset, item.record, suggesting)
         grade_buttons("grade", judge, lambda grade: (session, item, grade), primary_from=1)
     left, right, _ = st.columns([1, 1, 3])
     left.button("Skip", key="skip", shortcut="S", on_click=skip, args=(session, item), disabled=item is None)

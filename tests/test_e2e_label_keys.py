@@ -14,47 +14,58 @@ from tests.conftest import BROWSER_TIMEOUT_MS
 PAIR = re.compile(r"^demo-\d+ · demo-\d+-\d+$")
 
 
+def settled(page) -> None:
+    """The app has finished its script run (a key pressed during one may be lost)."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning",
+                                                           timeout=BROWSER_TIMEOUT_MS)
+
+
+def open_label_page_as(page, url: str, annotator: str) -> None:
+    """The Label page, the annotator's name typed after N and Enter: nothing clicked."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{url}/Label")
+    expect(page.get_by_text("Choose your name")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    settled(page)
+    page.wait_for_function("window.rerankLabKeysInstalled === true")  # the page's key script ran
+    page.keyboard.press("n")  # N: the name box
+    page.keyboard.type(annotator)
+    page.keyboard.press("Enter")
+
+
 def test_label_page_with_the_keyboard_only(running_app, page):
     from playwright.sync_api import expect
 
     annotator = f"e2e-only-keys-{uuid.uuid4().hex[:8]}"
-    idle = page.get_by_test_id("stApp")
-
-    def settled() -> None:
-        expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
 
     def focus_is_free() -> bool:
         return page.evaluate("document.activeElement === document.body || document.activeElement === null")
 
     def judge(grade: int) -> None:
-        settled()
+        settled(page)
         qid, doc_id = page.get_by_text(PAIR).inner_text().split(" · ")
         page.keyboard.press(str(grade))
         expect(page.get_by_text(f"Labelled {qid} / {doc_id} as {grade}")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
 
-    page.goto(f"{running_app.url}/Label")
-    expect(page.get_by_text("Choose your name")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    settled()
-    page.wait_for_function("window.rerankLabKeysInstalled === true")  # the page's key script ran
-    page.keyboard.press("n")  # N: the name box
-    page.keyboard.type(annotator)
-    page.keyboard.press("Enter")
+    open_label_page_as(page, running_app.url, annotator)
     expect(page.get_by_text(PAIR)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     judge(2)
 
     # O: the queue order; pick "diversity" by typing and Enter; the next digit labels.
-    settled()
+    settled(page)
     page.keyboard.press("o")
     page.keyboard.type("diversity")
     page.keyboard.press("Enter")
     order = page.get_by_role("combobox", name="Queue order")
     expect(order).to_have_value("diversity: one pair of each question in turn", timeout=BROWSER_TIMEOUT_MS)
-    settled()
+    settled(page)
     assert focus_is_free()
     judge(1)
 
     # Escape leaves a box without choosing anything.
-    settled()
+    settled(page)
     page.keyboard.press("o")
     assert not focus_is_free()
     page.keyboard.press("Escape")
@@ -62,22 +73,22 @@ def test_label_page_with_the_keyboard_only(running_app, page):
     judge(4)
 
     # Capital letters work as the small ones: S skips, U undoes (this tab's last label, the 4).
-    settled()
+    settled(page)
     qid, doc_id = page.get_by_text(PAIR).inner_text().split(" · ")
     page.keyboard.press("Shift+S")
     expect(page.get_by_text(f"Skipped {qid} / {doc_id}")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    settled()
+    settled(page)
     page.keyboard.press("Shift+U")
     expect(page.get_by_text("Took back your label")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
 
     # A and L switch views; after that the digits label again.
-    settled()
+    settled(page)
     page.keyboard.press("a")
     expect(page.get_by_text("Share of pairs judged by two annotators")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    settled()
+    settled(page)
     page.keyboard.press("l")
     expect(page.get_by_text(PAIR)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    settled()
+    settled(page)
     assert focus_is_free()
     judge(3)
     assert "Traceback" not in page.content()
@@ -97,40 +108,30 @@ def test_pairwise_and_topk_modes_with_the_keyboard_only(running_app, page):
     from playwright.sync_api import expect
 
     annotator = f"e2e-preferences-{uuid.uuid4().hex[:8]}"
-    idle = page.get_by_test_id("stApp")
-
-    def settled() -> None:
-        expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
 
     def choose_mode(mode: str) -> None:
-        settled()
+        settled(page)
         page.keyboard.press("j")  # J: the judging mode box
         page.keyboard.type(mode)
         page.keyboard.press("Enter")
         expect(page.get_by_text(re.compile(rf"^demo-\d+ · {mode}$"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-        settled()
+        settled(page)
         assert page.evaluate("document.activeElement === document.body || document.activeElement === null")
 
     def press(key: str, notice: str) -> None:
-        settled()
+        settled(page)
         qid = page.get_by_text(ITEM).inner_text().split(" · ")[0]
         page.keyboard.press(key)
         expect(page.get_by_text(f"Judged {qid}: {notice}")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
 
-    page.goto(f"{running_app.url}/Label")
-    expect(page.get_by_text("Choose your name")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    settled()
-    page.wait_for_function("window.rerankLabKeysInstalled === true")
-    page.keyboard.press("n")
-    page.keyboard.type(annotator)
-    page.keyboard.press("Enter")
+    open_label_page_as(page, running_app.url, annotator)
     expect(page.get_by_text(PAIR)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
 
     choose_mode("pairwise")
     expect(page.get_by_text("1 left better · 2 right better · 3 tie (equally good) · 0 both bad", exact=False)).to_be_visible()
     press("2", "right is better")
     press("3", "tie: equally good")
-    settled()
+    settled(page)
     page.keyboard.press("u")  # this tab's last judgement, the tie
     expect(page.get_by_text("Took back your judgement")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
 
@@ -154,37 +155,27 @@ def test_calibration_with_the_keyboard_only(running_app, page):
     from playwright.sync_api import expect
 
     annotator = f"e2e-calibration-{uuid.uuid4().hex[:8]}"
-    idle = page.get_by_test_id("stApp")
-
-    def settled() -> None:
-        expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
 
     store = Store(running_app.database_url)
     store.set_calibration("demo", True, 2, "e2e-lead")
     try:
-        page.goto(f"{running_app.url}/Label")
-        expect(page.get_by_text("Choose your name")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-        settled()
-        page.wait_for_function("window.rerankLabKeysInstalled === true")
-        page.keyboard.press("n")
-        page.keyboard.type(annotator)
-        page.keyboard.press("Enter")
+        open_label_page_as(page, running_app.url, annotator)
         for number, grade in ((1, "3"), (2, "0")):
             expect(page.get_by_text(f"Calibration: gold pair {number} of 2", exact=False)).to_be_visible(
                 timeout=BROWSER_TIMEOUT_MS)
-            settled()
+            settled(page)
             qid, doc_id = page.get_by_text(PAIR).inner_text().split(" · ")
             page.keyboard.press(grade)
             if number == 1:
                 expect(page.get_by_text(f"Calibration pair {qid} / {doc_id}: {grade} saved")).to_be_visible(
                     timeout=BROWSER_TIMEOUT_MS)
         expect(page.get_by_text("Your calibration against gold")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-        settled()
+        settled(page)
         page.keyboard.press("2")  # no pair on screen: labels nothing
-        settled()
+        settled(page)
         page.keyboard.press("b")  # B: begin real work
         expect(page.get_by_text("Keys: 0–4 judge the pair", exact=False)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-        settled()
+        settled(page)
         qid, doc_id = page.get_by_text(PAIR).inner_text().split(" · ")
         page.keyboard.press("4")
         expect(page.get_by_text(f"Labelled {qid} / {doc_id} as 4")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
