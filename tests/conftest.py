@@ -287,6 +287,15 @@ APP_START_TIMEOUT_S = 600  # `make run` installs nothing when .venv is current, 
 BROWSER_TIMEOUT_MS = 180_000  # the first ranking loads spaCy and builds the BM25 index
 
 
+def settled(page) -> None:
+    """The app in ``page`` has finished its script run: a widget it redraws (a select box whose
+    options depend on another's choice) is stable, and a key pressed now is not lost to a rerun."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning",
+                                                           timeout=BROWSER_TIMEOUT_MS)
+
+
 def _require_chromium() -> None:
     if CHROMIUM.exists():
         return

@@ -9,18 +9,10 @@ import re
 import uuid
 
 from db.store import Store
-from tests.conftest import BROWSER_TIMEOUT_MS
+from tests.conftest import BROWSER_TIMEOUT_MS, settled
 
 LOST_KEY_WAIT_MS = 15_000
 PAIR = re.compile(r"^demo-\d+ · demo-\d+-\d+$")
-
-
-def settled(page) -> None:
-    """The app has finished its script run (a key pressed during one may be lost)."""
-    from playwright.sync_api import expect
-
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning",
-                                                           timeout=BROWSER_TIMEOUT_MS)
 
 
 def open_label_page_as(page, url: str, annotator: str) -> None:

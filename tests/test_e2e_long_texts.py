@@ -13,7 +13,7 @@ from pathlib import Path
 
 from db.store import Store
 from tests import ROOT
-from tests.conftest import BROWSER_TIMEOUT_MS
+from tests.conftest import BROWSER_TIMEOUT_MS, settled
 
 QUESTION = "which river flows through the long valley"
 ANSWER = "The Long River flows through the long valley."
@@ -52,6 +52,7 @@ def test_a_200_kb_candidate_is_refused_and_one_at_the_limit_is_explained(running
     expect(question).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     page.get_by_test_id("stSelectbox").filter(has_text="Dataset").click()
     page.get_by_role("option", name="longtexts", exact=True).click()
+    settled(page)  # the Model box is redrawn for the chosen dataset: opened mid-rerun, its list closed
     page.get_by_test_id("stSelectbox").filter(has_text="Model").click()
     page.get_by_role("option", name="overlap", exact=True).click()
     question.fill(QUESTION)
