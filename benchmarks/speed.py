@@ -412,7 +412,7 @@ def time_label_page(url: str, judgements: int, warmup: int) -> dict[str, Any]:
     with chromium() as browser:
         page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
         page.goto(f"{url}/Label")
-        expect(page.get_by_text("Choose your name")).to_be_visible(timeout=300_000)
+        expect(page.get_by_role("textbox", name="Your name")).to_be_visible(timeout=300_000)
         page.wait_for_function("window.rerankLabKeysInstalled === true", timeout=300_000)
         page.keyboard.press("n")
         page.keyboard.type(f"speed-{os.getpid()}-{time.time_ns()}")

@@ -17,6 +17,7 @@ from pages import (
     open_store,
     pick_dataset,
     pick_model,
+    preload_elements,
     question_input,
     require_datasets,
 )
@@ -169,3 +170,4 @@ if state is not None:
         key=f"{key}-table",
     )
     why(state, key, picked.selection.rows if picked is not None else [])
+preload_elements("DataFrame", "PlotlyChart")  # the ranked table and the heatmaps, before the first Rank

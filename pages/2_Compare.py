@@ -20,6 +20,7 @@ from pages import (
     open_store,
     pick_dataset,
     pick_label_rule,
+    preload_elements,
     question_input,
     require_datasets,
     split_run,
@@ -80,6 +81,7 @@ if len(models) < compare.MIN_MODELS:
     st.info("Choose two or three models to compare.")
 
 view = st.radio("Compare on", [ONE, SPLIT], horizontal=True, key="view")
+preload_elements("DataFrame", "PlotlyChart")  # the tables and charts, before the first comparison
 
 if view == ONE:
     if set(models) & set(fused):

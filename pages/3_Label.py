@@ -27,7 +27,16 @@ import streamlit as st
 
 from db.base import MAX_LABEL, MIN_LABEL
 from db.calibration import MAX_CALIBRATION_PAIRS
-from pages import current_actor, get_questions, get_ranker, open_store, pick_dataset, require_datasets, show_not_trained
+from pages import (
+    current_actor,
+    get_questions,
+    get_ranker,
+    open_store,
+    pick_dataset,
+    preload_elements,
+    require_datasets,
+    show_not_trained,
+)
 from qa_core.access import Permission
 from qa_core.services import analysis, labeling, workbench
 from qa_core.services.labeling import calibration, charts, dashboard, preferences, suggestions
@@ -71,35 +80,32 @@ def view_key(position: int) -> str:
     return f'.st-key-label_view input[type="radio"][value="{position}"]'
 
 
-Keys = dict[str, tuple[list[str], str, bool]]
-# letter -> (CSS selectors tried in turn, "click" or "focus", Streamlit's own shortcut handles the small letter)
+Keys = dict[str, tuple[list[str], str]]
+# letter -> (CSS selectors tried in turn, "click" or "focus"); label_keys.js presses them
 PAGE_KEYS: Keys = {
-    "d": ([".st-key-label_dataset input"], "focus", False),
-    "n": ([".st-key-new_annotator input", ".st-key-annotator_choice input"], "focus", False),
+    "d": ([".st-key-label_dataset input"], "focus"),
+    "n": ([".st-key-new_annotator input", ".st-key-annotator_choice input"], "focus"),
 }
 VIEW_KEYS: dict[str, Keys] = {
     LABEL: {
-        "s": ([".st-key-skip button"], "click", True),
-        "u": ([".st-key-undo button"], "click", True),
-        "o": ([".st-key-order input"], "focus", False),
-        "m": ([".st-key-order_model input", ".st-key-order_models input"], "focus", False),
-        "j": ([".st-key-label_mode input"], "focus", False),
-        "k": ([".st-key-topk_k input"], "focus", False),
-        "x": ([".st-key-clear_picks button"], "click", True),
-        "h": ([".st-key-suggest input"], "click", False),
-        "b": ([".st-key-begin_work button"], "click", True),
+        "o": ([".st-key-order input"], "focus"),
+        "m": ([".st-key-order_model input", ".st-key-order_models input"], "focus"),
+        "j": ([".st-key-label_mode input"], "focus"),
+        "k": ([".st-key-topk_k input"], "focus"),
+        "h": ([".st-key-suggest input"], "click"),
     },
-    AGREEMENT: {"e": ([".st-key-export button"], "click", True)},
-    REVIEW: {"f": ([".st-key-conflict input"], "focus", False), "h": ([".st-key-review_model_on input"], "click", False)},
+    AGREEMENT: {},
+    REVIEW: {"f": ([".st-key-conflict input"], "focus"), "h": ([".st-key-review_model_on input"], "click")},
     GUIDELINES: {},
 }
+BUTTON_KEYS: Keys = {}  # this run's buttons with a key (keyed_button); a page's script runs afresh each time
 PAGE_HELP = "D dataset · N annotator · Esc leaves a box (then keys work again)"
 
 
 def view_keys(views: list[str]) -> Keys:
     """A letter per view the actor may open, pointing at that view's radio button (a role sees
     fewer views, so positions differ)."""
-    return {VIEW_LETTERS[view]: ([view_key(position)], "click", False) for position, view in enumerate(views)}
+    return {VIEW_LETTERS[view]: ([view_key(position)], "click") for position, view in enumerate(views)}
 
 
 def keys_help(views: list[str]) -> str:
@@ -119,8 +125,19 @@ def get_scores(_store, url: str, model: str, dataset: str, model_version: str | 
     return labeling.BackgroundScores(ranker, _store.candidate_rows(dataset))
 
 
+def keyed_button(widget: Callable[..., bool], *args, key: str, shortcut: str, **kwargs) -> bool:
+    """``widget`` (a container's ``button`` or ``download_button``, given its ``args``) drawn with
+    ``shortcut`` shown on it, which ``label_keys.js`` presses by clicking the button, or as soon as
+    it is drawn. Streamlit's own shortcut works only once its binding ran, after the button was
+    drawn; the first pair's grade buttons are drawn a beat after the pair (Streamlit draws an
+    element type's first one in a tab once its code has loaded), and a digit pressed in between was
+    lost (issue 21)."""
+    BUTTON_KEYS.setdefault(shortcut.lower(), ([], "click"))[0].append(f".st-key-{key} button")
+    return widget(*args, key=key, shortcut=shortcut, **kwargs)
+
+
 def install_keys(keys: Keys) -> None:
-    """The page's extra keys and the focus rules of ``label_keys.js`` (our own script, no data in it)."""
+    """The page's keys and the focus rules of ``label_keys.js`` (our own script, no data in it)."""
     config = json.dumps({letter: list(entry) for letter, entry in keys.items()})
     st.html(
         f"<script>window.rerankLabKeys = {config};</script><script>{KEYS_SCRIPT.read_text(encoding='utf-8')}</script>",
@@ -320,7 +337,7 @@ def calibration_gate(store, dataset: str, annotator: str) -> bool:
     st.caption("Gold here is binary (relevant or not): your grade counts as relevant when it is above 0, as "
                "training reads it." if result.binary else "Compared grade for grade with gold (0–4).")
     st.dataframe(calibration.pair_table(result), hide_index=True, key="calibration_pairs")
-    st.button("B · begin labelling", key="begin_work", shortcut="B", on_click=begin_work, type="primary")
+    keyed_button(st.button, "B · begin labelling", key="begin_work", shortcut="B", on_click=begin_work, type="primary")
     st.caption("Keys: B begin real work · " + keys_help(views))
     return True
 
@@ -423,21 +440,22 @@ def preference_view(store, dataset: str, annotator: str, mode: str, order: str, 
             guidelines_panel(store, dataset)
         if mode == preferences.PAIRWISE:
             for column, (outcome, (key, name)) in zip(st.columns(len(PAIR_KEYS)), PAIR_KEYS.items()):
-                column.button(f"{key} · {name}", key=f"pair-{outcome}", shortcut=key, on_click=judge_preference,
-                              args=(session, item, outcome), width="stretch")
+                keyed_button(column.button, f"{key} · {name}", key=f"pair-{outcome}", shortcut=key,
+                             on_click=judge_preference, args=(session, item, outcome), width="stretch")
         else:
             picked = st.session_state.get(PICKS, {}).get(item, [])
             for column, (n, record) in zip(st.columns(len(item) + 1), enumerate(records, 1)):
-                column.button(f"{n} · pick", key=f"pick-{n}", shortcut=str(n), on_click=pick,
-                              args=(session, item, record.candidate_id, k), disabled=record.candidate_id in picked,
-                              width="stretch")
-            st.button("0 · done (none fits, or the picks so far)", key="pick-done", shortcut="0", on_click=pick,
-                      args=(session, item, None, k))
+                keyed_button(column.button, f"{n} · pick", key=f"pick-{n}", shortcut=str(n), on_click=pick,
+                             args=(session, item, record.candidate_id, k), disabled=record.candidate_id in picked,
+                             width="stretch")
+            keyed_button(st.button, "0 · done (none fits, or the picks so far)", key="pick-done", shortcut="0",
+                         on_click=pick, args=(session, item, None, k))
     left, middle, right, _ = st.columns([1, 1, 1, 2])
-    left.button("Skip", key="skip", shortcut="S", on_click=skip_preference, args=(session, item), disabled=item is None)
-    middle.button("Undo", key="undo", shortcut="U", on_click=undo_preference, args=(session,))
+    keyed_button(left.button, "Skip", key="skip", shortcut="S", on_click=skip_preference, args=(session, item),
+                 disabled=item is None)
+    keyed_button(middle.button, "Undo", key="undo", shortcut="U", on_click=undo_preference, args=(session,))
     if mode == preferences.TOPK:
-        right.button("Clear picks", key="clear_picks", shortcut="X", on_click=clear_picks)
+        keyed_button(right.button, "Clear picks", key="clear_picks", shortcut="X", on_click=clear_picks)
     keys = ("1 left better · 2 right better · 3 tie (equally good) · 0 both bad" if mode == preferences.PAIRWISE
             else f"1–{MAX_POOL_KEYS} pick (best first; saved at k picks) · 0 done · X clear picks · K k")
     st.caption(f"Keys: {keys} · S skip · U undo this tab's last judgement · J judging mode · O queue order · "
@@ -485,7 +503,8 @@ def grade_buttons(
 ) -> None:
     """One button per grade, its digit the shortcut: judging a pair and settling a conflict alike."""
     for column, (grade, name) in zip(st.columns(len(GRADE_NAMES)), GRADE_NAMES.items()):
-        column.button(
+        keyed_button(
+            column.button,
             f"{grade} · {name}",
             key=f"{key}-{grade}",
             shortcut=str(grade),
@@ -575,8 +594,9 @@ def label_view(store, dataset: str, annotator: str) -> None:
         pair_beside_guidelines(store, dataset, item.record, suggesting)
         grade_buttons("grade", judge, lambda grade: (session, item, grade), primary_from=1)
     left, right, _ = st.columns([1, 1, 3])
-    left.button("Skip", key="skip", shortcut="S", on_click=skip, args=(session, item), disabled=item is None)
-    right.button("Undo", key="undo", shortcut="U", on_click=undo, args=(session,))
+    keyed_button(left.button, "Skip", key="skip", shortcut="S", on_click=skip, args=(session, item),
+                 disabled=item is None)
+    keyed_button(right.button, "Undo", key="undo", shortcut="U", on_click=undo, args=(session,))
     st.caption(
         "Keys: 0–4 judge the pair · S skip · U undo this tab's last label · H model suggestion · J judging mode · O queue order · M model(s) · "
         + keys_help(views)
@@ -637,9 +657,9 @@ def agreement_view(store, dataset: str, annotator: str | None) -> None:
         f"(krippendorff package). Below {labeling.MIN_SHARED_PAIRS} shared pairs a coefficient is not shown."
     )
     st.dataframe(board.kappas, hide_index=True, key="kappas")
-    st.download_button(
-        "Export the dashboard as CSV", dashboard.dashboard_csv(board), file_name=f"agreement-{dataset}.csv",
-        mime="text/csv", key="export", shortcut="E",
+    keyed_button(
+        st.download_button, "Export the dashboard as CSV", dashboard.dashboard_csv(board),
+        file_name=f"agreement-{dataset}.csv", mime="text/csv", key="export", shortcut="E",
     )
     st.caption(
         "Bias: mean of (grade − consensus) over the pairs judged with others; the consensus is the "
@@ -780,6 +800,7 @@ def take_name() -> None:
 
 st.title("Label")
 url, store = open_store(show_device=False)
+preload_elements("Button", "Checkbox")  # the first pair's grade buttons and toggle, while a name is typed
 datasets = require_datasets(store)
 
 # One holder id per browser session: the store leases the pair on screen to it, and undo takes
@@ -825,4 +846,4 @@ elif view == REVIEW:
     review_view(store, dataset, annotator)
 else:
     guidelines_view(store, dataset, annotator)
-install_keys(PAGE_KEYS | view_keys(views) | VIEW_KEYS[view])
+install_keys(PAGE_KEYS | view_keys(views) | VIEW_KEYS[view] | BUTTON_KEYS)

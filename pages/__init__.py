@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -41,6 +42,8 @@ NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data
 ACTOR, SIGNED_IN_TOKEN = "signed_in_actor", "signed_in_token"
 # What a role needs to open a page (the others need Permission.VIEW); the landing page lists only these.
 PAGE_PERMISSIONS = {"4_Train.py": Permission.TRAIN, "6_Audit.py": Permission.VIEW_AUDIT}
+STREAMLIT_JS = Path(st.__file__).resolve().parent / "static" / "static" / "js"  # its bundle
+PRELOAD_SCRIPT = PAGES_DIR / "assets" / "preload.js"
 
 
 def page_files(actor: Actor = LOCAL) -> list[Path]:
@@ -146,6 +149,30 @@ def pick_label_rule(container, key: str) -> LabelRule:
                            format_func=lambda r: {LabelRule.GOLD: "gold", LabelRule.TRAINING: "training-label rule"}[r],
                            help=" ".join(f"{r.value}: {text}." for r, text in DESCRIPTIONS.items()))
     return LabelRule(rule)
+
+
+def streamlit_modules(elements: Sequence[str]) -> list[str]:
+    """The file names of the code of Streamlit's ``elements`` in the installed Streamlit's bundle
+    (named by element type and a content hash, so looked up, never written down)."""
+    return [path.name for element in elements for path in sorted(STREAMLIT_JS.glob(f"{element}.*.js"))]
+
+
+def preload_elements(*elements: str) -> None:
+    """Fetch the code of Streamlit's ``elements`` (its element type names: "Button", "DataFrame",
+    ...) that the page draws next, so that they are drawn at once when they come.
+
+    Streamlit fetches each element type's code the first time one is drawn in a browser tab (React's
+    lazy loading): the first pair's grade buttons came a beat after the pair itself, and a key
+    pressed in between was lost (issue 21); a fresh tab's first ranked table waited for the table's
+    and plotly's code (issue 16). Streamlit has no setting for it, so ``assets/preload.js`` imports
+    those very modules, resolved beside Streamlit's own entry script, and the first element drawn
+    finds its code loaded. Where a page calls it decides when the fetch starts: a long list fetched
+    before the page's own elements would hold them up. Drawn in the sidebar, where it takes no room."""
+    st.sidebar.html(
+        f"<script>window.rerankLabPreload = {json.dumps(streamlit_modules(elements))};</script>"
+        f"<script>{PRELOAD_SCRIPT.read_text(encoding='utf-8')}</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 def open_store(show_device: bool = True, need: Permission = Permission.VIEW) -> tuple[str, Store]:

@@ -62,3 +62,21 @@ def test_the_demo_smcnn_answers_the_first_typed_question(running_app, page):
     titles = page.locator(".js-plotly-plot .gtitle")
     expect(titles.filter(has_text="saliency per answer word").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     assert "Traceback" not in page.content()
+
+
+def test_a_fresh_ask_tab_fetches_the_table_and_chart_code_before_the_first_rank(running_app, page):
+    """Streamlit fetches an element type's code when a tab first draws one; Ask asks for the ranked
+    table's and plotly's code while the question is typed (issue 16), and nothing else changes."""
+    from playwright.sync_api import expect
+
+    from pages import streamlit_modules
+
+    wanted = streamlit_modules(["DataFrame", "PlotlyChart"])
+    page.goto(f"{running_app.url}/Ask")
+    expect(page.get_by_role("textbox", name="Your question")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    page.wait_for_function(
+        """(files) => files.every((file) => performance.getEntriesByType("resource").some((r) => r.name.endsWith("/" + file)))""",
+        arg=wanted, timeout=BROWSER_TIMEOUT_MS,
+    )
+    assert page.get_by_test_id("stDataFrame").count() == 0 and page.locator(".js-plotly-plot").count() == 0
+    assert page.get_by_test_id("stSidebar").get_by_test_id("stHtml").count() == 1  # no room taken on the page
