@@ -166,8 +166,8 @@ def preload_elements(*elements: str) -> None:
     pressed in between was lost (issue 21); a fresh tab's first ranked table waited for the table's
     and plotly's code (issue 16). Streamlit has no setting for it, so ``assets/preload.js`` imports
     those very modules, resolved beside Streamlit's own entry script, and the first element drawn
-    finds its code loaded. Where a page calls it decides when the fetch starts: a long list fetched
-    before the page's own elements would hold them up. Drawn in the sidebar, where it takes no room."""
+    finds its code loaded. The fetch starts once the page has been drawn and stood still, so it never
+    holds up the page's own elements. Drawn in the sidebar, where it takes no room."""
     st.sidebar.html(
         f"<script>window.rerankLabPreload = {json.dumps(streamlit_modules(elements))};</script>"
         f"<script>{PRELOAD_SCRIPT.read_text(encoding='utf-8')}</script>",
