@@ -162,9 +162,9 @@ def preload_elements(*elements: str) -> None:
     ...) that the page draws next, so that they are drawn at once when they come.
 
     Streamlit fetches each element type's code the first time one is drawn in a browser tab (React's
-    lazy loading): the first pair's grade buttons came a beat after the pair itself, and a key
-    pressed in between was lost (issue 21); a fresh tab's first ranked table waited for the table's
-    and plotly's code (issue 16). Streamlit has no setting for it, so ``assets/preload.js`` imports
+    lazy loading): a fresh tab's first ranked table waited 1.5 s for the table's and plotly's code
+    (issue 16), and the first pair's grade buttons came after the pair (issue 21; a key pressed
+    meanwhile waits for its button, ``assets/label_keys.js``). Streamlit has no setting for it, so ``assets/preload.js`` imports
     those very modules, resolved beside Streamlit's own entry script, and the first element drawn
     finds its code loaded. The fetch starts once the page has been drawn and stood still, so it never
     holds up the page's own elements. Drawn in the sidebar, where it takes no room."""
