@@ -5,8 +5,8 @@ from choix), train a model as well as gold graded labels, and how many judgement
 Fixed before running (written here first, not changed after seeing numbers):
 
 - data: the bundled demo corpus (195 questions, 139/28/28; seeds 1, 2, 3, TEST MAP over all its
-  TEST questions) and WikiQA (added 2026-11-24 before its run: seeds 1-5, TEST MAP over the 243
-  clean TEST questions, the usual setting); model: SM-CNN with its default settings, trained by
+  TEST questions) and WikiQA (added 2026-11-24 before its run: seeds 1-5, TEST MAP over the clean
+  TEST questions, the usual setting: 237; "243" written here first was the raw count); model: SM-CNN with its default settings, trained by
   ``experiments.train_ranker`` (the CLI's path); model selection on DEV gold in every condition, so
   only the TRAIN labels differ; TEST MAP against gold;
 - conditions: ``gold`` (every TRAIN pair's gold grade: one graded judgement per pair);
@@ -227,7 +227,10 @@ def render(all_results: list[dict[str, Any]]) -> list[str]:
         lines += table(results)
     lines += ["A noise-free simulated annotator makes the converted labels equal to gold's relevance for every "
               "candidate shown (every relevant candidate wins, ties or is picked somewhere, no irrelevant one is), "
-              "so those rows measure the rule losing nothing; the noisy rows are the informative ones. Real "
+              "so those rows measure the rule losing nothing; the noisy rows are the informative ones. On WikiQA "
+              "the noise-free rows also lose what is never shown: the pairwise queue has no pair for the 11 TRAIN "
+              "questions with one candidate (each relevant), and a top-k pool shows 9 of a question's candidates, "
+              "so 2,610 of the 8,672 TRAIN pairs get no label (counted from the data, not from these runs). Real "
               "annotators' pairwise noise is not the same as graded noise: a limitation of this simulation. "
               "The p values test for a difference, not for equivalence: where a condition's spread (its std) is "
               "larger than the 1-point tolerance, \"adopt\" says the mean landed within it, not that the two are "
