@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from qa_core.classifiers.analysis import QuestionAnalysis, QuestionAnalyzer
-from qa_core.rankers.neural import NEURAL, NeuralRanker, Pair
+from qa_core.rankers.neural import NEURAL, NeuralConfig, NeuralRanker, Pair
 from qa_core.types import Question
 
 NO_ANALYSIS = QuestionAnalysis(None, None, None)
@@ -24,7 +24,7 @@ class AnalysisReadingRanker(NeuralRanker):
 
     capabilities = replace(NEURAL, reads=frozenset({"question_analysis"}))
 
-    def __init__(self, config=None):
+    def __init__(self, config: NeuralConfig | None = None) -> None:
         super().__init__(config)
         self.analyzer: QuestionAnalyzer | None = None
 
