@@ -281,7 +281,8 @@ def significance_method_line(tests: dict[str, Any]) -> str:
     method = tests["method"]
     return ("Significance (`benchmarks/significance.py`, `qa_core.significance`): each row's MAP is tested against "
             "the system in its vs column (the thesis's ablations against what they add to, CNN_WO against SM-CNN "
-            "and CNN_WO+SO against CNN_WO; every other model against BM25; the ensemble against the single model "
+            "and CNN_WO+SO against CNN_WO; the fusion against its strongest member, compare-aggregate; every other "
+            "model against BM25; the ensemble against the single model "
             "with the best DEV MAP) with a paired Fisher randomisation test over the questions "
             f"({method['permutations']:,} seeded sign flips, two-sided) on per-question AP averaged over each "
             "model's seeds; p >= 0.05 reads 'not significant'. Raw and clean share their p-value: the questions "
