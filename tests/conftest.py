@@ -37,13 +37,13 @@ os.environ.setdefault("RAY_AUTH_MODE", "token")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 # ============================================================================ parallel runs
-# `make test` runs the suite on 2 pytest-xdist workers (scripts/test.sh). Whole test files go to a
+# `make test` runs the suite on 3 pytest-xdist workers (scripts/test.sh). Whole test files go to a
 # worker, so module-scoped fixtures (e.g. test_every_model's trained store) are built once, and the
 # browser test files (`test_e2e_*`) all go to the same worker: they share the slowest setups of the
 # suite, the `make run` app (which trains the demo model) and Chromium. (xdist's own `--dist
 # loadgroup` marks cannot do this under pytest 9.2, whose node ids no longer take its group suffix.)
 # Each worker, and every process a test starts (jobs, workers, the CLI, `make run`), runs torch on
-# one thread: two workers already fill the 2-core CI machine, and oversubscribed OpenMP threads make
+# one thread: the workers already fill the 2-core CI machine, and oversubscribed OpenMP threads make
 # small models many times slower (see `single_thread`). Measured: `train --model smcnn --data demo`
 # at load 6 took 166 s on torch's default two threads and 10 s on one.
 
