@@ -6,8 +6,8 @@ Fixed before running (written here first, not changed after seeing numbers):
 
 - data: the bundled demo corpus (195 questions, 139/28/28; seeds 1, 2, 3, TEST MAP over all its
   TEST questions) and WikiQA (added 2026-11-24 before its run: seeds 1-5, TEST MAP over the clean
-  TEST questions, the usual setting: 237; "243" written here first was the raw count); model: SM-CNN with its default settings, trained by
-  ``experiments.train_ranker`` (the CLI's path); model selection on DEV gold in every condition, so
+  TEST questions, the usual setting: 237; "243" written here first was the raw count); model:
+  SM-CNN with its default settings, trained by ``experiments.train_ranker`` (the CLI's path); model selection on DEV gold in every condition, so
   only the TRAIN labels differ; TEST MAP against gold;
 - conditions: ``gold`` (every TRAIN pair's gold grade: one graded judgement per pair);
   ``graded, 10% noise`` (each graded judgement replaced by a uniformly random grade 0/1 with

@@ -20,7 +20,6 @@ import json
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -35,6 +34,7 @@ from pages import (
     pick_dataset,
     preload_elements,
     require_datasets,
+    run_script,
     show_not_trained,
 )
 from qa_core.access import Permission
@@ -68,7 +68,6 @@ MAX_POOL_KEYS = preferences.MAX_POOL
 SUGGEST, SUGGESTING = "suggest", "suggest_for"  # the toggle, and {annotator: on} behind it
 PREF_SHOWN, PICKS, SKIPPED = "preference_shown", "topk_picks", "preference_skipped"
 CAL_SHOWN, CAL_REPORT = "calibration_shown", "calibration_report"  # (gold pair, shown at); (dataset, annotator)
-KEYS_SCRIPT = Path(__file__).resolve().parent / "assets" / "label_keys.js"
 SCORING_REFRESH_SECONDS = 1.0
 
 
@@ -137,12 +136,8 @@ def keyed_button(widget: Callable[..., bool], *args, key: str, shortcut: str, **
 
 
 def install_keys(keys: Keys) -> None:
-    """The page's keys and the focus rules of ``label_keys.js`` (our own script, no data in it)."""
-    config = json.dumps({letter: list(entry) for letter, entry in keys.items()})
-    st.html(
-        f"<script>window.rerankLabKeys = {config};</script><script>{KEYS_SCRIPT.read_text(encoding='utf-8')}</script>",
-        unsafe_allow_javascript=True,
-    )
+    """The page's keys and the focus rules of ``label_keys.js``."""
+    run_script(st, "label_keys.js", "rerankLabKeys", {letter: list(entry) for letter, entry in keys.items()})
 
 
 @st.fragment(run_every=SCORING_REFRESH_SECONDS)

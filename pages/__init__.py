@@ -43,7 +43,7 @@ ACTOR, SIGNED_IN_TOKEN = "signed_in_actor", "signed_in_token"
 # What a role needs to open a page (the others need Permission.VIEW); the landing page lists only these.
 PAGE_PERMISSIONS = {"4_Train.py": Permission.TRAIN, "6_Audit.py": Permission.VIEW_AUDIT}
 STREAMLIT_JS = Path(st.__file__).resolve().parent / "static" / "static" / "js"  # its bundle
-PRELOAD_SCRIPT = PAGES_DIR / "assets" / "preload.js"
+ASSETS = PAGES_DIR / "assets"  # our own scripts, run in the page
 
 
 def page_files(actor: Actor = LOCAL) -> list[Path]:
@@ -168,9 +168,15 @@ def preload_elements(*elements: str) -> None:
     those very modules, resolved beside Streamlit's own entry script, and the first element drawn
     finds its code loaded. The fetch starts once the page has been drawn and stood still, so it never
     holds up the page's own elements. Drawn in the sidebar, where it takes no room."""
-    st.sidebar.html(
-        f"<script>window.rerankLabPreload = {json.dumps(streamlit_modules(elements))};</script>"
-        f"<script>{PRELOAD_SCRIPT.read_text(encoding='utf-8')}</script>",
+    run_script(st.sidebar, "preload.js", "rerankLabPreload", streamlit_modules(elements))
+
+
+def run_script(container, script: str, setting: str, value: Any) -> None:
+    """Our own script ``assets/<script>`` run in the page, after ``window.<setting>`` is set to
+    ``value`` (JSON: what this run tells the script; no data text goes into a script)."""
+    container.html(
+        f"<script>window.{setting} = {json.dumps(value)};</script>"
+        f"<script>{(ASSETS / script).read_text(encoding='utf-8')}</script>",
         unsafe_allow_javascript=True,
     )
 
