@@ -29,7 +29,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     esac
   done < <(.venv/bin/python -m pip config list 2>/dev/null)
   if ! { .venv/bin/python -m pip install --quiet uv \
-    && .venv/bin/uv pip install --quiet --python .venv/bin/python --index-strategy unsafe-best-match \
+    && .venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python \
+      --index-strategy unsafe-best-match \
       "${uv_args[@]}" -r requirements.txt; }; then
     echo "uv could not install the requirements; installing them with pip" >&2
     .venv/bin/python -m pip install --quiet --upgrade pip
