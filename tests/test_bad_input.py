@@ -72,7 +72,6 @@ class Env:
 
     folder: Path
     url: str
-    environ: dict[str, str]
 
 
 @pytest.fixture
@@ -82,7 +81,7 @@ def env(seeded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
     monkeypatch.setenv("RERANK_LAB_DB", url)
-    return Env(tmp_path, url, os.environ.copy())
+    return Env(tmp_path, url)
 
 
 def snapshot(url: str) -> dict[str, list[tuple]]:
@@ -96,13 +95,6 @@ def snapshot(url: str) -> dict[str, list[tuple]]:
             }
     finally:
         engine.dispose()
-
-
-def cli(env: Env, *args: str) -> subprocess.CompletedProcess:
-    """``python -m qa_core ARGS`` as a user runs it: its own process, the store from the environment."""
-    return subprocess.run(
-        [sys.executable, "-m", "qa_core", *args], cwd=ROOT, env=env.environ, capture_output=True, text=True, timeout=300
-    )
 
 
 def cli_in_process(capsys: pytest.CaptureFixture, *args: str) -> subprocess.CompletedProcess:
@@ -367,7 +359,7 @@ def test_cli_refuses_a_megabyte_question(env: Env, capsys: pytest.CaptureFixture
     assert snapshot(env.url) == before
 
 
-def test_cli_output_keeps_html_as_data(env: Env):
+def test_cli_output_keeps_html_as_data(env: Env, capsys: pytest.CaptureFixture):
     """HTML, quotes and newlines in texts: JSON lines stay one parseable record each with the text
     byte for byte (JSON is data, escaping is the renderer's job), and ``rank`` prints one line per
     candidate."""
@@ -376,21 +368,23 @@ def test_cli_output_keeps_html_as_data(env: Env):
     source.write_text('qid,question,doc_id,candidate,label\n'
                       f'q1,who wrote alert,d1,"{tricky.replace(chr(34), chr(34) * 2)}",1\n'
                       'q1,who wrote alert,d2,an alert nobody wrote,0\n')
-    imported = cli(env, "data", "import", str(source), "--name", "<i>html</i>")
+    imported = cli_in_process(capsys, "data", "import", str(source), "--name", "<i>html</i>")
     assert imported.returncode == 0, imported.stderr
     assert json.loads(imported.stdout)["imported"] == "<i>html</i>"
 
     qrels = env.folder / "judged.qrels"
     qrels.write_text("q1 0 d1 2\n")
-    labelled = cli(env, "data", "import-qrels", str(qrels), "--data", "<i>html</i>", "--annotator", "<b>ann</b>")
+    labelled = cli_in_process(capsys, "data", "import-qrels", str(qrels), "--data", "<i>html</i>",
+                              "--annotator", "<b>ann</b>")
     assert labelled.returncode == 0, labelled.stderr
     out = env.folder / "labels.jsonl"
-    exported = cli(env, "data", "export", "--data", "<i>html</i>", "--format", "jsonl", "--out", str(out))
+    exported = cli_in_process(capsys, "data", "export", "--data", "<i>html</i>", "--format", "jsonl",
+                              "--out", str(out))
     assert exported.returncode == 0, exported.stderr
     [record] = [json.loads(line) for line in out.read_text().splitlines()]
     assert (record["candidate"], record["annotator"], record["value"]) == (tricky, "<b>ann</b>", 2)
 
-    ranked = cli(env, "rank", "alert", "--data", "<i>html</i>", "--top", "2")
+    ranked = cli_in_process(capsys, "rank", "alert", "--data", "<i>html</i>", "--top", "2")
     assert ranked.returncode == 0, ranked.stderr
     lines = ranked.stdout.strip().splitlines()
     assert len(lines) == 2 and any(SCRIPT in line for line in lines)

@@ -12,7 +12,9 @@ import subprocess
 import sys
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -20,13 +22,14 @@ import pytest
 
 from db.store import Store
 from qa_core import config
-from qa_core.checkpoints import atomic_file, collect_garbage, new_checkpoint_path
+from qa_core.checkpoints import collect_garbage, new_checkpoint_path
 from qa_core.data.demo import load_demo
 from qa_core.rankers import registry
 from qa_core.services import jobs
 from qa_core.services.experiments import train_ranker
 from qa_core.types import InputError
 from tests import ROOT
+from tests.killed_trainings import killed_before_registering, killed_while_writing
 
 FAST = {"max_epochs": 1}
 EVIL = "../../../../x/evil"
@@ -102,22 +105,8 @@ def test_two_stores_sharing_a_data_folder_keep_their_own_models(store: Store, da
 # ------------------------------------------------------------------ gc
 
 
-def killed_while_writing(path: Path) -> None:
-    """A training process killed inside the atomic write of its checkpoint."""
-    with atomic_file(path) as handle:
-        handle.write(b"half a checkpoint")
-        handle.flush()
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def killed_before_registering(path: Path) -> None:
-    """A training process killed after writing its checkpoint, before registering it."""
-    registry.save(registry.create("overlap"), path)
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def run_killed(target, path: Path) -> None:
-    process = multiprocessing.get_context("spawn").Process(target=target, args=(path,))
+def run_killed(target: Callable[..., None], *args: Any) -> None:
+    process = multiprocessing.get_context("spawn").Process(target=target, args=args)
     # As in test_concurrency: keep the child from re-running a page script AppTest left in __main__.
     with mock.patch.dict(sys.modules, {"__main__": types.ModuleType("__main__")}):
         process.start()
@@ -147,7 +136,8 @@ def test_gc_cleans_what_killed_trainings_leave_and_nothing_else(database_url: st
         legacy_registered = registry.save(registry.create("overlap"), models / "overlap-demo-job1.pt")
         store.register_model("overlap", "overlap", legacy_registered, {}, {})
         orphan = new_checkpoint_path("smcnn", "demo", "job2", owner=store.store_id)
-        run_killed(killed_before_registering, orphan)
+        overlap = registry.create("overlap")
+        run_killed(killed_before_registering, orphan, overlap.name, overlap.state())
         half = new_checkpoint_path("smcnn", "demo", "job3", owner=store.store_id)
         run_killed(killed_while_writing, half)
         [temporary] = models.glob(f".{half.name}.*.tmp")
