@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import choix
 import numpy as np
 
 from db.labeling import DEFAULT_LEASE_SECONDS
@@ -77,6 +76,8 @@ def question_grades(judgements: Sequence[PreferenceJudgement]) -> dict[int, int]
         return grades
     index = {c: i for i, c in enumerate(shown)}
     pairs = [(index[w], index[lo]) for j in judgements for w, lo in comparisons(j)]
+    import choix  # here, not at the top: it loads scipy.stats (1 s), which a training job needs for nothing else
+
     strengths = choix.ilsr_pairwise(len(shown), pairs, alpha=ALPHA) if pairs else np.zeros(len(shown))
     good = {c: float(strengths[index[c]]) for c in chosen}
     low, high = min(good.values()), max(good.values())
