@@ -36,9 +36,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/python -m pip install --quiet --upgrade pip
     .venv/bin/python -m pip install --quiet -r requirements.txt
   fi
-  # ranx's compiled functions, cached once beside its sources instead of in every first process
-  # (a minute each: scripts/warm_caches.py)
-  PYTHONPATH=. .venv/bin/python -W ignore scripts/warm_caches.py
   echo "$want" > "$stamp"
 fi
 
