@@ -42,16 +42,38 @@ METHOD_LABELS = {
 WEIGHT_STEP = 0.1  # ranx's grid for weighted sums
 
 
-def _to_ranx(run: Run, name: str) -> ranx.Run:
-    from ranx import Run as RanxRun
+class _RanxIds:
+    """Doc ids as ranx is given them: numbers of one fixed width, in the sorted order of the ids.
 
-    return RanxRun({qid: dict(docs) for qid, docs in run.items() if docs}, name=name)
+    ranx stores a run's doc ids as numpy strings as wide as its longest id, and numba compiles
+    ranx's functions once per width (about a minute for a first fusion in a new environment), so
+    every dataset whose ids had a new length compiled them all again. Numbering in sorted order
+    keeps the order of the ids themselves, and with it how ties are broken."""
 
+    WIDTH = 10
 
-def _from_ranx(run: ranx.Run, like: Run) -> dict[str, dict[str, float]]:
-    """Back to plain dicts, keeping ``like``'s questions without candidates (ranx drops them)."""
-    fused = run.to_dict()
-    return {qid: {doc: float(score) for doc, score in fused.get(qid, {}).items()} for qid in like}
+    def __init__(self, *tables: Mapping[str, Mapping[str, float]]) -> None:
+        docs = sorted({doc for table in tables for pool in table.values() for doc in pool})
+        self.to_ranx = {doc: f"{number:0{self.WIDTH}d}" for number, doc in enumerate(docs)}
+        self.from_ranx = {number: doc for doc, number in self.to_ranx.items()}
+
+    def run(self, run: Run, name: str) -> ranx.Run:
+        from ranx import Run as RanxRun
+
+        return RanxRun({qid: {self.to_ranx[doc]: score for doc, score in docs.items()}
+                        for qid, docs in run.items() if docs}, name=name)  # fmt: skip
+
+    def qrels(self, qrels: Qrels) -> ranx.Qrels:
+        from ranx import Qrels as RanxQrels
+
+        return RanxQrels({qid: {self.to_ranx[doc]: grade for doc, grade in grades.items()}
+                          for qid, grades in qrels.items()})  # fmt: skip
+
+    def back(self, run: ranx.Run, like: Run) -> dict[str, dict[str, float]]:
+        """Plain dicts again, keeping ``like``'s questions without candidates (ranx drops them)."""
+        fused = run.to_dict()
+        return {qid: {self.from_ranx[doc]: float(score) for doc, score in fused.get(qid, {}).items()}
+                for qid in like}  # fmt: skip
 
 
 def _check_pools(runs: Mapping[str, Run]) -> None:
@@ -67,7 +89,8 @@ def znorm(run: Run) -> dict[str, dict[str, float]]:
     (ranx's "zmuv")."""
     from ranx import normalize
 
-    return _from_ranx(normalize(_to_ranx(run, "run"), "zmuv"), run)
+    ids = _RanxIds(run)
+    return ids.back(normalize(ids.run(run, "run"), "zmuv"), run)
 
 
 def fuse(runs: Mapping[str, Run], weights: Mapping[str, float], norm: str = "zmuv") -> dict[str, dict[str, float]]:
@@ -81,12 +104,13 @@ def fuse(runs: Mapping[str, Run], weights: Mapping[str, float], norm: str = "zmu
         raise InputError("an ensemble needs at least one member with a non-zero weight")
     _check_pools({name: runs[name] for name in members})
     like = runs[members[0]]
-    converted = [_to_ranx(runs[name], name) for name in members]
+    ids = _RanxIds(like)  # every member scores the same pools
+    converted = [ids.run(runs[name], name) for name in members]
     if len(members) == 1:  # ranx.fuse wants two runs or more; one member is its normalised run, scaled
-        single = _from_ranx(normalize(converted[0], norm), like)
+        single = ids.back(normalize(converted[0], norm), like)
         return {qid: {doc: weights[members[0]] * score for doc, score in docs.items()} for qid, docs in single.items()}
     fused = ranx_fuse(converted, norm=norm, method="wsum", params={"weights": [float(weights[n]) for n in members]})
-    return _from_ranx(fused, like)
+    return ids.back(fused, like)
 
 
 # ---------------------------------------------------------------------- fusions tuned on DEV
@@ -118,7 +142,6 @@ def _dev_questions(dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> list[str]:
 def tune_fusion(method: str, dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> Fusion:
     """Choose the method's parameters on DEV with ``ranx.optimize_fusion`` (by ranx's MAP; ties in the
     grid go to the later setting, as ranx does) and report the fused DEV run's MAP."""
-    from ranx import Qrels as RanxQrels
     from ranx import optimize_fusion
 
     if method not in METHODS:
@@ -133,8 +156,10 @@ def tune_fusion(method: str, dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> F
     norm, ranx_method = METHODS[method]
     params: dict = {}
     if ranx_method in ("wsum", "rrf"):
-        runs = [_to_ranx({qid: dev_runs[name][qid] for qid in qids}, name) for name in members]
-        qrels = RanxQrels({qid: dict(dev_qrels[qid]) for qid in qids})
+        dev = {qid: dev_qrels[qid] for qid in qids}
+        ids = _RanxIds(dev, *dev_runs.values())
+        runs = [ids.run({qid: dev_runs[name][qid] for qid in qids}, name) for name in members]
+        qrels = ids.qrels(dev)
         extra = {"step": WEIGHT_STEP} if ranx_method == "wsum" else {}
         params = optimize_fusion(qrels, runs, norm=norm, method=ranx_method, metric="map", show_progress=False,
                                  **extra)
@@ -155,9 +180,11 @@ def apply_fusion(recipe: Fusion, runs: Mapping[str, Run]) -> dict[str, dict[str,
     members = {name: runs[name] for name in recipe.members}
     _check_pools(members)
     norm, ranx_method = METHODS[recipe.method]
-    converted = [_to_ranx(run, name) for name, run in members.items()]
+    like = members[recipe.members[0]]
+    ids = _RanxIds(like)  # every member scores the same pools
+    converted = [ids.run(run, name) for name, run in members.items()]
     fused = ranx_fuse(converted, norm=norm, method=ranx_method, params=dict(recipe.params))
-    return _from_ranx(fused, members[recipe.members[0]])
+    return ids.back(fused, like)
 
 
 # ---------------------------------------------------------------------- the benchmark ensemble's members
