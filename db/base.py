@@ -79,7 +79,8 @@ class StoreBase:
 
     @property
     def store_id(self) -> str:
-        """This store's random id (made by migration 0003); it marks the checkpoint files it writes."""
+        """This store's random id (made with the store, or by migration 0003 in an older one); it marks
+        the checkpoint files it writes."""
         if self._store_id is None:
             with self.session_scope() as session:
                 self._store_id = session.scalar(select(StoreInfoRow.value).where(StoreInfoRow.key == "store_id"))

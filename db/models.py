@@ -12,6 +12,7 @@ labels (``db/reimport.py``), so a label row always has its candidate.
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -69,8 +70,13 @@ class Base(DeclarativeBase):
     type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON(), float: Double()}
 
 
+def new_store_id() -> str:
+    """A random store id (migration 0003 keeps its own copy of this rule: migrations are frozen)."""
+    return uuid.uuid4().hex[:12]
+
+
 class StoreInfoRow(Base):
-    """Facts about the store itself; ``store_id`` (random, made by migration 0003) marks the
+    """Facts about the store itself; ``store_id`` (random, made with the store) marks the
     checkpoint files this store writes, so stores sharing a data folder never overwrite or
     clean up each other's (``qa_core.checkpoints``)."""
 
