@@ -38,22 +38,37 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 # ============================================================================ parallel runs
 # `make test` runs the suite on 3 pytest-xdist workers (scripts/test.sh). Whole test files go to a
-# worker, so module-scoped fixtures (e.g. test_every_model's trained store) are built once, and the
-# browser test files (`test_e2e_*`) all go to the same worker: they share the slowest setups of the
-# suite, the `make run` app (which trains the demo model) and Chromium. (xdist's own `--dist
-# loadgroup` marks cannot do this under pytest 9.2, whose node ids no longer take its group suffix.)
+# worker, so module-scoped fixtures (e.g. test_every_model's trained store) are built once, and two
+# groups of files each go to one worker, since they share a costly first step:
+# - the browser tests (`test_e2e_*`) share the slowest setups of the suite, the `make run` app
+#   (which trains the demo model) and Chromium;
+# - the files that run ranx (fusion, ranx's t-test and `compare`) share its numba compilation: in a
+#   new .venv, ranx's functions compile on first use (about a minute of CPU) before numba caches
+#   them on disk, and workers that reach them at once each compiled them all (these files on 3
+#   workers from an empty cache: 253 s of CPU; in one process: 142 s). A file missing from this
+#   list is only slower.
+# (xdist's own `--dist loadgroup` marks cannot do this under pytest 9.2, whose node ids no longer
+# take its group suffix.)
 # Each worker, and every process a test starts (jobs, workers, the CLI, `make run`), runs torch on
 # one thread: the workers already fill the 2-core CI machine, and oversubscribed OpenMP threads make
 # small models many times slower (see `single_thread`). Measured: `train --model smcnn --data demo`
 # at load 6 took 166 s on torch's default two threads and 10 s on one.
 
 BROWSER_TESTS = "test_e2e_"
+RANX_TESTS = {
+    "test_cli_compare.py", "test_compare.py", "test_evaluation_rule.py", "test_every_model.py", "test_fusion.py",
+    "test_fusion_ranker.py", "test_pages_compare_label.py", "test_pages_compare_split.py", "test_rankers.py",
+    "test_significance.py", "test_stored_runs.py",
+}
 
 
 class SharedSetupScheduling(LoadFileScheduling):
     def _split_scope(self, nodeid: str) -> str:
         test_file = super()._split_scope(nodeid)
-        return "browser tests" if Path(test_file).name.startswith(BROWSER_TESTS) else test_file
+        name = Path(test_file).name
+        if name.startswith(BROWSER_TESTS):
+            return "browser tests"
+        return "ranx tests" if name in RANX_TESTS else test_file
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's
