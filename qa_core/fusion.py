@@ -40,6 +40,7 @@ METHOD_LABELS = {
     "wsum-zscore": "weighted sum, z-scores (weights tuned on DEV)",
 }
 WEIGHT_STEP = 0.1  # ranx's grid for weighted sums
+RANX_ID_WIDTH = 10  # the one width of the doc ids ranx is given (``_RanxIds``)
 
 
 class _RanxIds:
@@ -50,11 +51,9 @@ class _RanxIds:
     every dataset whose ids had a new length compiled them all again. Numbering in sorted order
     keeps the order of the ids themselves, and with it how ties are broken."""
 
-    WIDTH = 10
-
     def __init__(self, *tables: Mapping[str, Mapping[str, float]]) -> None:
         docs = sorted({doc for table in tables for pool in table.values() for doc in pool})
-        self.to_ranx = {doc: f"{number:0{self.WIDTH}d}" for number, doc in enumerate(docs)}
+        self.to_ranx = {doc: f"{number:0{RANX_ID_WIDTH}d}" for number, doc in enumerate(docs)}
         self.from_ranx = {number: doc for doc, number in self.to_ranx.items()}
 
     def run(self, run: Run, name: str) -> ranx.Run:
