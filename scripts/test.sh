@@ -2,8 +2,12 @@
 # The one test command (README, .ci/run): system packages, .venv, lint, import layers, then the whole pytest suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/system-deps.sh
+# Debian's packages and the .venv install side by side, as both wait on downloads (Chromium and a
+# .venv with nothing cached, here: 41 s instead of 46 s).
+bash scripts/system-deps.sh &
+system_deps=$!
 bash scripts/setup.sh --deps-only
+wait "$system_deps"
 .venv/bin/ruff check .
 .venv/bin/lint-imports --no-cache
 set +e
