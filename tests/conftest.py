@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import itertools
 import os
@@ -126,6 +127,23 @@ def cli_env(tmp_path, monkeypatch):
     monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
     monkeypatch.setenv("RERANK_LAB_DB", f"sqlite:///{tmp_path / 'store.sqlite'}")
     return tmp_path
+
+
+# ============================================================================ pages under AppTest
+# Every AppTest scans the metadata of every installed package for Streamlit components before its
+# first run (0.15 s, and the suite opens pages hundreds of times); the installed packages do not
+# change during a run, so each worker scans once. The page tests themselves open pages through
+# tests/pages.py (local mode) or tests/teams.py (signed in).
+
+
+@pytest.fixture(scope="session", autouse=True)
+def components_scanned_once() -> Iterator[None]:
+    from streamlit.components.v2 import manifest_scanner
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(manifest_scanner, "scan_component_manifests",
+                      functools.cache(manifest_scanner.scan_component_manifests))  # fmt: skip
+        yield
 
 
 # ============================================================================ both modes
