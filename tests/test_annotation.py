@@ -4,7 +4,10 @@ agreement intervals and thresholds, scoring in the background."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +23,7 @@ from qa_core.services.labeling import (
     report_from_labels,
 )
 from qa_core.types import Candidate, Dataset, InputError, Question
+from tests import ROOT
 
 
 def small_dataset() -> Dataset:
@@ -191,6 +195,39 @@ def test_background_scoring_reports_a_failure_and_keeps_what_it_scored(ann_store
     job = BackgroundScores(Refuses(), ann_store.candidate_rows("ann"), questions_per_step=1)
     final = job.wait(timeout=60)
     assert final.done and final.error == "the model refuses this text" and final.scored == 3
+
+
+EXIT_WHILE_SCORING = """
+import sys, time
+from types import SimpleNamespace
+from qa_core.services.labeling import BackgroundScores
+
+class Slow:
+    \"\"\"Each step is logged when it starts and when it ends, and takes 0.2 s.\"\"\"
+    def score_pools(self, pools):
+        with open(sys.argv[1], "a") as log:
+            log.write("start\\n")
+        time.sleep(0.2)
+        with open(sys.argv[1], "a") as log:
+            log.write("end\\n")
+        return [[0.5] * len(candidates) for _, candidates in pools]
+
+records = [SimpleNamespace(candidate_id=i, qid=f"q{i}", doc_id="d", question="q?", candidate="a") for i in range(50)]
+BackgroundScores(Slow(), records, questions_per_step=1)
+time.sleep(0.5)  # then exit, two or three steps in
+"""
+
+
+def test_exit_stops_background_scoring_after_its_current_step(tmp_path: Path) -> None:
+    """A scoring thread is not cut off mid-step when the process exits (one that was, inside spaCy's
+    native code, aborted the process: "libblis: Aborting"); nor does exit wait for the whole dataset."""
+    log = tmp_path / "steps.log"
+    done = subprocess.run([sys.executable, "-c", EXIT_WHILE_SCORING, str(log)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    steps = log.read_text().split()
+    assert 1 <= steps.count("start") < 50
+    assert steps == ["start", "end"] * steps.count("start")  # every step that started, ended
 
 
 # ------------------------------------------------------------------------------ guidelines

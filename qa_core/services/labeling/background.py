@@ -2,10 +2,15 @@
 
 The uncertainty and disagreement orders need a model's score of every pair; a slow model (the
 tree kernel: 78 s for the demo) would hold the Label page on a spinner. ``BackgroundScores``
-scores in a daemon thread, a few questions at a time, and ``snapshot()`` hands out what is scored
-so far: the strategies place scored pairs first and unscored ones last (``strategies``), so
+scores in a thread of its own, a few questions at a time, and ``snapshot()`` hands out what is
+scored so far: the strategies place scored pairs first and unscored ones last (``strategies``), so
 labelling starts on the scored part at once and the order sharpens as scoring goes on. The page
 draws ``progress()``.
+
+Each step is a task of a one-thread ``ThreadPoolExecutor`` that queues the next when it ends. At
+interpreter exit, concurrent.futures lets the running step finish and refuses the next: a daemon
+thread, as before, was cut off inside spaCy's native code and aborted the process ("libblis:
+Aborting", exit status 134), while waiting for the whole dataset could take minutes.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, NamedTuple
 
 from qa_core.services.labeling.strategies import TextRecord, model_scores
@@ -52,24 +58,38 @@ class BackgroundScores:
             [record for group in steps[i : i + questions_per_step] for record in group]
             for i in range(0, len(steps), questions_per_step)
         ]
-        self._thread = threading.Thread(target=self._run, args=(ranker,), daemon=True, name="label-scores")
-        self._thread.start()
+        self._ended = threading.Event()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="label-scores")
+        self._queue_step(ranker, 0)
 
-    def _run(self, ranker: Ranker) -> None:
-        for step in self._steps:
+    def _queue_step(self, ranker: Ranker, step: int) -> None:
+        if step < len(self._steps):
             try:
-                scored = model_scores(ranker, step)
-            except InputError as error:  # e.g. a text the model refuses: say so, keep what is scored
-                with self._lock:
-                    self._error = str(error)
+                self._executor.submit(self._score_step, ranker, step)
                 return
-            except Exception as error:  # a background thread has nobody to raise to: log and report
-                log.exception("background scoring failed")
-                with self._lock:
-                    self._error = f"scoring failed: {error}"
-                return
-            with self._lock:
-                self._scores.update(scored)
+            except RuntimeError:  # the interpreter is exiting: no further step
+                pass
+        self._end()
+
+    def _end(self, error: str | None = None) -> None:
+        with self._lock:
+            self._error = error
+        self._ended.set()
+        self._executor.shutdown(wait=False)
+
+    def _score_step(self, ranker: Ranker, step: int) -> None:
+        try:
+            scored = model_scores(ranker, self._steps[step])
+        except InputError as error:  # e.g. a text the model refuses: say so, keep what is scored
+            self._end(str(error))
+            return
+        except Exception as error:  # a background thread has nobody to raise to: log and report
+            log.exception("background scoring failed")
+            self._end(f"scoring failed: {error}")
+            return
+        with self._lock:
+            self._scores.update(scored)
+        self._queue_step(ranker, step + 1)
 
     def snapshot(self) -> dict[int, float]:
         """The scores so far (a copy)."""
@@ -82,5 +102,5 @@ class BackgroundScores:
 
     def wait(self, timeout: float | None = None) -> ScoringProgress:
         """Block until scoring ends (tests, scripts) and return the final progress."""
-        self._thread.join(timeout)
+        self._ended.wait(timeout)
         return self.progress()
