@@ -132,8 +132,8 @@ def cli_env(tmp_path, monkeypatch):
 # ============================================================================ pages under AppTest
 # Every AppTest scans the metadata of every installed package for Streamlit components before its
 # first run (0.15 s, and the suite opens pages hundreds of times); the installed packages do not
-# change during a run, so each worker scans once. The page tests themselves open pages through
-# tests/pages.py (local mode) or tests/teams.py (signed in).
+# change during a run, so each worker scans once. The scan is a Streamlit internal: should it move,
+# setattr fails and says so.
 
 
 @pytest.fixture(scope="session", autouse=True)
