@@ -89,19 +89,19 @@ def test_a_new_store_has_the_schema_the_migrations_build(database_url: str) -> N
             assert MigrationContext.configure(connection).get_current_revision() == "0001"
         upgrade(engine, "head")
         with created.engine.connect() as new, engine.connect() as old:
-            assert schema(new) == schema(old)
+            tables = schema(new)
+            assert tables == schema(old)
             for connection in (new, old):
                 diff = compare_metadata(MigrationContext.configure(connection, opts={"compare_type": True}),
                                         Base.metadata)  # fmt: skip
                 assert diff == []
-            tables = set(schema(new))
-            assert old.execute(text("SELECT value FROM store_info WHERE key = 'store_id'")).scalar()
-        assert created.store_id and created.store_id != Store(migrated_url).store_id
+            migrated_id = old.execute(text("SELECT value FROM store_info WHERE key = 'store_id'")).scalar()
+        assert migrated_id and created.store_id and created.store_id != migrated_id
     finally:
         engine.dispose()
         created.close()
-    assert {"datasets", "questions", "candidates", "labels", "model_versions", "runs", "run_scores"} <= tables
-    assert {"label_retractions", "adjudications", "queue_claims", "training_jobs", "training_events"} <= tables
+    assert {"datasets", "questions", "candidates", "labels", "model_versions", "runs", "run_scores"} <= set(tables)
+    assert {"label_retractions", "adjudications", "queue_claims", "training_jobs", "training_events"} <= set(tables)
 
 
 def test_upgrade_is_idempotent(store: Store, database_url: str) -> None:
