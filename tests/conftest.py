@@ -7,6 +7,7 @@ import functools
 import glob
 import itertools
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -32,9 +33,13 @@ from qa_core.types import Dataset
 from tests import ROOT
 
 # Ray, before anything imports it: Ray 2.60 starts local clusters with token authentication, and a
-# process joining one by address (a test, `batch-score --address`, a worker) must ask for it too;
-# the token is ~/.ray/auth_token, made by the first cluster. Usage statistics stay off (offline).
+# process joining one by address (a test, `batch-score --address`, a worker) must ask for it too.
+# The run has a token of its own, in the environment every worker and every process they start
+# inherit: Ray would read ~/.ray/auth_token, which `ray.init` writes but `ray start` only reads, so
+# on a machine that never ran Ray the test cluster failed to start whenever `ray start` came first.
+# Usage statistics stay off (offline).
 os.environ.setdefault("RAY_AUTH_MODE", "token")
+os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))  # as Ray's own tokens: 256 random bits
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 # ============================================================================ parallel runs
