@@ -30,11 +30,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.metrics.pairwise import polynomial_kernel
-from sklearn.svm import SVC
 
 from qa_core.classifiers.analysis import QuestionAnalysis, QuestionAnalyzer
 from qa_core.evaluation import evaluate, qrels_from_questions, run_from_scores
@@ -59,6 +57,9 @@ from qa_core.text.similarity import SIMILARITY_NAMES, similarity_features
 from qa_core.text.vectors import normalize
 from qa_core.training.events import ProgressCallback, TrainingEvent
 from qa_core.types import InputError, NotTrainedError, Question
+
+if TYPE_CHECKING:
+    from sklearn.svm import SVC
 
 FEATURE_NAMES = (*SIMILARITY_NAMES, "ner_relatedness", "ptk_qa")
 
@@ -106,6 +107,10 @@ def _ner_relatedness(a: Parsed, qclass: str | None) -> float:
 def _feature_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Normalised (x.y + 1)^3, in [0, 1] like the normalised tree kernels (in float64: float32
     products would depend on how many pairs are scored together)."""
+    # scikit-learn is imported on use (here and in fit): it takes 0.6 s to load, and every process
+    # that lists the registry imports this module.
+    from sklearn.metrics.pairwise import polynomial_kernel
+
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     gram = polynomial_kernel(x, y, degree=3, gamma=1.0, coef0=1.0)
     x_self = (np.einsum("ij,ij->i", x, x) + 1.0) ** 3
@@ -225,6 +230,8 @@ class TreeKernelRanker(Ranker):
 
         The SVM is deterministic: ``seed`` changes nothing. Progress events count grid points.
         """
+        from sklearn.svm import SVC  # imported on use, as in _feature_kernel
+
         cfg = self.config
         if not (cfg.use_trees or cfg.use_features):
             raise InputError("the tree-kernel reranker needs trees, features or both")
