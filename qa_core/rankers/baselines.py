@@ -16,6 +16,7 @@ from qa_core.rankers.base import (
     as_candidates,
     candidate_at,
 )
+from qa_core.retrieval import bm25_scores
 from qa_core.text.features import FEATURE_NAMES, IdfTable, content_words, overlap_features
 from qa_core.text.links import lexical_links
 from qa_core.text.nlp import Parsed, parse_many
@@ -36,10 +37,6 @@ class BM25Ranker(Ranker):
 
     @staticmethod
     def _pool_scores(question: str, texts: list[str]) -> np.ndarray:
-        # Imported on use: bm25s loads numba (0.3 s), and every process that lists the registry
-        # imports this module, training jobs and CLI commands that never score with BM25 included.
-        from qa_core.retrieval import bm25_scores
-
         return bm25_scores(question, texts) if texts else np.zeros(0)
 
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
