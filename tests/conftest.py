@@ -334,6 +334,33 @@ def settled(page) -> None:
                                                            timeout=BROWSER_TIMEOUT_MS)
 
 
+PICK_TIMEOUT_MS = 10_000  # an open list shows its options at once; longer means a rerun closed it
+
+
+def choose(page, box: str, option: str, attempts: int = 3) -> None:
+    """Pick ``option`` (its exact name) in the select box labelled ``box`` and wait until the app
+    has run with it. A rerun that redraws the box (its options depend on another box's choice)
+    closes the list under the click, and ``settled`` cannot rule that out: right after a choice
+    the app may not have started the rerun it asked for. So a pick that did not take is retried."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+    from playwright.sync_api import expect
+
+    select_box = page.get_by_test_id("stSelectbox").filter(has_text=box)
+    value = page.get_by_role("combobox", name=box, exact=True)  # holds the chosen option's name
+    for attempt in range(1, attempts + 1):
+        settled(page)
+        select_box.click()
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=PICK_TIMEOUT_MS)
+            settled(page)
+            expect(value).to_have_value(option, timeout=PICK_TIMEOUT_MS)
+            return
+        except (PlaywrightTimeoutError, AssertionError):
+            if attempt == attempts:
+                raise
+            page.keyboard.press("Escape")  # a list still open would take the next click
+
+
 def _require_chromium() -> None:
     if CHROMIUM.exists():
         return

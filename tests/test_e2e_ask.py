@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import BROWSER_TIMEOUT_MS
+from tests.conftest import BROWSER_TIMEOUT_MS, choose
 
 DEMO_QUESTION, DEMO_ANSWER = "who discovered penicillin", "Alexander Fleming"
 
@@ -49,8 +49,7 @@ def test_the_demo_smcnn_answers_the_first_typed_question(running_app, page):
     page.goto(f"{running_app.url}/Ask")
     question = page.get_by_role("textbox", name="Your question")
     expect(question).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    page.get_by_test_id("stSelectbox").filter(has_text="Model").click()
-    page.get_by_role("option", name="smcnn", exact=True).click()
+    choose(page, "Model", "smcnn")
     question.fill(FIRST_QUESTION)
     question.press("Enter")  # commits the value (a rerun) before the click
     page.get_by_role("button", name="Rank").click()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from db.store import Store
 from tests import ROOT
-from tests.conftest import BROWSER_TIMEOUT_MS, settled
+from tests.conftest import BROWSER_TIMEOUT_MS, choose
 
 QUESTION = "which river flows through the long valley"
 ANSWER = "The Long River flows through the long valley."
@@ -50,11 +50,8 @@ def test_a_200_kb_candidate_is_refused_and_one_at_the_limit_is_explained(running
     page.goto(f"{running_app.url}/Ask")
     question = page.get_by_role("textbox", name="Your question")
     expect(question).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    page.get_by_test_id("stSelectbox").filter(has_text="Dataset").click()
-    page.get_by_role("option", name="longtexts", exact=True).click()
-    settled(page)  # the Model box is redrawn for the chosen dataset: opened mid-rerun, its list closed
-    page.get_by_test_id("stSelectbox").filter(has_text="Model").click()
-    page.get_by_role("option", name="overlap", exact=True).click()
+    choose(page, "Dataset", "longtexts")
+    choose(page, "Model", "overlap")  # the Model box is redrawn for the chosen dataset
     question.fill(QUESTION)
     question.press("Enter")
     page.get_by_role("button", name="Rank").click()
