@@ -345,15 +345,14 @@ def choose(page, box: str, option: str, attempts: int = 3) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
     from playwright.sync_api import expect
 
-    select_box = page.get_by_test_id("stSelectbox").filter(has_text=box)
-    value = page.get_by_role("combobox", name=box, exact=True)  # holds the chosen option's name
+    select_box = page.get_by_role("combobox", name=box, exact=True)  # its value: the chosen option's name
     for attempt in range(1, attempts + 1):
         settled(page)
         select_box.click()
         try:
             page.get_by_role("option", name=option, exact=True).click(timeout=PICK_TIMEOUT_MS)
             settled(page)
-            expect(value).to_have_value(option, timeout=PICK_TIMEOUT_MS)
+            expect(select_box).to_have_value(option, timeout=PICK_TIMEOUT_MS)
             return
         except (PlaywrightTimeoutError, AssertionError):
             if attempt == attempts:
