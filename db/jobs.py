@@ -40,7 +40,7 @@ from sqlalchemy.exc import IntegrityError
 from db.audit import authorize, record
 from db.base import StoreBase, check_annotator, insert_model_version, jsonable, now
 from db.models import TrainingEventRow, TrainingJobRow
-from qa_core.access import Actor, Permission
+from qa_core.access import SYSTEM, Actor, Permission
 from qa_core.config import JOB_RUNNERS
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError
@@ -113,19 +113,22 @@ class JobStore(StoreBase):
             record(session, who, "cancel_job", row.model, {"job": job_id, "dataset": row.dataset})
             return _job_dict(row)
 
-    def set_job_process(self, job_id: int, pid: int, host: str | None = None) -> None:
+    def set_job_process(self, job_id: int, pid: int, host: str | None = None, *, actor: Actor | None = None) -> None:
         """Record the job's process (the launcher calls this right after spawning it)."""
         with self.session_scope() as session:
+            authorize(session, actor, Permission.TRAIN, team=self.team)
             session.execute(
                 update(TrainingJobRow)
                 .where(TrainingJobRow.id == job_id, TrainingJobRow.status == "queued")
                 .values(pid=pid, host=host or socket.gethostname())
             )
 
-    def start_job(self, job_id: int, pid: int | None = None, host: str | None = None) -> dict[str, Any]:
+    def start_job(self, job_id: int, pid: int | None = None, host: str | None = None, *,
+                  actor: Actor | None = None) -> dict[str, Any]:
         """Claim the queued job ``job_id`` for this process and return it (its ``claim`` included);
         ``InputError`` if it is not queued (already run, failed, or unknown), so a job never runs twice."""
         with self.session_scope() as session:
+            authorize(session, actor, Permission.TRAIN, team=self.team)
             result = session.execute(
                 update(TrainingJobRow)
                 .where(TrainingJobRow.id == job_id, TrainingJobRow.status == "queued")
@@ -137,11 +140,12 @@ class JobStore(StoreBase):
                 raise InputError(f"training job {job_id} {state}; only a queued job can start")
             return _job_dict(session.get(TrainingJobRow, job_id))
 
-    def claim_job(self, lease_seconds: float = LEASE_SECONDS, pid: int | None = None, host: str | None = None) -> dict[str, Any] | None:
+    def claim_job(self, lease_seconds: float = LEASE_SECONDS, pid: int | None = None, host: str | None = None, *,
+                  actor: Actor | None = None) -> dict[str, Any] | None:
         """Claim the oldest queued worker job for this process (see the module docstring) and
         return it, its ``claim`` included; ``None`` when none is queued. Jobs of lost workers go
         back to the queue first."""
-        self.release_lost_jobs()
+        self.release_lost_jobs(actor=actor)
         oldest_queued = (
             select(TrainingJobRow.id)
             .where(TrainingJobRow.status == "queued", TrainingJobRow.runner == "worker")
@@ -151,6 +155,7 @@ class JobStore(StoreBase):
             .scalar_subquery()
         )
         with self.session_scope() as session:
+            authorize(session, actor, Permission.TRAIN, team=self.team)
             job_id = session.scalar(
                 update(TrainingJobRow)
                 .where(TrainingJobRow.id == oldest_queued, TrainingJobRow.status == "queued")
@@ -167,20 +172,24 @@ class JobStore(StoreBase):
                 .where(TrainingJobRow.runner == "worker", TrainingJobRow.status.in_(ACTIVE_STATUSES))
             )
 
-    def release_lost_jobs(self) -> list[int]:
+    def release_lost_jobs(self, *, actor: Actor | None = None) -> list[int]:
         """Give the running worker jobs whose worker is gone (lease ran out; on this host, the
         process ended) back to the queue, or fail them after ``MAX_ATTEMPTS``; returns their ids."""
         with self.session_scope() as session:
             rows = list(session.scalars(
                 select(TrainingJobRow).where(TrainingJobRow.status == "running", TrainingJobRow.runner == "worker")
             ))
-        return [row.id for row in rows if (reason := _worker_lost(row)) is not None and self.give_back(row.id, row.claim, reason)]
+        return [
+            row.id for row in rows
+            if (reason := _worker_lost(row)) is not None and self.give_back(row.id, row.claim, reason, actor=actor)
+        ]
 
-    def give_back(self, job_id: int, claim: str | None, reason: str) -> bool:
+    def give_back(self, job_id: int, claim: str | None, reason: str, *, actor: Actor | None = None) -> bool:
         """End attempt ``claim`` of a running job: a worker job goes back to the queue (its progress
         events go, the next attempt starts afresh) unless it has had ``MAX_ATTEMPTS``, then it fails
         like a process job. Returns whether the attempt still held the job."""
         with self.session_scope() as session:
+            authorize(session, actor, Permission.TRAIN, team=self.team)
             row = session.get(TrainingJobRow, job_id)
             if row is None or row.status != "running" or row.claim != claim:
                 return False
@@ -201,21 +210,23 @@ class JobStore(StoreBase):
             return result.rowcount == 1
 
     def job_heartbeat(self, job_id: int, phase: str | None = None, claim: str | None = None,
-                      lease_seconds: float = LEASE_SECONDS) -> bool:
+                      lease_seconds: float = LEASE_SECONDS, *, actor: Actor | None = None) -> bool:
         """Say the running job is alive (and what it is doing, e.g. "training") and renew its
         lease; with ``claim``, only while that attempt holds it. Returns whether it did."""
         values: dict[str, Any] = _beat_values(lease_seconds)
         if phase is not None:
             values["phase"] = phase
         with self.session_scope() as session:
+            authorize(session, actor, Permission.TRAIN, team=self.team)
             result = session.execute(update(TrainingJobRow).where(*_holding(job_id, claim)).values(**values))
             return result.rowcount == 1
 
     def add_job_event(self, job_id: int, event: TrainingEvent, claim: str | None = None,
-                      lease_seconds: float = LEASE_SECONDS) -> int:
+                      lease_seconds: float = LEASE_SECONDS, *, actor: Actor | None = None) -> int:
         """Append one progress point (NaN becomes null) and beat the heartbeat; returns its id.
         With ``claim``: ``ClaimLost``, and nothing appended, when that attempt no longer holds the job."""
         with self.session_scope() as session:
+            authorize(session, actor, Permission.TRAIN, team=self.team)
             beat = session.execute(
                 update(TrainingJobRow).where(*_holding(job_id, claim)).values(**_beat_values(lease_seconds))
             )
@@ -248,9 +259,12 @@ class JobStore(StoreBase):
         metrics: dict[str, Any],
         promote: bool = False,
         claim: str | None = None,
+        actor: Actor | None = None,
     ) -> int:
         """Register the job's model as the next version of its name (promoted for the job's dataset
         only if asked) and mark the job succeeded, in ONE transaction; returns the ``model_versions`` id.
+        The ``actor`` running the job needs the right to train (and to promote, with ``promote``);
+        the registration, and the promotion, are audited like ``Store.register_model``'s.
 
         ``InputError`` (and nothing registered) when the job is no longer running (with ``claim``:
         under that attempt), e.g. a reader declared it dead or gave it back to the queue.
@@ -258,6 +272,9 @@ class JobStore(StoreBase):
         for attempt in range(1, FINISH_ATTEMPTS + 1):
             try:
                 with self.session_scope() as session:
+                    who = authorize(session, actor, Permission.TRAIN, team=self.team)
+                    if promote:
+                        authorize(session, who, Permission.PROMOTE, team=self.team)
                     job = session.get(TrainingJobRow, job_id)
                     if job is None:
                         raise InputError(f"training job {job_id} does not exist")
@@ -273,17 +290,24 @@ class JobStore(StoreBase):
                     )
                     if result.rowcount != 1:
                         raise InputError(f"training job {job_id} is no longer running; its model is not registered")
+                    promoted_for = job.dataset if promote else None
+                    record(session, who, "register", job.model, {"version_id": version_id, "promoted_for": promoted_for,
+                                                                 "dataset": job.dataset, "job": job_id})
+                    if promoted_for is not None:
+                        record(session, who, "promote", job.model, {"version_id": version_id, "scope": promoted_for,
+                                                                    "job": job_id})
                     return version_id
             except IntegrityError:
                 if attempt == FINISH_ATTEMPTS:
                     raise
         raise AssertionError("unreachable")
 
-    def fail_job(self, job_id: int, error: str, claim: str | None = None) -> bool:
+    def fail_job(self, job_id: int, error: str, claim: str | None = None, *, actor: Actor | None = None) -> bool:
         """Mark a queued or running job failed with ``error`` (with ``claim``: only while that
         attempt holds it); returns whether it did."""
         active = (TrainingJobRow.id == job_id, TrainingJobRow.status.in_(ACTIVE_STATUSES))
         with self.session_scope() as session:
+            authorize(session, actor, Permission.TRAIN, team=self.team)
             result = session.execute(
                 update(TrainingJobRow)
                 .where(*(active if claim is None else _holding(job_id, claim)))
@@ -339,12 +363,13 @@ class JobStore(StoreBase):
     def _found_dead(self, row: TrainingJobRow) -> bool:
         """Mark an active job whose process is gone failed (a worker job: give it back to the
         queue); returns whether the process was gone (the row read is stale then, even if the job
-        reported its result just before dying). A queued worker job waits for a worker, however long."""
+        reported its result just before dying). A queued worker job waits for a worker, however long.
+        The store itself (``SYSTEM``) writes that verdict: any reader may notice a dead process."""
         if row.status not in ACTIVE_STATUSES:
             return False
         if row.runner == "worker":
             reason = _worker_lost(row) if row.status == "running" else None
-            return reason is not None and self.give_back(row.id, row.claim, reason)
+            return reason is not None and self.give_back(row.id, row.claim, reason, actor=SYSTEM)
         reason = None
         if row.pid is not None and row.host == socket.gethostname() and not process_alive(row.pid):
             reason = f"the training process (pid {row.pid}) ended without reporting a result (killed or crashed)"
@@ -354,7 +379,7 @@ class JobStore(StoreBase):
                 reason = f"no heartbeat from the training process since {last_sign:%Y-%m-%d %H:%M:%S} UTC"
         if reason is None:
             return False
-        self.fail_job(row.id, reason)
+        self.fail_job(row.id, reason, actor=SYSTEM)
         return True
 
 

@@ -214,15 +214,17 @@ class LabelingStore(StoreBase):
         *,
         targets: Mapping[int, int] | None = None,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        actor: Actor | None = None,
     ) -> Claim | None:
         """The pair ``holder`` should show ``annotator`` next, leased to it; ``None`` when the
-        queue has nothing left for this annotator (see the module docstring for the rule).
+        queue has nothing left for this annotator (see the module docstring for the rule). A
+        signed-in ``actor`` claims only in their own name; every write checks the right to label.
 
         Idempotent for a page that reruns: while the holder's claim is open and its pair still
         wants this annotator's label, the same claim comes back with its lease renewed.
         ``order`` lists the dataset's candidate ids best first (``qa_core.services.labeling.order_candidates``).
         """
-        annotator = check_annotator(annotator)
+        annotator = self._claimant(actor, annotator)
         holder = check_annotator(holder or annotator, "holder")
         targets = targets or {}
         with self.session_scope() as session:
@@ -241,12 +243,12 @@ class LabelingStore(StoreBase):
                 claim.candidate_id, annotator, targets.get(claim.candidate_id, 1)
             )
             if wanted and claim.annotator == annotator:
-                renewed = self._renew(claim, at + timedelta(seconds=lease_seconds))
+                renewed = self._renew(claim, lease_seconds, actor)
                 if renewed is not None:  # a tab shows one pair: the rest it held (e.g. a pairwise item) go back
-                    self._end_claims([other.id for other in mine if other.id != claim.id])
+                    self._end_claims([other.id for other in mine if other.id != claim.id], actor)
                     return renewed
             else:
-                self.end_claim(claim.id, "released")
+                self._end_claims([claim.id], actor)
 
         offered = [
             candidate_id
@@ -256,7 +258,7 @@ class LabelingStore(StoreBase):
         ]
         offered.sort(key=lambda candidate_id: (candidate_id in state.skipped, position[candidate_id]))
         for candidate_id in offered:
-            claim = self._try_claim([candidate_id], annotator, holder, targets.get(candidate_id, 1), lease_seconds)
+            claim = self._try_claim([candidate_id], annotator, holder, targets.get(candidate_id, 1), lease_seconds, actor)
             if claim is not None:
                 return claim
         return None
@@ -268,10 +270,11 @@ class LabelingStore(StoreBase):
         holder: str | None = None,
         *,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        actor: Actor | None = None,
     ) -> Claim | None:
         """Lease one given pair (e.g. the one just undone, to show it again); ``None`` when another
         session holds it. The holder's own open claim on it is renewed."""
-        annotator = check_annotator(annotator)
+        annotator = self._claimant(actor, annotator)
         holder = check_annotator(holder or annotator, "holder")
         with self.session_scope() as session:
             if session.get(CandidateRow, candidate_id) is None:
@@ -284,10 +287,9 @@ class LabelingStore(StoreBase):
                     QueueClaimRow.ended_at.is_(None),
                 )
             ).first()
-        expires = now() + timedelta(seconds=lease_seconds)
-        if own is not None and (renewed := self._renew(own, expires)) is not None:
+        if own is not None and (renewed := self._renew(own, lease_seconds, actor)) is not None:
             return renewed
-        return self._try_claim([candidate_id], annotator, holder, None, lease_seconds)
+        return self._try_claim([candidate_id], annotator, holder, None, lease_seconds, actor)
 
     def claim_group(
         self,
@@ -296,6 +298,7 @@ class LabelingStore(StoreBase):
         holder: str | None = None,
         *,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        actor: Actor | None = None,
     ) -> tuple[int, ...] | None:
         """Lease the first of ``groups`` (each the candidates shown together: a pairwise pair, a
         top-k pool) that no other session holds any candidate of, to ``holder``; ``None`` when
@@ -307,7 +310,7 @@ class LabelingStore(StoreBase):
         time, whatever the mode, and an expired lease frees its group. Idempotent for a page that
         reruns: a group the holder holds whole comes back, its leases renewed; the holder's other
         open claims are released (a tab shows one item)."""
-        annotator = check_annotator(annotator)
+        annotator = self._claimant(actor, annotator)
         holder = check_annotator(holder or annotator, "holder")
         groups = [tuple(dict.fromkeys(group)) for group in groups if group]
         wanted = {candidate_id for group in groups for candidate_id in group}
@@ -321,22 +324,29 @@ class LabelingStore(StoreBase):
         at = now()
         mine = {claim.candidate_id: claim for claim in claims if claim.holder == holder and claim.annotator == annotator}
         held = next((group for group in groups if all(c in mine for c in group)), None)
-        if held is not None and self._renew_all([mine[c] for c in held], at + timedelta(seconds=lease_seconds)):
-            self._end_claims([claim.id for claim in claims if claim.holder == holder and claim.candidate_id not in held])
+        if held is not None and self._renew_all([mine[c] for c in held], lease_seconds, actor):
+            self._end_claims([claim.id for claim in claims if claim.holder == holder and claim.candidate_id not in held],
+                             actor)
             return held
-        self._end_claims([claim.id for claim in claims if claim.holder == holder])
+        self._end_claims([claim.id for claim in claims if claim.holder == holder], actor)
         busy = {claim.candidate_id for claim in claims if claim.holder != holder and claim.expires_at > at}
         for group in groups:
-            if busy.isdisjoint(group) and self._try_claim(group, annotator, holder, None, lease_seconds) is not None:
+            if busy.isdisjoint(group) and self._try_claim(group, annotator, holder, None, lease_seconds, actor) is not None:
                 return group
         return None
 
-    def end_claim(self, claim_id: int, outcome: str = "released") -> bool:
+    def end_claim(self, claim_id: int, outcome: str = "released", *, actor: Actor | None = None) -> bool:
         """End an open claim as ``skipped`` (the pair goes to the end of this annotator's queue)
-        or ``released`` (back in the queue as it was); returns whether it was still open."""
+        or ``released`` (back in the queue as it was); returns whether it was still open. A
+        signed-in ``actor`` ends only claims in their own name."""
         if outcome not in END_OUTCOMES:
             raise InputError(f"a claim ends as one of {', '.join(END_OUTCOMES)}, not {outcome!r}")
         with self.session_scope() as session:
+            who = authorize(session, actor, Permission.LABEL, team=self.team)
+            claim = session.get(QueueClaimRow, claim_id)
+            if claim is None:
+                raise InputError(f"no queue claim with id {claim_id}")
+            acting_name(who, claim.annotator)
             result = session.execute(
                 update(QueueClaimRow)
                 .where(QueueClaimRow.id == claim_id, QueueClaimRow.ended_at.is_(None))
@@ -344,21 +354,25 @@ class LabelingStore(StoreBase):
             )
             return result.rowcount == 1
 
-    def release_claims(self, dataset: str, holder: str) -> int:
+    def release_claims(self, dataset: str, holder: str, *, actor: Actor | None = None) -> int:
         """End every open claim of ``holder`` on ``dataset``'s pairs as released (a session that
-        leaves, switches annotator, or undoes); returns how many it ended.
+        leaves, switches annotator, or undoes); returns how many it ended. A signed-in ``actor``
+        releases only claims in their own name.
 
         Best effort: when the database refuses the write (full, read-only) the claims stay open
         until their lease ends, which frees the pairs just the same, so a page that only tidies
         up is not stopped by it (the next write it needs reports the problem)."""
         try:
             with self.session_scope() as session:
+                who = authorize(session, actor, Permission.LABEL, team=self.team)
+                mine = (QueueClaimRow.annotator == who.name,) if who.signed_in else ()
                 result = session.execute(
                     update(QueueClaimRow)
                     .where(
                         QueueClaimRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)),
                         QueueClaimRow.holder == holder,
                         QueueClaimRow.ended_at.is_(None),
+                        *mine,
                     )
                     .values(ended_at=now(), outcome="released")
                 )
@@ -439,9 +453,15 @@ class LabelingStore(StoreBase):
             judgements=sum(len(state.annotators.get(c, ())) for c in pairs),
         )
 
-    def _renew(self, claim: QueueClaimRow, expires_at: datetime) -> Claim | None:
-        """Extend an open claim's lease; ``None`` when it was ended meanwhile."""
+    def _claimant(self, actor: Actor | None, annotator: str) -> str:
+        """The annotator a claim is made for: a signed-in ``actor`` claims only in their own name."""
+        return check_annotator(acting_name(actor, annotator) if actor is not None else annotator)
+
+    def _renew(self, claim: QueueClaimRow, lease_seconds: float, actor: Actor | None) -> Claim | None:
+        """Extend an open claim's lease (from now, inside the write); ``None`` when it was ended meanwhile."""
         with self.session_scope() as session:
+            authorize(session, actor, Permission.LABEL, team=self.team)
+            expires_at = now() + timedelta(seconds=lease_seconds)
             result = session.execute(
                 update(QueueClaimRow)
                 .where(QueueClaimRow.id == claim.id, QueueClaimRow.ended_at.is_(None))
@@ -451,11 +471,13 @@ class LabelingStore(StoreBase):
                 return None
         return Claim(claim.id, claim.candidate_id, claim.annotator, claim.holder, claim.claimed_at, expires_at)
 
-    def _renew_all(self, claims: Sequence[QueueClaimRow], expires_at: datetime) -> bool:
+    def _renew_all(self, claims: Sequence[QueueClaimRow], lease_seconds: float, actor: Actor | None) -> bool:
         """Extend the leases of a group's open claims together; ``False`` (nothing changed) when
         any of them was ended meanwhile."""
         try:
             with self.session_scope() as session:
+                authorize(session, actor, Permission.LABEL, team=self.team)
+                expires_at = now() + timedelta(seconds=lease_seconds)
                 result = session.execute(
                     update(QueueClaimRow)
                     .where(QueueClaimRow.id.in_([claim.id for claim in claims]), QueueClaimRow.ended_at.is_(None))
@@ -467,9 +489,11 @@ class LabelingStore(StoreBase):
             return False
         return True
 
-    def _end_claims(self, claim_ids: Sequence[int]) -> None:
+    def _end_claims(self, claim_ids: Sequence[int], actor: Actor | None) -> None:
+        """Release the holder's own claims (the caller read them as the holder's)."""
         if claim_ids:
             with self.session_scope() as session:
+                authorize(session, actor, Permission.LABEL, team=self.team)
                 session.execute(
                     update(QueueClaimRow)
                     .where(QueueClaimRow.id.in_(claim_ids), QueueClaimRow.ended_at.is_(None))
@@ -477,7 +501,8 @@ class LabelingStore(StoreBase):
                 )
 
     def _try_claim(
-        self, candidate_ids: Sequence[int], annotator: str, holder: str, target: int | None, lease_seconds: float
+        self, candidate_ids: Sequence[int], annotator: str, holder: str, target: int | None, lease_seconds: float,
+        actor: Actor | None,
     ) -> Claim | None:
         """Open a claim on one pair (or on every candidate of a group, all or none) in its own
         transaction and return the first; ``None`` if another session holds any of them or (with
@@ -485,22 +510,25 @@ class LabelingStore(StoreBase):
 
         The unique index on open claims decides races; the eligibility check runs again after the
         insert, inside the transaction, so a pair labelled meanwhile by the session that held it
-        is not handed out a second time.
+        is not handed out a second time. Its times are taken after the write lock (the first
+        statement), so on SQLite the claims of one pair never overlap in time.
         """
         ids = list(candidate_ids)
-        at = now()
-        expires = at + timedelta(seconds=lease_seconds)
         try:
             with self.session_scope() as session:
-                session.execute(
+                authorize(session, actor, Permission.LABEL, team=self.team)
+                ended = now()
+                session.execute(  # the first write: on SQLite it waits for the write lock
                     update(QueueClaimRow)
                     .where(
                         QueueClaimRow.candidate_id.in_(ids),
                         QueueClaimRow.ended_at.is_(None),
-                        QueueClaimRow.expires_at <= at,
+                        QueueClaimRow.expires_at <= ended,
                     )
-                    .values(ended_at=at, outcome="expired")
+                    .values(ended_at=ended, outcome="expired")
                 )
+                at = now()
+                expires = at + timedelta(seconds=lease_seconds)
                 claim_ids = [
                     session.scalar(
                         insert(QueueClaimRow)

@@ -338,6 +338,7 @@ class ModelVersionRow(Base):
     training_data: Mapped[dict[str, Any]]
     metrics: Mapped[dict[str, Any]]
     checkpoint_path: Mapped[str] = mapped_column(Text)
+    checkpoint_sha256: Mapped[str | None]  # of the file registered; None before migration 0010
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     status: Mapped[str] = mapped_column(default="ready")
 
@@ -438,15 +439,22 @@ class TrainingEventRow(Base):
 
 
 class UserRow(Base):
-    """A person who signed in through the identity provider (team mode), keyed by the provider's
-    subject (stable, unlike email and name, which are refreshed at every sign-in). ``role`` is one
-    of ``qa_core.access.Role``; ``signed_out_at`` ends every sign-in issued before it (a copied
-    cookie replayed after signing out is refused)."""
+    """A person who signed in through an identity provider (team mode), keyed by the provider's
+    ``issuer`` and ``subject`` (stable, unlike email and display name, which are refreshed at every
+    sign-in and only shown). ``name`` is what their labels, claims and audit rows are recorded
+    under, fixed at the first sign-in and unique: their email unless another user had it.
+    ``role`` is one of ``qa_core.access.Role``; ``signed_out_at`` ends every sign-in issued before
+    it (a copied cookie replayed after signing out is refused); ``merged_into``: an admin merged
+    this identity into that user, who it signs in as."""
 
     __tablename__ = "users"
+    __table_args__ = (UniqueConstraint("issuer", "subject"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    subject: Mapped[str] = mapped_column(unique=True)
+    issuer: Mapped[str] = mapped_column(default="", server_default="")
+    subject: Mapped[str]
+    name: Mapped[str] = mapped_column(unique=True)
+    merged_into: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
     email: Mapped[str | None] = mapped_column(index=True)
     display_name: Mapped[str | None] = mapped_column(Text)
     role: Mapped[str] = mapped_column(default="annotator")

@@ -618,9 +618,13 @@ class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore
         metrics: dict[str, Any],
         model_version_id: int | None = None,
         tag: str = "",
+        *,
+        actor: Actor | None = None,
     ) -> int:
-        """Store a scored run (ranks: score descending, ties by doc_id) and return its id."""
+        """Store a scored run (ranks: score descending, ties by doc_id) and return its id; the
+        ``actor`` needs the right to train (a run is a model's evaluation)."""
         with self.session_scope() as session:
+            who = authorize(session, actor, Permission.TRAIN, team=self.team)
             dataset_id = dataset_row(session, dataset).id
             if model_version_id is not None and session.get(ModelVersionRow, model_version_id) is None:
                 raise InputError(f"no model version with id {model_version_id}")
@@ -647,6 +651,8 @@ class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore
                     )
             if rows:
                 session.execute(insert(RunScoreRow), rows)
+            record(session, who, "save_run", dataset, {"run_id": run_id, "split": split, "tag": tag,
+                                                       "model_version_id": model_version_id})
             return run_id
 
     def load_run(self, run_id: int) -> dict[str, dict[str, float]]:

@@ -1,7 +1,8 @@
 """Users, roles and the audit trail in the store (mixed into ``db.store.Store``).
 
 A person enters the users table at their first sign-in (team mode), keyed by the identity
-provider's subject; the first one on a store without users becomes admin, everyone after starts as
+provider's issuer and subject (the email is only shown: a second subject that brings a known
+email is another person, whom the admin may merge into the first, ``merge_users``); the first one on a store without users becomes admin, everyone after starts as
 annotator until an admin (the Audit page, or ``python -m qa_core users grant EMAIL ROLE``) changes
 it. Which of two simultaneous first sign-ins becomes admin is decided by the database: both try to
 insert the ``first_admin`` row of ``store_info``, and its primary key lets one through.
@@ -18,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from db.audit import SIGN_IN_AGAIN, authorize, current_user, ended_by_sign_out, record
 from db.base import StoreBase, check_name, check_text, now
-from db.models import AuditEventRow, StoreInfoRow, UserRow
+from db.models import AuditEventRow, LabelRow, QueueClaimRow, StoreInfoRow, UserRow
 from qa_core.access import SYSTEM, AccessDenied, Actor, Permission, Role, parse_role, require
 from qa_core.types import InputError
 
@@ -38,11 +39,15 @@ class UserStore(StoreBase):
         *,
         issued_at: datetime,
         expires_at: datetime,
+        issuer: str = "",
     ) -> Actor:
-        """The signed-in user of an identity token (its ``sub``, ``email``, ``name``, ``iat``, ``exp``):
-        created at the first sign-in (admin on a store without users, annotator otherwise), email and
-        name refreshed afterwards. ``AccessDenied`` for an expired token or one issued before the
-        user's last sign-out."""
+        """The signed-in user of an identity token (its ``iss``, ``sub``, ``email``, ``name``,
+        ``iat``, ``exp``): created at the first sign-in of (issuer, subject) (admin on a store
+        without users, annotator otherwise), email and display name refreshed afterwards. A user
+        from before issuers were recorded (issuer ``""``) is adopted by the first issuer that signs
+        its subject in. ``AccessDenied`` for an expired token or one issued before the user's last
+        sign-out."""
+        issuer = check_name(issuer, "the sign-in's issuer") if issuer else ""
         subject = check_name(subject, "the sign-in's subject")
         email = check_name(email, "the sign-in's email") if email else None
         display_name = check_text(display_name, "the sign-in's name")
@@ -51,16 +56,18 @@ class UserStore(StoreBase):
         for attempt in range(1, SIGN_IN_ATTEMPTS + 1):
             try:
                 with self.session_scope() as session:
-                    row = session.scalars(select(UserRow).where(UserRow.subject == subject)).first()
-                    if row is None:
-                        row = self._new_user(session, subject, email, display_name)
-                    elif ended_by_sign_out(issued_at, row.signed_out_at):
-                        raise AccessDenied(
-                            f"{row.email or subject} signed out at {row.signed_out_at:%Y-%m-%d %H:%M:%S} UTC after "
-                            f"this sign-in was issued; {SIGN_IN_AGAIN}"
-                        )
+                    identity = _identity(session, issuer, subject)
+                    if identity is None:
+                        row = self._new_user(session, issuer, subject, email, display_name)
                     else:
-                        row.email, row.display_name = email or row.email, display_name or row.display_name
+                        row = identity if identity.merged_into is None else session.get(UserRow, identity.merged_into)
+                        if ended_by_sign_out(issued_at, row.signed_out_at):
+                            raise AccessDenied(
+                                f"{row.name} signed out at {row.signed_out_at:%Y-%m-%d %H:%M:%S} UTC after "
+                                f"this sign-in was issued; {SIGN_IN_AGAIN}"
+                            )
+                        if row is identity:
+                            row.email, row.display_name = email or row.email, display_name or row.display_name
                     row.last_sign_in_at = now()
                     session.flush()
                     return _actor(row, issued_at, expires_at)
@@ -70,19 +77,27 @@ class UserStore(StoreBase):
         raise AssertionError("unreachable")
 
     @staticmethod
-    def _new_user(session: Session, subject: str, email: str | None, display_name: str | None) -> UserRow:
+    def _new_user(session: Session, issuer: str, subject: str, email: str | None, display_name: str | None) -> UserRow:
         role = Role.ANNOTATOR
         if session.scalar(select(func.count()).select_from(UserRow)) == 0:
             # A simultaneous first sign-in that wins makes this insert fail: ``sign_in`` tries
             # again, and then finds a user, so this one starts as annotator.
             session.execute(insert(StoreInfoRow).values(key=FIRST_ADMIN_KEY, value=subject))
             role = Role.ADMIN
-        row = UserRow(subject=subject, email=email, display_name=display_name, role=role.value, created_at=now())
+        name = email or subject
+        same_name = session.scalar(select(func.count()).select_from(UserRow).where(func.lower(UserRow.name) == name.lower()))
+        row = UserRow(issuer=issuer, subject=subject, name=f"{name} #new {issuer} {subject}" if same_name else name,
+                      email=email, display_name=display_name, role=role.value, created_at=now())
         session.add(row)
         session.flush()
+        if same_name:  # its id tells it apart, as migration 0010 named the users it found so
+            row.name = f"{name} #{row.id}"
+            session.flush()
         reason = "the first user of this store" if role is Role.ADMIN else "new users start as annotators"
-        record(session, SYSTEM, "user_created", row.email or subject,
-               {"user_id": row.id, "role": role.value, "reason": reason})
+        detail = {"user_id": row.id, "role": role.value, "reason": reason, "issuer": issuer, "subject": subject}
+        if same_name:
+            detail["note"] = f"another user signed in with {name} before: a different person until an admin merges them"
+        record(session, SYSTEM, "user_created", row.name, detail)
         return row
 
     def user_actor(self, actor: Actor) -> Actor:
@@ -107,7 +122,9 @@ class UserStore(StoreBase):
         who = check_name(who, "the user's email")
         with self.session_scope() as session:
             actor = authorize(session, actor, Permission.MANAGE_ROLES, team=self.team)
-            rows = list(session.scalars(select(UserRow).where(func.lower(UserRow.email) == who.lower())))
+            rows = list(session.scalars(select(UserRow).where(UserRow.name == who)))
+            if not rows:
+                rows = list(session.scalars(select(UserRow).where(func.lower(UserRow.email) == who.lower())))
             if not rows:
                 rows = list(session.scalars(select(UserRow).where(UserRow.subject == who)))
             if not rows:
@@ -117,7 +134,8 @@ class UserStore(StoreBase):
                 )
             if len(rows) > 1:
                 subjects = ", ".join(row.subject for row in rows)
-                raise InputError(f"{len(rows)} users have the email {who!r}; name one by its subject: {subjects}")
+                raise InputError(f"{len(rows)} users have the email {who!r}; name one as it is recorded "
+                                 f"({', '.join(row.name for row in rows)}) or by its subject: {subjects}")
             row = rows[0]
             previous = row.role
             if previous == Role.ADMIN and new_role is not Role.ADMIN:
@@ -130,6 +148,32 @@ class UserStore(StoreBase):
                        {"user_id": row.id, "from": previous, "to": new_role.value})
             session.flush()
             return _user_dict(row)
+
+    def merge_users(self, keep: int, merge: int, *, actor: Actor | None = None) -> dict[str, Any]:
+        """Make user ``merge`` (an id, as ``users`` lists them) one person with user ``keep``: their
+        identity signs in as ``keep`` from now on, and their labels and claims become ``keep``'s.
+        Only an admin may, deliberately: one email under two subjects is never merged by itself.
+        Returns the kept user."""
+        with self.session_scope() as session:
+            who = authorize(session, actor, Permission.MANAGE_ROLES, team=self.team)
+            kept, merged = session.get(UserRow, keep), session.get(UserRow, merge)
+            for user_id, row in ((keep, kept), (merge, merged)):
+                if row is None:
+                    raise InputError(f"no user with id {user_id}")
+                if row.merged_into is not None:
+                    raise InputError(f"user {row.name} was merged into user {row.merged_into} already")
+            if keep == merge:
+                raise InputError("a user cannot be merged into themselves")
+            merged.merged_into = kept.id
+            session.execute(update(LabelRow).where(LabelRow.user_id == merged.id)
+                            .values(user_id=kept.id, annotator=kept.name))
+            session.execute(update(QueueClaimRow).where(QueueClaimRow.annotator == merged.name)
+                            .values(annotator=kept.name))
+            record(session, who, "merge_users", kept.name,
+                   {"kept": kept.id, "merged": merged.id, "merged_name": merged.name,
+                    "merged_identity": [merged.issuer, merged.subject]})
+            session.flush()
+            return _user_dict(kept)
 
     def users(self) -> list[dict[str, Any]]:
         """Every user, in order of their first sign-in."""
@@ -150,9 +194,20 @@ class UserStore(StoreBase):
             ]
 
 
+def _identity(session: Session, issuer: str, subject: str) -> UserRow | None:
+    """The user of (``issuer``, ``subject``); a user from before issuers were recorded (issuer
+    ``""``) with that subject is adopted by ``issuer``."""
+    row = session.scalars(select(UserRow).where(UserRow.issuer == issuer, UserRow.subject == subject)).first()
+    if row is None and issuer:
+        row = session.scalars(select(UserRow).where(UserRow.issuer == "", UserRow.subject == subject)).first()
+        if row is not None:
+            row.issuer = issuer
+    return row
+
+
 def _actor(row: UserRow, issued_at: datetime, expires_at: datetime) -> Actor:
     return Actor(
-        row.email or row.subject, Role(row.role), user_id=row.id, subject=row.subject,
+        row.name, Role(row.role), user_id=row.id, subject=row.subject,
         signed_in_at=issued_at.astimezone(UTC), expires_at=expires_at.astimezone(UTC),
     )
 
@@ -160,7 +215,10 @@ def _actor(row: UserRow, issued_at: datetime, expires_at: datetime) -> Actor:
 def _user_dict(row: UserRow) -> dict[str, Any]:
     return {
         "id": row.id,
+        "recorded_as": row.name,
+        "issuer": row.issuer,
         "subject": row.subject,
+        "merged_into": row.merged_into,
         "email": row.email,
         "name": row.display_name,
         "role": row.role,

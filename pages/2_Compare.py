@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from pages import (
+    current_actor,
     current_ranker,
     explain_candidate,
     get_questions,
@@ -243,7 +244,8 @@ else:
                             {m: rankers[m] for m in members}, dev, {m: result.runs[m] for m in members}, method)
                         compared = [q for q in questions if q.split == shown_split]
                         stored_runs.save_fusion(store, shown_dataset, recipe,
-                                                {"dev": (dev, fused_dev), shown_split: (compared, fused_split)})
+                                                {"dev": (dev, fused_dev), shown_split: (compared, fused_split)},
+                                                actor=current_actor())
                     st.session_state[FUSED_KEY] = (
                         f"Kept {recipe.tag} (DEV MAP {recipe.dev_map:.4f}, {recipe.params or 'no parameters'}): "
                         "choose it in the model list to compare it like any model.")

@@ -314,7 +314,7 @@ def calibration_gate(store, dataset: str, annotator: str) -> bool:
     if record is not None:
         if (st.session_state.get(CAL_SHOWN) or (None,))[0] != record.candidate_id:
             st.session_state[CAL_SHOWN] = (record.candidate_id, datetime.now(UTC))
-            store.release_claims(dataset, st.session_state[HOLDER])  # no queue pair held while calibrating
+            store.release_claims(dataset, st.session_state[HOLDER], actor=current_actor())  # no queue pair held while calibrating
         st.progress((cal.position - 1) / cal.total, text=f"Calibration: gold pair {cal.position} of {cal.total} · "
                     "every new annotator judges these first; your agreement with gold comes at the end")
         pair_beside_guidelines(store, dataset, record)
@@ -824,7 +824,7 @@ else:
 
 previous = st.session_state.get(CONFIG)
 if previous is not None and previous != (dataset, annotator):
-    store.release_claims(previous[0], st.session_state[HOLDER])  # hand back the pair left on screen
+    store.release_claims(previous[0], st.session_state[HOLDER], actor=actor)  # hand back the pair left on screen
 st.session_state[CONFIG] = (dataset, annotator)
 
 views = [LABEL, *([AGREEMENT] if actor.may(Permission.SEE_AGREEMENT) else []),

@@ -257,7 +257,7 @@ def _signed_in(store: Store) -> Actor:
     if not st.user.get("is_logged_in", False):
         _sign_in_screen("Sign in to use Rerank Lab: this workbench is shared by a team.")
     claims = st.user.to_dict()
-    token = (claims.get("sub"), claims.get("iat"))
+    token = (claims.get("iss"), claims.get("sub"), claims.get("iat"))
     known = st.session_state.get(ACTOR)
     try:
         if st.session_state.get(SIGNED_IN_TOKEN) == token and isinstance(known, Actor) and known.signed_in:

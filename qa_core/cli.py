@@ -168,7 +168,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         from qa_core.services.jobs import run_job
 
         try:
-            _emit({"job": args.job, "model_version_id": run_job(store, args.job)})
+            _emit({"job": args.job, "model_version_id": run_job(store, args.job, actor=_actor())})
         except ClaimLost as lost:  # cancelled meanwhile: nothing was registered
             raise InputError(str(lost)) from None
         return
@@ -219,7 +219,7 @@ def cmd_worker(args: argparse.Namespace) -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s worker %(levelname)s %(message)s")
     logging.getLogger(__name__).info("serving the training jobs of %s", store.engine.url.render_as_string(hide_password=True))
     serve(store, lease_seconds=args.lease, poll_seconds=args.poll, until_idle=args.until_idle, max_jobs=args.max_jobs,
-          report=_emit)
+          report=_emit, actor=_actor())
 
 
 def cmd_train_classifier(args: argparse.Namespace) -> None:
@@ -283,7 +283,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     line = {"model": args.model, "data": args.data, "split": args.split, "labels": labels.rule.value,
             **result.aggregate}
     line.update(questions=result.questions, clean=result.clean)
-    line["run_id"] = store.save_run(args.data, args.split, run, dict(line), model_version_id=version_id, tag=ranker.name)
+    line["run_id"] = store.save_run(args.data, args.split, run, dict(line), model_version_id=version_id, tag=ranker.name,
+                                   actor=_actor())
     _emit(line)
 
 

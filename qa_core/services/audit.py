@@ -34,7 +34,7 @@ AUDIT_ACTIONS = {
     "annotation_settings": "labelling settings changed",
 }
 AUDIT_COLUMNS = ["at", "actor", "action", "what", "target", "detail"]
-USER_COLUMNS = ["email", "name", "role", "first sign-in", "last sign-in", "signed out", "subject"]
+USER_COLUMNS = ["email", "name", "role", "first sign-in", "last sign-in", "signed out", "recorded as", "issuer", "subject"]
 
 
 def audit_table(store: Store, actions: list[str] | None = None) -> pd.DataFrame:
@@ -68,6 +68,8 @@ def users_table(store: Store) -> pd.DataFrame:
             "first sign-in": user["created_at"],
             "last sign-in": user["last_sign_in_at"],
             "signed out": user["signed_out_at"],
+            "recorded as": user["recorded_as"],
+            "issuer": user["issuer"],
             "subject": user["subject"],
         }
         for user in store.users()
@@ -92,6 +94,7 @@ def sign_in(store: Store, claims: Mapping[str, Any]) -> Actor:
         raise AccessDenied("the identity provider's token names no subject ('sub'); sign-in refused")
     email = claims.get("email") if isinstance(claims.get("email"), str) else None
     name = claims.get("name") if isinstance(claims.get("name"), str) else None
+    issuer = claims.get("iss") if isinstance(claims.get("iss"), str) else ""
     return store.sign_in(
-        subject, email, name, issued_at=token_time(claims, "iat"), expires_at=token_time(claims, "exp")
+        subject, email, name, issued_at=token_time(claims, "iat"), expires_at=token_time(claims, "exp"), issuer=issuer
     )

@@ -120,9 +120,9 @@ def start_training_job(
                 start_new_session=True,  # a Ctrl-C on the app does not kill the training
             )
     except OSError as error:
-        store.fail_job(job_id, f"the training process could not start: {error}")
+        store.fail_job(job_id, f"the training process could not start: {error}", actor=actor)
         raise InputError(f"the training process could not start: {error}") from error
-    store.set_job_process(job_id, process.pid, socket.gethostname())
+    store.set_job_process(job_id, process.pid, socket.gethostname(), actor=actor)
     _children[job_id] = process
     threading.Thread(target=_reap, args=(job_id, process), name=f"reap-job-{job_id}", daemon=True).start()
     return job_id
@@ -184,12 +184,15 @@ def progress_fraction(job: dict[str, Any], events: list[TrainingEvent]) -> float
 # ---------------------------------------------------------------------- the job process
 
 
-def run_job(store: Store, job_id: int) -> int:
-    """Run the queued job ``job_id`` in this process (``python -m qa_core train --job ID``)."""
-    return run_claimed(store, store.start_job(job_id))
+def run_job(store: Store, job_id: int, *, actor: Actor | None = None) -> int:
+    """Run the queued job ``job_id`` in this process (``python -m qa_core train --job ID``) as
+    ``actor`` (the operator running the process: its every write is checked and the version it
+    registers audited under that name)."""
+    return run_claimed(store, store.start_job(job_id, actor=actor), actor=actor)
 
 
-def run_claimed(store: Store, job: dict[str, Any], lease_seconds: float = LEASE_SECONDS) -> int:
+def run_claimed(store: Store, job: dict[str, Any], lease_seconds: float = LEASE_SECONDS, *,
+                actor: Actor | None = None) -> int:
     """Run ``job``, claimed by this process (``Store.start_job`` / ``claim_job``), renewing its
     lease every ``HEARTBEAT_SECONDS``; returns the new ``model_versions`` id. A failure marks the
     job failed with its message and re-raises; an interrupt (Ctrl-C, SIGTERM to a worker) gives a
@@ -197,28 +200,28 @@ def run_claimed(store: Store, job: dict[str, Any], lease_seconds: float = LEASE_
     more is written for it)."""
     job_id, claim = job["id"], job["claim"]
     lost, stop = threading.Event(), threading.Event()
-    heartbeat = threading.Thread(target=_beat, args=(store, job_id, claim, lease_seconds, lost, stop),
+    heartbeat = threading.Thread(target=_beat, args=(store, job_id, claim, lease_seconds, lost, stop, actor),
                                  name="heartbeat", daemon=True)
     heartbeat.start()
     where = job_log_path(job_id) if job["runner"] == "process" else f"the log of worker {job['host']}:{job['pid']}"
     try:
-        return _train(store, job, lease_seconds, lost)
+        return _train(store, job, lease_seconds, lost, actor)
     except ClaimLost:
         raise
     except (InputError, NotTrainedError) as error:
-        store.fail_job(job_id, str(error), claim=claim)
+        store.fail_job(job_id, str(error), claim=claim, actor=actor)
         raise
     except (KeyboardInterrupt, SystemExit) as error:
-        store.give_back(job_id, claim, f"{type(error).__name__} in {where} during attempt {job['attempts']}")
+        store.give_back(job_id, claim, f"{type(error).__name__} in {where} during attempt {job['attempts']}", actor=actor)
         raise
     except BaseException as error:
-        store.fail_job(job_id, f"{type(error).__name__}: {error} (traceback in {where})", claim=claim)
+        store.fail_job(job_id, f"{type(error).__name__}: {error} (traceback in {where})", claim=claim, actor=actor)
         raise
     finally:
         stop.set()
 
 
-def _train(store: Store, job: dict[str, Any], lease_seconds: float, lost: threading.Event) -> int:
+def _train(store: Store, job: dict[str, Any], lease_seconds: float, lost: threading.Event, actor: Actor | None) -> int:
     from qa_core.services.analysis import analyzer_for
     from qa_core.services.experiments import EVAL_SPLIT, train_ranker, version_record
     from qa_core.services.labeling import training_dataset
@@ -226,13 +229,13 @@ def _train(store: Store, job: dict[str, Any], lease_seconds: float, lost: thread
     job_id, model, name, params, claim = job["id"], job["model"], job["dataset"], job["params"], job["claim"]
 
     def phase(what: str) -> None:
-        if lost.is_set() or not store.job_heartbeat(job_id, what, claim=claim, lease_seconds=lease_seconds):
+        if lost.is_set() or not store.job_heartbeat(job_id, what, claim=claim, lease_seconds=lease_seconds, actor=actor):
             raise ClaimLost(f"training job {job_id} is no longer held by {claim}")
 
     def progress(event: TrainingEvent) -> None:
         if lost.is_set():
             raise ClaimLost(f"training job {job_id} is no longer held by {claim}")
-        store.add_job_event(job_id, event, claim=claim, lease_seconds=lease_seconds)
+        store.add_job_event(job_id, event, claim=claim, lease_seconds=lease_seconds, actor=actor)
 
     phase("loading labels")
     source: dict[str, Any]
@@ -281,15 +284,16 @@ def _train(store: Store, job: dict[str, Any], lease_seconds: float, lost: thread
         metrics=metrics,
         promote=params["promote"],
         claim=claim,
+        actor=actor,
     )
 
 
 def _beat(store: Store, job_id: int, claim: str, lease_seconds: float, lost: threading.Event,
-          stop: threading.Event) -> None:
+          stop: threading.Event, actor: Actor | None) -> None:
     """Renew the lease until ``stop``; set ``lost`` when the attempt no longer holds the job."""
     while not stop.wait(HEARTBEAT_SECONDS):
         try:
-            if not store.job_heartbeat(job_id, claim=claim, lease_seconds=lease_seconds):
+            if not store.job_heartbeat(job_id, claim=claim, lease_seconds=lease_seconds, actor=actor):
                 lost.set()
                 return
         except Exception:  # a missed beat is harmless while the lease lasts; the next one will come

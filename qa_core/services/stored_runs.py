@@ -21,6 +21,7 @@ from qa_core.types import InputError, Question
 
 if TYPE_CHECKING:
     from db.store import Store
+    from qa_core.access import Actor
 
 # <model>[.seed<N>].<split>.run[.gz], as benchmarks/rankers.py names them
 RUN_FILE = re.compile(r"(?P<model>[A-Za-z0-9_-]+?)(?:\.seed(?P<seed>\d+))?\.(?P<split>[A-Za-z0-9_-]+)\.run(?:\.gz)?")
@@ -109,14 +110,16 @@ def build_fusion(
 
 
 def save_fusion(
-    store: Store, dataset: str, recipe: Fusion, runs: Mapping[str, tuple[Sequence[Question], Run]]
+    store: Store, dataset: str, recipe: Fusion, runs: Mapping[str, tuple[Sequence[Question], Run]], *,
+    actor: Actor | None = None,
 ) -> list[int]:
     """Keep the fused run of each split (``{split: (questions, run)}``) under the recipe's tag, with its
-    metrics, the method, members and parameters chosen on DEV; returns the run ids."""
+    metrics, the method, members and parameters chosen on DEV; returns the run ids. ``actor``: who
+    saves them (the store checks the right to train)."""
     ids = []
     for split, (questions, run) in runs.items():
         result = evaluate(run, qrels_from_questions(questions))
         metrics = {**result.aggregate, "questions": result.questions, "method": recipe.method,
                    "members": list(recipe.members), "params": recipe.params, "dev_map": recipe.dev_map}
-        ids.append(store.save_run(dataset, split, run, metrics, tag=recipe.tag))
+        ids.append(store.save_run(dataset, split, run, metrics, tag=recipe.tag, actor=actor))
     return ids

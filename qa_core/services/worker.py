@@ -31,6 +31,7 @@ from qa_core.types import InputError, NotTrainedError
 
 if TYPE_CHECKING:
     from db.store import Store
+    from qa_core.access import Actor
 
 logger = logging.getLogger(__name__)
 
@@ -55,19 +56,21 @@ def serve(
     until_idle: bool = False,
     max_jobs: int | None = None,
     report: Callable[[Record], None] | None = None,
+    actor: Actor | None = None,
 ) -> list[Record]:
     """Claim and run queued worker jobs until stopped (SIGTERM, Ctrl-C), ``max_jobs`` are done, or,
     with ``until_idle``, no worker job is queued or running (another worker's running job may
     still come back to the queue); returns one ``{"job", "status", ...}`` record per job.
     A job that fails is marked failed and the worker goes on; ``report`` (default: a JSON line on
-    stdout) gets each record as the job ends."""
+    stdout) gets each record as the job ends. ``actor``: who runs the worker (the command line's
+    operator); every write of its jobs is checked and audited under that name."""
     if lease_seconds < 2 * HEARTBEAT_SECONDS:
         raise InputError(f"the lease must last at least two heartbeats ({2 * HEARTBEAT_SECONDS:g} s), got {lease_seconds:g}")
     report = report or (lambda record: print(json.dumps(record), flush=True))
     _stop_on_sigterm()
     served: list[Record] = []
     while max_jobs is None or len(served) < max_jobs:
-        job = store.claim_job(lease_seconds)
+        job = store.claim_job(lease_seconds, actor=actor)
         if job is None:
             if until_idle and store.active_worker_jobs() == 0:
                 break
@@ -76,7 +79,7 @@ def serve(
         record: Record = {"job": job["id"], "model": job["model"], "dataset": job["dataset"],
                                      "attempt": job["attempts"]}
         try:
-            record.update(status="succeeded", model_version_id=run_claimed(store, job, lease_seconds))
+            record.update(status="succeeded", model_version_id=run_claimed(store, job, lease_seconds, actor=actor))
         except ClaimLost:
             record.update(status="dropped", reason="cancelled, or given back after the lease ran out")
         except (InputError, NotTrainedError) as error:

@@ -173,12 +173,13 @@ class PreferenceSession:
         waiting = [item for item in self.items if item not in judged]
         later = [item for item in skipped if item in waiting]
         fresh = [item for item in waiting if item not in later]
-        return self.store.claim_group(fresh + later, self.annotator, self.holder, lease_seconds=self.lease_seconds)
+        return self.store.claim_group(fresh + later, self.annotator, self.holder, lease_seconds=self.lease_seconds,
+                                      actor=self.actor)
 
     def release(self) -> None:
         """Hand the item on screen back: skipped (the caller puts it last in this session's order)
         or undone (the queue order decides again)."""
-        self.store.release_claims(self.dataset, self.holder or self.annotator)
+        self.store.release_claims(self.dataset, self.holder or self.annotator, actor=self.actor)
 
     def progress(self) -> tuple[int, int]:
         """(judged by this annotator, items in the queue)."""

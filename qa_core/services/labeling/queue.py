@@ -147,6 +147,7 @@ class LabelingSession:
             self.holder,
             targets=self.targets,
             lease_seconds=self.policy.lease_seconds,
+            actor=self.actor,
         )
         return None if claim is None else QueueItem(claim, self.records[claim.candidate_id])
 
@@ -157,7 +158,7 @@ class LabelingSession:
 
     def skip(self, item: QueueItem) -> None:
         """Put the item back, at the end of this annotator's queue."""
-        self.store.end_claim(item.claim.claim_id, "skipped")
+        self.store.end_claim(item.claim.claim_id, "skipped", actor=self.actor)
 
     def undo(self) -> QueueItem | None:
         """Retract the annotator's last judgement in this dataset (history keeps it) and show
@@ -165,9 +166,10 @@ class LabelingSession:
         undone = self.store.undo_last(self.annotator, self.dataset, holder=self.holder, actor=self.actor)
         if undone is None:
             return None
-        self.store.release_claims(self.dataset, self.holder)
+        self.store.release_claims(self.dataset, self.holder, actor=self.actor)
         claim = self.store.claim_candidate(
-            undone["candidate_id"], self.annotator, self.holder, lease_seconds=self.policy.lease_seconds
+            undone["candidate_id"], self.annotator, self.holder, lease_seconds=self.policy.lease_seconds,
+            actor=self.actor,
         )
         if claim is None or claim.candidate_id not in self.records:
             return None
@@ -175,7 +177,7 @@ class LabelingSession:
 
     def close(self) -> int:
         """Release this session's leases (annotator switched, page left); returns how many."""
-        return self.store.release_claims(self.dataset, self.holder)
+        return self.store.release_claims(self.dataset, self.holder, actor=self.actor)
 
     def progress(self) -> QueueProgress:
         """Counts for the progress bar: ``labelled_by_me`` of ``labelled_by_me + available_to_me``

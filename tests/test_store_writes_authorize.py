@@ -1,0 +1,180 @@
+"""Every write of the store checks who writes, inside its own transaction.
+
+The first test reads the store's source: each ``with self.session_scope()`` block that writes
+(an INSERT, UPDATE or DELETE, or a helper that does) must call ``db.audit.authorize`` in the same
+block, and each public method of ``Store`` that reaches such a block must take ``actor``. A new
+write method that skips the check fails it, whatever its name. The others show the cases that got
+through before on a team store: a job's promotion, claims in another's name, runs saved by nobody.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from db.store import Store
+from qa_core.access import SYSTEM, AccessDenied, operator
+from tests.teams import sign_in, small
+
+WRITES = {"insert", "update", "delete", "add", "insert_model_version", "insert_promotion", "write_dataset",
+          "_import_dataset"}
+# Authentication itself: a sign-in creates its user (and is audited), a sign-out ends sign-ins; both
+# check the token or the user, not a role.
+NOT_ROLE_CHECKED = {"sign_in", "sign_out"}
+# Reads that find a job's process dead and say so: the store's own verdict, written as ``SYSTEM``.
+STORE_VERDICTS = {"job", "jobs"}
+
+
+def _called(node: ast.AST) -> set[str]:
+    names = set()
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call):
+            func = call.func
+            names.add(func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))
+    return names
+
+
+def _self_calls(node: ast.AST) -> set[str]:
+    """The store's own methods that ``node`` calls (``self.name(...)``)."""
+    return {
+        call.func.attr for call in ast.walk(node)
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name) and call.func.value.id == "self"
+    }
+
+
+def _methods() -> dict[str, ast.FunctionDef]:
+    methods: dict[str, ast.FunctionDef] = {}
+    for cls in reversed(Store.__mro__[:-1]):  # Store's own definitions win, as in Python
+        if not cls.__module__.startswith("db."):
+            continue
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+        for node in tree.body[0].body:
+            if isinstance(node, ast.FunctionDef):
+                methods[node.name] = node
+    return methods
+
+
+def _write_blocks(method: ast.FunctionDef) -> list[ast.With]:
+    return [
+        node for node in ast.walk(method)
+        if isinstance(node, ast.With)
+        and any("session_scope" in ast.unparse(item.context_expr) for item in node.items)
+        and _called(node) & WRITES
+    ]
+
+
+def test_every_write_of_the_store_authorizes_its_actor_in_its_transaction() -> None:
+    methods = _methods()
+    unchecked = [
+        f"{name} (line {block.lineno} of its class)"
+        for name, method in methods.items() if name not in NOT_ROLE_CHECKED
+        for block in _write_blocks(method) if "authorize" not in _called(block)
+    ]
+    assert not unchecked, f"writes without db.audit.authorize in their transaction: {unchecked}"
+
+    def writes(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        method = methods[name]
+        return bool(_write_blocks(method)) or any(
+            callee in methods and callee not in seen and writes(callee, seen | {name}) for callee in _self_calls(method)
+        )
+
+    public_writers = {name for name in methods if not name.startswith("_") and writes(name)}
+    public_writers -= NOT_ROLE_CHECKED | STORE_VERDICTS
+    assert {"finish_job", "end_claim", "release_claims", "claim_next", "save_run", "add_label"} <= public_writers
+    no_actor = sorted(
+        name for name in public_writers
+        if "actor" not in [arg.arg for arg in methods[name].args.kwonlyargs]
+    )
+    assert not no_actor, f"public write methods of Store that take no actor: {no_actor}"
+
+
+@pytest.fixture
+def team(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'team.sqlite'}", team=True)
+    store.import_dataset(small(), actor=SYSTEM)
+    ada, anna, mallory = sign_in(store, "ada"), sign_in(store, "anna"), sign_in(store, "mallory")
+    yield store, ada, anna, mallory
+    store.close()
+
+
+def test_a_job_promotes_only_for_an_actor_that_may_and_the_promotion_is_audited(team) -> None:
+    store, ada, anna, _ = team
+    job_id = store.create_job("smcnn", "d", {"promote": True}, runner="worker", actor=ada)
+    runner = operator("trainer")
+    job = store.claim_job(actor=runner)
+    finish = {"kind": "smcnn", "checkpoint_path": "/m.pt", "training_data": {"dataset": "d"}, "metrics": {},
+              "promote": True, "claim": job["claim"]}
+    with pytest.raises(AccessDenied, match="sign in first"):
+        store.finish_job(job_id, **finish)
+    with pytest.raises(AccessDenied, match="may not train models"):
+        store.finish_job(job_id, **finish, actor=anna)
+    assert store.model_versions("smcnn") == []
+    version_id = store.finish_job(job_id, **finish, actor=runner)
+    assert store.promoted_model("smcnn", "d")["id"] == version_id
+    events = {e["action"]: e for e in store.audit_events(["register", "promote"])}
+    assert events["promote"]["actor"] == "cli:trainer"
+    assert events["promote"]["detail"] == {"version_id": version_id, "scope": "d", "job": job_id}
+
+
+def test_claims_are_made_and_ended_only_in_the_signed_in_annotators_name(team) -> None:
+    store, _, anna, mallory = team
+    order = [record.candidate_id for record in store.candidate_rows("d")]
+    with pytest.raises(AccessDenied, match="sign in first"):
+        store.claim_next("d", order, "anna@example.org")
+    with pytest.raises(AccessDenied, match="cannot record a judgement as annotator 'anna@example.org'"):
+        store.claim_next("d", order, "anna@example.org", actor=mallory)
+    claim = store.claim_next("d", order, "anna@example.org", holder="tab-1", actor=anna)
+    with pytest.raises(AccessDenied, match="cannot record a judgement as annotator 'anna@example.org'"):
+        store.end_claim(claim.claim_id, "skipped", actor=mallory)
+    assert store.release_claims("d", "tab-1", actor=mallory) == 0
+    assert [c.claim_id for c in store.open_claims("d")] == [claim.claim_id]
+    with pytest.raises(AccessDenied, match="sign in first"):
+        store.release_claims("d", "tab-1")
+    assert store.release_claims("d", "tab-1", actor=anna) == 1
+
+
+def test_a_run_is_saved_only_by_an_actor_that_may_train_and_audited(team) -> None:
+    store, ada, anna, _ = team
+    run = {"q1": {"a": 1.0, "b": 0.0}}
+    with pytest.raises(AccessDenied, match="sign in first"):
+        store.save_run("d", "train", run, {})
+    with pytest.raises(AccessDenied, match="may not train models"):
+        store.save_run("d", "train", run, {}, actor=anna)
+    assert store.runs("d") == []
+    run_id = store.save_run("d", "train", run, {}, tag="bm25", actor=ada)
+    assert store.audit_events(["save_run"])[0]["detail"]["run_id"] == run_id
+
+
+def _sign_in(store: Store, issuer: str, subject: str, email: str):
+    at = datetime.now(UTC).replace(microsecond=0)
+    return store.sign_in(subject, email, None, issued_at=at, expires_at=at + timedelta(hours=1), issuer=issuer)
+
+
+def test_users_are_keyed_by_issuer_and_subject_and_a_known_email_is_another_person(tmp_path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'ids.sqlite'}", team=True)
+    store.import_dataset(small(), actor=SYSTEM)
+    ada = _sign_in(store, "https://team.example", "ada", "ada@example.org")
+    mallory = _sign_in(store, "https://other.example", "mallory", "ada@example.org")
+    same_sub = _sign_in(store, "https://other.example", "ada", "ada@example.org")
+    assert ada.name == "ada@example.org" and ada.role == "admin"
+    assert len({ada.user_id, mallory.user_id, same_sub.user_id}) == 3
+    assert mallory.role == "annotator" and mallory.name == f"ada@example.org #{mallory.user_id}"
+    candidate = store.find_candidate_id("d", "q1", "a")
+    store.add_label(candidate, None, 3, actor=ada)
+    with pytest.raises(AccessDenied, match="cannot record a judgement as annotator 'ada@example.org'"):
+        store.add_label(candidate, "ada@example.org", 0, actor=mallory)
+    store.add_label(candidate, None, 0, actor=mallory)
+    assert store.undo_last(None, "d", actor=mallory)["value"] == 0
+    assert store.current_labels("d") == {candidate: {"ada@example.org": 3}}
+    with pytest.raises(AccessDenied, match="may not change roles"):
+        store.merge_users(ada.user_id, mallory.user_id, actor=mallory)
+    store.merge_users(ada.user_id, mallory.user_id, actor=ada)
+    again = _sign_in(store, "https://other.example", "mallory", "ada@example.org")
+    assert (again.user_id, again.name, again.role) == (ada.user_id, "ada@example.org", "admin")
+    assert store.audit_events(["merge_users"])[0]["actor"] == "ada@example.org"
+    store.close()
