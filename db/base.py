@@ -30,6 +30,7 @@ from db.models import (
     StoreInfoRow,
 )
 from db.session import SQLITE_BUSY_TIMEOUT_MS, make_engine, upgrade
+from qa_core.checkpoints import file_sha256
 from qa_core.types import MAX_NAME_CHARS, InputError, StorageError
 
 MIN_LABEL, MAX_LABEL = 0, 4
@@ -246,7 +247,8 @@ def insert_model_version(
     caller's transaction.
 
     Two concurrent callers can pick the same version number: the unique constraint rejects one,
-    which retries (``Store.register_model``) or fails its job.
+    which retries (``Store.register_model``) or fails its job. The checkpoint's content hash is
+    kept with it (loading refuses a file with another); a file that does not exist gets none.
     """
     name, kind = check_name(name, "model name"), check_name(kind, "model kind")
     version = 1 + (session.scalar(select(func.max(ModelVersionRow.version)).where(ModelVersionRow.name == name)) or 0)
@@ -259,6 +261,7 @@ def insert_model_version(
             training_data=jsonable(training_data),
             metrics=jsonable(metrics),
             checkpoint_path=str(checkpoint_path),
+            checkpoint_sha256=file_sha256(checkpoint_path),
         )
         .returning(ModelVersionRow.id)
     )
@@ -309,6 +312,7 @@ def model_dict(row: ModelVersionRow, promoted_for: list[str] | None = None) -> d
         "training_data": row.training_data,
         "metrics": row.metrics,
         "checkpoint_path": row.checkpoint_path,
+        "checkpoint_sha256": row.checkpoint_sha256,
         "created_at": row.created_at,
         "status": row.status,
         "promoted_for": list(promoted_for or []),

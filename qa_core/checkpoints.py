@@ -8,13 +8,15 @@ never a truncated file that a later load or evaluation would read.
 from __future__ import annotations
 
 import errno
+import hashlib
+import io
 import os
 import pickle
 import re
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,36 @@ from qa_core.types import InputError, StorageError
 
 CHECKPOINT_FORMAT = 1
 T = TypeVar("T")
+ZIP_MAGIC = b"PK\x03\x04"  # torch.save's archive: every checkpoint this project writes
+PICKLE_PROTOCOL_MARK = b"\x80"  # the first byte of a pickle of protocol 2 or later
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What the store registered a checkpoint as (``model_versions``): loading refuses a file that
+    is not that model, so a file copied over a registered one is never served under its name."""
+
+    name: str
+    kind: str
+    version_id: int
+    sha256: str | None  # None: registered before the store kept hashes (checked by kind and name only)
+
+    @classmethod
+    def of(cls, version: Mapping[str, Any]) -> Registration:
+        """The registration of a ``model_versions`` record as the store hands it out."""
+        return cls(version["name"], version["kind"], version["id"], version.get("checkpoint_sha256"))
+
+    def describe(self) -> str:
+        return f"version id {self.version_id} of model {self.name!r} (a {self.kind!r} model)"
+
+
+def file_sha256(path: str | Path) -> str | None:
+    """The content hash the store keeps for a checkpoint file; ``None`` when there is no such file."""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 @contextmanager
@@ -61,18 +93,20 @@ def write_error(path: Path, error: OSError) -> StorageError:
     return StorageError(f"cannot write {path}: {error.strerror or error}")
 
 
-def save_checkpoint(kind: str, state: dict[str, Any], path: str | Path) -> Path:
-    """Write ``{"format", "kind", "state"}`` atomically; ``kind`` says which class can load it."""
+def save_checkpoint(kind: str, state: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
+    """Write ``{"format", "kind", "name", "state"}`` atomically; ``kind`` says which class can load
+    it, ``name`` (default: the kind) which model it is registered as."""
     import torch  # here, not at the top: exporters use ``atomic_file`` without loading torch
 
     with atomic_file(path) as handle:
-        torch.save({"format": CHECKPOINT_FORMAT, "kind": kind, "state": state}, handle)
+        torch.save({"format": CHECKPOINT_FORMAT, "kind": kind, "name": name or kind, "state": state}, handle)
     return Path(path)
 
 
-def load_checkpoint(path: str | Path) -> tuple[str, dict[str, Any]]:
+def load_checkpoint(path: str | Path, registration: Registration | None = None) -> tuple[str, dict[str, Any]]:
     """``(kind, state)`` of a checkpoint, on the CPU; a missing, damaged, foreign or unsafe file
-    raises ``InputError``.
+    raises ``InputError``, and so does, with ``registration``, a file that is not the one the store
+    registered (another content hash, kind or model name): one sentence, nothing loaded.
 
     ``weights_only=True``: only tensors and plain data (dicts, lists, tuples, strings, numbers) are
     unpickled, so a file crafted to run code, or holding objects of another program, is refused
@@ -87,7 +121,21 @@ def load_checkpoint(path: str | Path) -> tuple[str, dict[str, Any]]:
     if not path.is_file():
         raise InputError(f"checkpoint not found: {path}")
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        data = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"checkpoint {path} cannot be read: {error.strerror or error}") from None
+    if registration is not None and registration.sha256 and hashlib.sha256(data).hexdigest() != registration.sha256:
+        raise InputError(
+            f"checkpoint {path} is not the file registered as {registration.describe()}: its content changed "
+            "since (another file copied over it, or damage); refused, nothing in it was loaded"
+        )
+    if not data.startswith(ZIP_MAGIC) and data.startswith(PICKLE_PROTOCOL_MARK):
+        raise InputError(
+            f"checkpoint {path} is a raw Python pickle, not a Rerank Lab checkpoint (a torch archive); "
+            "refused, nothing in it was loaded or run"
+        )
+    try:
+        payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         if "GLOBAL" in str(exc):  # the weights-only unpickler met a class or function reference
             raise InputError(
@@ -106,6 +154,13 @@ def load_checkpoint(path: str | Path) -> tuple[str, dict[str, Any]]:
         raise InputError(
             f"checkpoint {path} is not a Rerank Lab checkpoint (expected format {CHECKPOINT_FORMAT} with a kind and a state)"
         )
+    if registration is not None:
+        kind, name = payload["kind"], payload.get("name", payload["kind"])
+        if (kind, name) != (registration.kind, registration.name):
+            raise InputError(
+                f"checkpoint {path} holds model {name!r} (a {kind!r} model), but the store registered it as "
+                f"{registration.describe()}; refused, nothing in it was loaded"
+            )
     return payload["kind"], payload["state"]
 
 

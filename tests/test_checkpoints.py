@@ -6,6 +6,7 @@ is used instead. Files written the way this project always wrote them still load
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 from collections.abc import Callable
@@ -17,7 +18,7 @@ import pytest
 import torch
 
 from db.store import Store
-from qa_core.checkpoints import CHECKPOINT_FORMAT, load_checkpoint
+from qa_core.checkpoints import CHECKPOINT_FORMAT, Registration, load_checkpoint
 from qa_core.data.demo import load_demo
 from qa_core.rankers import registry
 from qa_core.services.experiments import train_ranker
@@ -179,4 +180,39 @@ def test_numpy_arrays_are_refused_not_unpickled(tmp_path: Path) -> None:
     path = write_payload(tmp_path / "tk-old.pt", {"format": 1, "kind": "tree_kernel",
                                                   "state": {"dual_coef": np.zeros(3)}})
     with pytest.raises(InputError, match="refused"):
+        registry.load(path)
+
+
+def test_a_file_that_is_not_the_registered_model_is_refused_and_only_its_own_kind_and_dataset_fall_back(
+    store: Store, smcnn_file: Path, tmp_path: Path
+) -> None:
+    """Issue 33: a cnn_wo checkpoint copied over the promoted smcnn file was served as smcnn."""
+    other_kind = {"format": CHECKPOINT_FORMAT, "kind": "cnn_wo", "name": "cnn_wo", "state": smcnn_state(smcnn_file)}
+    copied = tmp_path / "v2.pt"
+    copied.write_bytes(smcnn_file.read_bytes())
+    store.register_model("smcnn", "smcnn", smcnn_file, {"dataset": "demo"}, {}, promote=True)
+    store.register_model("smcnn", "smcnn", tmp_path / "stray.pt", {"dataset": "demo"}, {})  # another kind's file
+    store.register_model("smcnn", "smcnn", tmp_path / "elsewhere.pt", {"dataset": "other"}, {})
+    store.register_model("smcnn", "smcnn", copied, {"dataset": "demo"}, {}, promote=True)
+    write_payload(tmp_path / "stray.pt", other_kind)  # after its registration: no hash kept for it
+    write_payload(tmp_path / "elsewhere.pt", {**other_kind, "kind": "smcnn", "name": "smcnn"})
+    write_payload(copied, other_kind)
+
+    loaded = load_promoted(store, "smcnn", "demo")
+    assert (loaded.wanted["version"], loaded.version["version"]) == (4, 1)
+    assert "v2.pt is not the file registered as version id 4 of model 'smcnn'" in loaded.notice
+    assert "its content changed since" in loaded.notice
+    with pytest.raises(InputError, match=r"stray.pt holds model 'cnn_wo' \(a 'cnn_wo' model\), but the store "
+                                         r"registered it as version id 2 of model 'smcnn'"):
+        registry.load(tmp_path / "stray.pt", Registration.of(store.model_version(2)))
+    store.promote("smcnn", 2, "demo")  # now the stray file is wanted: refused, and 'elsewhere' (other data) is no fallback
+    loaded = load_promoted(store, "smcnn", "demo")
+    assert loaded.version["version"] == 1
+    assert "holds model 'cnn_wo'" in loaded.notice
+
+
+def test_a_raw_pickle_is_reported_as_one(tmp_path: Path) -> None:
+    path = tmp_path / "raw.pt"
+    path.write_bytes(pickle.dumps({"format": 1, "kind": "smcnn", "state": {}}))
+    with pytest.raises(InputError, match="raw.pt is a raw Python pickle, not a Rerank Lab checkpoint"):
         registry.load(path)

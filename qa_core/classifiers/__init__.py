@@ -21,7 +21,7 @@ from spacy.tokens import Doc
 from torch import nn
 from torch.nn import functional as F
 
-from qa_core.checkpoints import load_checkpoint, rebuild, save_checkpoint
+from qa_core.checkpoints import Registration, load_checkpoint, rebuild, save_checkpoint
 from qa_core.device import default_device
 from qa_core.nn.encoders import PAD_ID, WordEmbedding
 from qa_core.nn.open_vocabulary import grow_frozen_vocabulary
@@ -275,9 +275,10 @@ class TokenModelClassifier(ABC):
         return save_checkpoint(self.kind, self.state(), path)
 
     @classmethod
-    def load(cls, path: str | Path) -> Self:
-        """Rebuild a saved classifier; a missing, corrupt or other-kind file raises ``InputError``."""
-        kind, state = load_checkpoint(path)
+    def load(cls, path: str | Path, registration: Registration | None = None) -> Self:
+        """Rebuild a saved classifier; a missing, corrupt or other-kind file raises ``InputError``,
+        as does one that is not what the store registered (``registration``)."""
+        kind, state = load_checkpoint(path, registration)
         if kind != cls.kind:
             raise InputError(f"checkpoint {path} holds a {kind!r} model, not a {cls.kind!r}")
         return rebuild(path, kind, cls.from_state, state)

@@ -17,7 +17,7 @@ from typing import Any
 
 import catalogue
 
-from qa_core.checkpoints import load_checkpoint, rebuild, save_checkpoint
+from qa_core.checkpoints import Registration, load_checkpoint, rebuild, save_checkpoint
 from qa_core.rankers.base import Ranker
 from qa_core.types import InputError
 
@@ -71,9 +71,10 @@ def save(ranker: Ranker, path: Path) -> Path:
     return save_checkpoint(ranker.name, ranker.state(), path)
 
 
-def load(path: Path) -> Ranker:
-    """Rebuild a ranker from a checkpoint; a missing, corrupt, foreign or unfitting file raises ``InputError``."""
-    kind, state = load_checkpoint(path)
+def load(path: Path, registration: Registration | None = None) -> Ranker:
+    """Rebuild a ranker from a checkpoint; a missing, corrupt, foreign or unfitting file raises
+    ``InputError``, as does one that is not what the store registered (``registration``)."""
+    kind, state = load_checkpoint(path, registration)
     if kind not in _classes():
         raise InputError(f"checkpoint {path} holds a {kind!r} model, which is not a ranker")
     return rebuild(path, kind, ranker_class(kind).from_state, state)

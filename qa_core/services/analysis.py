@@ -11,6 +11,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from qa_core.checkpoints import Registration
 from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.classifiers.focus import FocusTagger
 from qa_core.classifiers.question_class import QuestionClassifier
@@ -41,7 +42,7 @@ def _registered_classifier(
 
     try:
         record = store.promoted_model(model.kind)
-        return None if record is None else model.load(record["checkpoint_path"])
+        return None if record is None else model.load(record["checkpoint_path"], Registration.of(record))
     except (InputError, SQLAlchemyError) as error:
         log.warning("registered %s unusable, using the wh-word rules: %s", model.kind, error)
         return None

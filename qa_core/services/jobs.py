@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from db.base import serves
+from db.base import promotion_scope, serves
 from db.jobs import LEASE_SECONDS, ClaimLost
 from qa_core import config
-from qa_core.checkpoints import new_checkpoint_path
+from qa_core.checkpoints import Registration, new_checkpoint_path
 from qa_core.rankers import registry
 from qa_core.types import InputError, NotTrainedError
 
@@ -313,10 +313,18 @@ class LoadedModel:
     notice: str | None = None  # set when ``version`` is a fallback: say it on the page
 
 
+def _same_model(version: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """A fallback for ``wanted``: the same kind of model, trained on the same dataset."""
+    return version["kind"] == wanted["kind"] and promotion_scope(version["training_data"] or {}) == promotion_scope(
+        wanted["training_data"] or {})
+
+
 def load_promoted(store: Store, name: str, dataset: str) -> LoadedModel:
     """Load the version of ``name`` that ``dataset`` uses (``Store.promoted_model``); if its
-    checkpoint is missing or refused, the version promoted for ``dataset`` before it, then the
-    newest other version trained on ``dataset``: never, silently, one trained for another dataset.
+    checkpoint is missing or refused (damaged, or not the file registered: another content hash,
+    kind or model name), the version promoted for ``dataset`` before it, then the newest other
+    version trained on ``dataset``, each checked the same way: only versions of the same kind
+    trained on the same dataset as the one wanted, never, silently, one trained for another dataset.
     ``NotTrainedError`` without any such version; ``InputError`` when none loads."""
     wanted = store.promoted_model(name, dataset)
     if wanted is None:
@@ -324,11 +332,11 @@ def load_promoted(store: Store, name: str, dataset: str) -> LoadedModel:
     earlier = [v for v in store.promotion_history(name, dataset) if v["id"] != wanted["id"]]
     tried = {wanted["id"], *(e["id"] for e in earlier)}
     trained_here = [v for v in reversed(store.model_versions(name)) if serves(v["training_data"], dataset) and v["id"] not in tried]
-    others = [*earlier, *trained_here]
+    others = [v for v in (*earlier, *trained_here) if _same_model(v, wanted)]
     failures: list[str] = []
     for record in [wanted, *others]:
         try:
-            ranker = registry.load(Path(record["checkpoint_path"]))
+            ranker = registry.load(Path(record["checkpoint_path"]), Registration.of(record))
         except InputError as error:
             failures.append(f"version {record['version']}: {error}")
             continue
