@@ -1,10 +1,13 @@
 .PHONY: run setup test bench
 
-# Set up (.venv, requirements, demo data) and start the app on http://localhost:$(PORT) (default 8501)
+# Set up (.venv, requirements, demo data) and start the app on http://localhost:$(PORT) (default 8501),
+# reachable from this machine only; ADDRESS=0.0.0.0 (or an interface's address) serves the network,
+# e.g. behind a team's HTTPS proxy (README, "Teams")
 PORT ?= 8501
+ADDRESS ?= 127.0.0.1
 
 run: setup
-	.venv/bin/python -m streamlit run app.py --server.port $(PORT)
+	.venv/bin/python -m streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS)
 
 setup:
 	bash scripts/setup.sh

@@ -26,7 +26,7 @@ from streamlit.errors import StreamlitSecretNotFoundError
 
 from db.store import Store
 from qa_core import config
-from qa_core.access import LOCAL, Actor, Permission
+from qa_core.access import LOCAL, Actor, Permission, plain_http_refusal
 from qa_core.evaluation import Run
 from qa_core.rankers.base import Ranker
 from qa_core.services import audit, experiments, ranking, trust, viz, workbench
@@ -192,6 +192,8 @@ def open_store(show_device: bool = True, need: Permission = Permission.VIEW) -> 
         st.error(workbench.as_markdown(f"Cannot open the store at {workbench.masked_url(url)}: {error}"))
         st.stop()
         raise  # st.stop() raises; this line only tells type checkers so
+    if team:
+        _team_serving_guard()
     actor = _with_identity_in_sidebar(store, _signed_in(store)) if team else LOCAL
     if not actor.may(need):
         st.warning(workbench.as_markdown(f"{actor.describe()} may not {need.value} here; ask an admin for the role."))
@@ -221,6 +223,18 @@ def team_mode() -> bool:
     return auth_settings() is not None
 
 
+def _team_serving_guard() -> None:
+    """Team mode's serving rules: errors show no details (tracebacks name files and data), and no
+    sign-in over plain HTTP from the network unless the operator said so (``plain_http_refusal``):
+    the page stops with the reason."""
+    st.set_option("client.showErrorDetails", "none")
+    refusal = plain_http_refusal(st.get_option("server.address"), (auth_settings() or {}).get("redirect_uri"),
+                                 config.allow_plain_http())
+    if refusal is not None:
+        st.error(workbench.as_markdown(refusal))
+        st.stop()
+
+
 def _providers() -> list[str | None]:
     """The named providers (``[auth.NAME]`` sections), else the one unnamed provider (``None``)."""
     settings = auth_settings() or {}
@@ -244,6 +258,7 @@ def navigable_pages() -> list[tuple[str, str]]:
     opens the store and draws the sidebar's identity)."""
     if not team_mode():
         return page_summaries(LOCAL)
+    _team_serving_guard()
     try:
         store = get_store(config.database_url(), True)
     except (InputError, SQLAlchemyError):

@@ -22,9 +22,11 @@ Actors that are not signed-in people:
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
+from urllib.parse import urlsplit
 
 from qa_core.types import InputError
 
@@ -130,6 +132,36 @@ def acting_name(actor: Actor, claimed: str | None, what: str = "annotator") -> s
             f"{what} is the signed-in user (nothing was saved)"
         )
     return actor.name
+
+
+def is_loopback(address: str | None) -> bool:
+    """Whether a server bound to ``address`` is reachable from this host only (``""`` or ``None``:
+    Streamlit's default, every interface)."""
+    if not address:
+        return False
+    if address.strip("[]").lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to any interface
+        return False
+
+
+def plain_http_refusal(address: str | None, redirect_uri: str | None, allow_plain_http: bool) -> str | None:
+    """Why team mode must not serve: sign-ins over plain HTTP reachable from the network (the
+    identity cookie would cross it unencrypted); ``None`` when it may (loopback only, HTTPS in front
+    of it as ``redirect_uri`` says, a ``redirect_uri`` on this host, which completes sign-ins in a
+    browser on this host only, or the operator accepted plain HTTP explicitly)."""
+    redirect = urlsplit(redirect_uri or "")
+    if allow_plain_http or is_loopback(address) or redirect.scheme == "https" or is_loopback(redirect.hostname):
+        return None
+    where = f"address {address}" if address else "every network interface"
+    return (
+        f"team mode refuses to serve sign-ins on {where} over plain HTTP (redirect_uri {redirect_uri!r}): the "
+        "sign-in cookie would cross the network unencrypted. Put the app behind an HTTPS proxy and give an "
+        "https:// redirect_uri, or bind it to 127.0.0.1 (make run does), or set RERANK_LAB_ALLOW_PLAIN_HTTP=1 "
+        "to accept the risk"
+    )
 
 
 def parse_role(value: str) -> Role:

@@ -339,7 +339,13 @@ def cmd_gc(args: argparse.Namespace) -> None:
 
 def cmd_users_grant(args: argparse.Namespace) -> None:
     user = _store(args).grant_role(args.email, args.role, actor=_actor())
-    _emit({"user": user["email"] or user["subject"], "role": user["role"]})
+    _emit({"user": user["recorded_as"], "role": user["role"]})
+
+
+def cmd_users_merge(args: argparse.Namespace) -> None:
+    """One person signed in under two identities: the second becomes the first (``Store.merge_users``)."""
+    user = _store(args).merge_users(args.keep, args.merge, actor=_actor())
+    _emit({"user": user["recorded_as"], "merged": args.merge})
 
 
 def cmd_users_list(args: argparse.Namespace) -> None:
@@ -613,6 +619,11 @@ def build_parser() -> argparse.ArgumentParser:
     grant.add_argument("role", help="annotator, reviewer or admin")
     grant.set_defaults(func=cmd_users_grant)
     users.add_parser("list", help="every user with their role").set_defaults(func=cmd_users_list)
+    merge = users.add_parser("merge", help="make two users one person (a second sign-in identity of the same "
+                                           "person): MERGE's identity signs in as KEEP, its labels become KEEP's")
+    merge.add_argument("keep", type=int, help="the id of the user to keep (users list)")
+    merge.add_argument("merge", type=int, help="the id of the user merged into KEEP")
+    merge.set_defaults(func=cmd_users_merge)
 
     audit = commands.add_parser("audit", help="who imported, trained, promoted, rolled back, adjudicated, changed roles")
     audit.add_argument("--action", nargs="+", default=None, help="only these actions (import, promote, rollback, ...)")

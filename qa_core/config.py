@@ -129,6 +129,12 @@ def shared_data_dir() -> Path | None:
     return path if path.is_dir() else None
 
 
+def allow_plain_http() -> bool:
+    """``RERANK_LAB_ALLOW_PLAIN_HTTP=1``: team mode may serve sign-ins over plain HTTP on a network
+    address (``qa_core.access.plain_http_refusal``), an explicit choice of the operator."""
+    return os.environ.get("RERANK_LAB_ALLOW_PLAIN_HTTP", "").strip().lower() in ("1", "true", "yes")
+
+
 def checkpoint_dir() -> Path:
     path = data_dir() / "models"
     path.mkdir(parents=True, exist_ok=True)
