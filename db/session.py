@@ -14,6 +14,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, insert, inspect
 
 from db.models import Base, StoreInfoRow, new_store_id
 from qa_core.config import database_url, parse_database_url
+from qa_core.types import InputError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -28,12 +29,22 @@ def make_engine(url: str | None = None) -> Engine:
     for no fsync, which makes many small label writes several times faster; only a power cut or
     an OS crash can undo the last commits), a busy timeout instead of immediate "database is
     locked", and enforced foreign keys (SQLite ignores ON DELETE CASCADE without them).
-    A bare ``postgresql://`` URL uses psycopg 3, the driver installed here.
+    A bare ``postgresql://`` URL uses psycopg 3, the driver installed here; a URL whose driver is
+    not installed (``mysql://`` without MySQLdb) is an ``InputError`` naming the missing module.
     """
+    if url is not None and not url.strip():
+        raise InputError("the database URL is empty; give one (sqlite:///path/to/file.sqlite, postgresql://...), "
+                         "or none for the default store")
     parsed = parse_database_url(url or database_url())
     if parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
-    engine = create_engine(parsed)
+    try:
+        engine = create_engine(parsed)
+    except ImportError as error:
+        raise InputError(
+            f"the database URL's driver for {parsed.drivername!r} is not installed (no Python module "
+            f"{error.name!r}); install it, or use sqlite:/// or postgresql:// (psycopg is installed)"
+        ) from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas(in_memory=parsed.database in (None, "", ":memory:")))
     return engine

@@ -31,7 +31,10 @@ def team_page(path: str, user: dict, **state) -> AppTest:
 
 
 def shown(app: AppTest) -> str:
-    return "\n".join(e.value for kind in ("error", "warning", "info", "success", "markdown") for e in getattr(app, kind))
+    """The messages and markdown on the page, as a reader sees them (without ``as_markdown``'s
+    invisible word joiners)."""
+    return "\n".join(e.value for kind in ("error", "warning", "info", "success", "markdown")
+                     for e in getattr(app, kind)).replace("\u2060", "")
 
 
 def small() -> Dataset:

@@ -147,11 +147,11 @@ def test_admin_reviewer_and_annotator_see_what_their_role_may_do(team_app: TeamA
     from playwright.sync_api import expect
 
     admin = signed_in_page(chromium, team_app, "ada")  # the first sign-in on this store: admin
-    expect(admin.get_by_text("ada@example.org) · admin")).to_be_visible()
+    expect(admin.get_by_text(re.compile("ada@\u2060example.org\\) · admin"))).to_be_visible()
     main = admin.get_by_test_id("stMain")  # the landing page's links: the pages the role may open
     expect(main.get_by_role("link", name=re.compile("^Audit"))).to_be_visible()
     reviewer, annotator = signed_in_page(chromium, team_app, "rita"), signed_in_page(chromium, team_app, "anna")
-    expect(annotator.get_by_text("anna@example.org) · annotator")).to_be_visible()
+    expect(annotator.get_by_text(re.compile("anna@\u2060example.org\\) · annotator"))).to_be_visible()
     main = annotator.get_by_test_id("stMain")
     expect(main.get_by_role("link", name=re.compile("^Label"))).to_be_visible()
     expect(main.get_by_role("link", name=re.compile("^(Train|Audit)"))).to_have_count(0)
@@ -236,7 +236,7 @@ def test_signing_out_ends_the_session_and_a_copied_cookie_is_refused(team_app: T
     replay.add_cookies(copied)  # the identity cookie taken before the sign-out
     stale = replay.new_page()
     stale.goto(f"{team_app.url}/Label")
-    expect(stale.get_by_text(re.compile("anna@example.org signed out at .* sign in again"))).to_be_visible(
+    expect(stale.get_by_text(re.compile("anna@\u2060example.org signed out at .* sign in again"))).to_be_visible(
         timeout=BROWSER_TIMEOUT_MS
     )
     expect(stale.get_by_role("button", name=re.compile("partly answers"))).to_have_count(0)
@@ -255,9 +255,26 @@ def test_an_expired_token_is_refused(team_app: TeamApp, chromium):
         store.close()
     time.sleep(SHORT_TOKEN_SECONDS + 1)  # the token's exp passes; the browser's cookie stays
     page.goto(f"{team_app.url}/Label")
-    expect(page.get_by_text(re.compile("the sign-in of eve@example.org expired at .* sign in again"))).to_be_visible(
+    expect(page.get_by_text(re.compile("the sign-in of eve@\u2060example.org expired at .* sign in again"))).to_be_visible(
         timeout=BROWSER_TIMEOUT_MS
     )
     expect(page.get_by_role("button", name=re.compile("partly answers"))).to_have_count(0)
     assert eve["role"] == "annotator" and labels_of(team_app, "eve@example.org") == []
+    page.context.close()
+
+
+def test_the_same_subject_and_email_from_another_provider_is_another_person(team_app: TeamApp, chromium):
+    """Issue 33: a user is the provider's (issuer, subject). "ada" of the short provider brings the admin's
+    subject and email, yet signs in as a new annotator recorded under another name."""
+    from playwright.sync_api import expect
+
+    page = signed_in_page(chromium, team_app, "ada", provider="short")
+    expect(page.get_by_text(re.compile("ada@\u2060example\\.org #\\d+\\) · annotator"))).to_be_visible()
+    store = team_app.store()
+    try:
+        adas = [user for user in store.users() if user["email"] == "ada@example.org"]
+    finally:
+        store.close()
+    assert sorted(user["role"] for user in adas) == ["admin", "annotator"]
+    assert len({user["issuer"] for user in adas}) == 2 and {user["subject"] for user in adas} == {"ada"}
     page.context.close()

@@ -500,6 +500,9 @@ def _csv_problem(error: csv.Error) -> str:
     return f"malformed CSV ({error})"
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's \\uXXXX escapes can make them; UTF-8 cannot hold them
+
+
 def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
@@ -510,6 +513,13 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise InputError(f"invalid JSON: {error.msg} (column {error.colno})", path=str(path), line=number) from None
         if not isinstance(record, dict):
             raise InputError(f"expected a JSON object, got {type(record).__name__}", path=str(path), line=number)
+        lone = _LONE_SURROGATE.search(json.dumps(record, ensure_ascii=False))
+        if lone is not None:
+            raise InputError(
+                f"the escape \\u{ord(lone.group()):04x} is half of a surrogate pair without its other half, which "
+                "is no character; write the character itself, or both halves (such as \\ud83d\\ude00)",
+                path=str(path), line=number,
+            )
         yield number, {key: value for key, value in record.items() if value is not None}
 
 
