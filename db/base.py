@@ -29,7 +29,7 @@ from db.models import (
     QuestionRow,
     StoreInfoRow,
 )
-from db.session import SQLITE_BUSY_TIMEOUT_MS, make_engine, upgrade
+from db.session import SQLITE_BUSY_TIMEOUT_MS, make_engine, read_only_engine, upgrade
 from qa_core.checkpoints import file_sha256
 from qa_core.types import MAX_NAME_CHARS, InputError, StorageError
 
@@ -64,7 +64,15 @@ class StoreBase:
         """``team``: the app runs in team mode (sign-in configured), so every guarded write needs a
         signed-in actor (``db/audit.py``); otherwise a write without one acts as the local user."""
         self.engine = engine if engine is not None else make_engine(url)
-        upgrade(self.engine)
+        try:
+            upgrade(self.engine)
+        except OperationalError:
+            read_only = read_only_engine(self.engine)
+            if read_only is None:
+                raise
+            self.engine.dispose()
+            self.engine = read_only  # reads work; writes say the database is read-only
+            upgrade(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._store_id: str | None = None
         self.team = team

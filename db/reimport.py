@@ -59,6 +59,8 @@ class ImportReport:
     edited: int = 0  # same explicit (qid, doc_id), other text: its labels stay with the id
     revived: int = 0
     retired: list[tuple[str, str, int]] = field(default_factory=list)  # (qid, doc_id, labels on it)
+    # the edited candidates that hold labels, which judged the earlier text: (qid, doc_id, labels)
+    edited_labelled: list[tuple[str, str, int]] = field(default_factory=list)
 
     @property
     def orphaned_labels(self) -> int:
@@ -90,6 +92,7 @@ def write_dataset(session: Session, ds: Dataset, dataset_id: int, at: datetime) 
             CandidateRow.retired_at,
             CandidateRow.doc_id,
             CandidateRow.text,
+            CandidateRow.text_edited_at,
             QuestionRow.qid.label("qid"),
             QuestionRow.text.label("question"),
         )
@@ -101,6 +104,8 @@ def write_dataset(session: Session, ds: Dataset, dataset_id: int, at: datetime) 
     was_active = {row.id for row in old if row.retired_at is None}
     old_ids = {row.id: (row.qid, row.doc_id) for row in old}
     old_texts = {row.id: row.text for row in old}
+    edited_at = {row.id: row.text_edited_at for row in old}
+    edited_ids: list[int] = []
 
     session.execute(
         update(CandidateRow)
@@ -124,20 +129,29 @@ def write_dataset(session: Session, ds: Dataset, dataset_id: int, at: datetime) 
                 inserts.append(values)
                 continue
             used.add(row_id)
-            updates.append({"id": row_id, **values, "retired_at": None})
+            text_changed = old_texts[row_id] != candidate.text
+            updates.append({"id": row_id, **values, "retired_at": None,
+                            "text_edited_at": at if text_changed else edited_at[row_id]})
             if row_id not in was_active:
                 report.revived += 1
             elif old_ids[row_id] != (question.qid, candidate.doc_id):
                 report.moved.append((old_ids[row_id], (question.qid, candidate.doc_id)))
             else:
                 report.matched += 1
-            if old_texts[row_id] != candidate.text:
+            if text_changed:
                 report.edited += 1
+                edited_ids.append(row_id)
     if updates:
         session.execute(update(CandidateRow), updates)
     if inserts:
         session.execute(insert(CandidateRow), inserts)
     report.new = len(inserts)
+    if edited_ids:
+        labels = dict(session.execute(
+            select(LabelRow.candidate_id, func.count()).where(LabelRow.candidate_id.in_(edited_ids))
+            .group_by(LabelRow.candidate_id)
+        ).all())
+        report.edited_labelled = [(*old_ids[i], labels[i]) for i in edited_ids if i in labels]
 
     gone = sorted(was_active - used)
     if gone:

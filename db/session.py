@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from alembic import command
 from alembic.config import Config
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, Engine, create_engine, event, insert, inspect
+from sqlalchemy.exc import OperationalError
 
 from db.models import Base, StoreInfoRow, new_store_id
 from qa_core.config import database_url, parse_database_url
@@ -50,11 +53,34 @@ def make_engine(url: str | None = None) -> Engine:
     return engine
 
 
-def _sqlite_pragmas(in_memory: bool) -> Callable[[Any, Any], None]:
+def read_only_engine(engine: Engine) -> Engine | None:
+    """The same SQLite file opened for reading only, when this process may not write it (its file
+    or folder is read-only: SQLite then cannot even open it for writing, nor create its WAL index
+    beside it), else ``None``. Reads work; every write is refused as "read-only" (``StorageError``).
+    ``immutable`` only when a plain read-only open fails too (a WAL file without its index, which
+    the read-only folder cannot get): nobody can write there meanwhile."""
+    path = engine.url.database
+    if engine.dialect.name != "sqlite" or path in (None, "", ":memory:") or not Path(path).is_file():
+        return None
+    if os.access(path, os.W_OK) and os.access(Path(path).parent, os.W_OK):
+        return None
+    for options in ("mode=ro", "mode=ro&immutable=1"):
+        candidate = create_engine(f"sqlite:///file:{quote(str(Path(path).resolve()))}?{options}&uri=true")
+        event.listen(candidate, "connect", _sqlite_pragmas(in_memory=False, read_only=True))
+        try:
+            with candidate.connect() as connection:
+                connection.exec_driver_sql("SELECT count(*) FROM sqlite_master")
+            return candidate
+        except OperationalError:
+            candidate.dispose()
+    return None
+
+
+def _sqlite_pragmas(in_memory: bool, read_only: bool = False) -> Callable[[Any, Any], None]:
     def on_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor = dbapi_connection.cursor()
         try:
-            if not in_memory:
+            if not in_memory and not read_only:
                 cursor.execute("PRAGMA journal_mode=WAL")
                 cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")

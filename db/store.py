@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -59,6 +59,7 @@ from db.preferences import PreferenceStore
 from db.reimport import TEXT_KEY, ImportReport, write_dataset
 from db.users import UserStore
 from qa_core.access import Actor, Permission, acting_name
+from qa_core.config import check_dataset_name
 from qa_core.data.exporters import write_jsonl, write_qrels
 from qa_core.types import Candidate, Dataset, InputError, Question
 
@@ -443,8 +444,10 @@ class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore
         return write_jsonl(self._label_history(dataset, orphans_only=False), path)
 
     def orphaned_labels(self, dataset: str) -> list[dict[str, Any]]:
-        """Every judgement on a candidate that a re-import retired (its text left the file), oldest
-        first, as ``export_labels_jsonl`` writes them: kept, but no longer current."""
+        """Every judgement on a candidate that a re-import retired (its text left the file), or
+        made before a re-import edited the candidate's text under the same id (it judged the earlier
+        text; it stays current on the id), oldest first, as ``export_labels_jsonl`` writes them,
+        each with its ``reason``: ``retired`` or ``text edited``."""
         return self._label_history(dataset, orphans_only=True)
 
     def _label_history(self, dataset: str, orphans_only: bool) -> list[dict[str, Any]]:
@@ -463,6 +466,7 @@ class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore
                     LabelRow.created_at,
                     LabelRetractionRow.created_at,
                     CandidateRow.retired_at,
+                    CandidateRow.text_edited_at,
                     retired=True,
                 )
                 .join(LabelRow, LabelRow.candidate_id == CandidateRow.id)
@@ -470,12 +474,16 @@ class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore
                 .order_by(LabelRow.id)
             )
             if orphans_only:
-                query = query.where(CandidateRow.retired_at.is_not(None))
+                query = query.where(or_(CandidateRow.retired_at.is_not(None),
+                                        LabelRow.created_at < CandidateRow.text_edited_at))
             rows = session.execute(query).all()
-        return [
-            dict(zip(LABEL_HISTORY_KEYS, (*row[:-3], *(None if t is None else t.isoformat() for t in row[-3:]))))
-            for row in rows
-        ]
+        records = []
+        for *row, text_edited_at in rows:
+            record = dict(zip(LABEL_HISTORY_KEYS, (*row[:-3], *(None if t is None else t.isoformat() for t in row[-3:]))))
+            if orphans_only:
+                record["reason"] = "retired" if record["retired_at"] else f"text edited at {text_edited_at.isoformat()}"
+            records.append(record)
+        return records
 
     # ------------------------------------------------------------------ model registry
 
@@ -706,7 +714,7 @@ def _validate_dataset(ds: Dataset) -> None:
     """Reject what the database would reject (unique ids, names and ids too long for its indexes,
     NUL characters, which PostgreSQL cannot store) and what no importer lets through (ranks below
     1, one text with two gold labels in a question), with a message naming the culprit."""
-    name = check_name(ds.name, "dataset name")
+    name = check_dataset_name(check_name(ds.name, "dataset name"))
     _check_texts(f"dataset {name!r}", source=ds.source)
     seen_qids: set[str] = set()
     for number, question in enumerate(ds.questions, start=1):

@@ -149,11 +149,16 @@ else:
                     else split_run(store, url, rankers[m], m, dataset, split, chosen) for m in models}
             return compare.compare_runs(runs, chosen, metric=metric, clean=clean)
     else:
-        groups = stored_runs.seed_groups(store, dataset, split, config.seed_runs_dir() / dataset)
+        try:
+            seed_folder = config.seed_runs_dir(dataset)
+        except InputError as error:  # a name imported before names were checked
+            st.error(workbench.as_markdown(str(error)))
+            st.stop()
+        groups = stored_runs.seed_groups(store, dataset, split, seed_folder)
         if not groups:
             st.info(f"No seed runs of {workbench.as_markdown(f'{dataset} {split}')}: `python -m qa_core evaluate` "
                     "keeps one per model version in the store, and `benchmarks/rankers.py` one per seed in "
-                    f"{workbench.as_markdown(str(config.seed_runs_dir() / dataset))}.")
+                    f"{workbench.as_markdown(str(seed_folder))}.")
         picked_groups = st.multiselect(
             "Runs of one model against another's (the first is the reference)", list(groups),
             format_func=lambda g: f"{g} ({len(groups[g])}: {', '.join(r.label for r in groups[g])})",

@@ -104,6 +104,17 @@ def cmd_data_import(args: argparse.Namespace) -> None:
     if report.moved:
         print(f"note: {len(report.moved)} candidates kept their labels under another id (rows moved in the file)",
               file=sys.stderr)
+    if report.edited_labelled:
+        examples = ", ".join(f"{qid}/{doc_id} ({labels} labels)"
+                             for qid, doc_id, labels in report.edited_labelled[:ORPHAN_EXAMPLES])
+        more = (f" and {len(report.edited_labelled) - ORPHAN_EXAMPLES} more"
+                if len(report.edited_labelled) > ORPHAN_EXAMPLES else "")
+        print(
+            f"note: {len(report.edited_labelled)} labelled candidates have another text under the same id: "
+            f"{examples}{more}; their labels judged the earlier text and stay on the id (list them: "
+            f"python -m qa_core data orphans --data {dataset.name})",
+            file=sys.stderr,
+        )
     if report.retired:
         examples = ", ".join(f"{qid}/{doc_id} ({labels} labels)" for qid, doc_id, labels in report.retired[:ORPHAN_EXAMPLES])
         more = f" and {len(report.retired) - ORPHAN_EXAMPLES} more" if len(report.retired) > ORPHAN_EXAMPLES else ""

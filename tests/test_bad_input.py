@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -239,6 +240,9 @@ FILE_CASES = {
     "csv-question-over-the-limit": FileCase({"p.csv": CSV_HEAD + b"q,ok,1\n" + b"why" * 400 + b",ok,0\n"}, "p.csv",
                                             3, "question is too long (1,200 characters; the limit is 1,000)"),
     "jsonl-rank-negative": FileCase({"p.jsonl": JSONL_OK.replace(b"}", b', "rank": -2}')}, "p.jsonl", 1, "rank"),
+    # issue 33: an escape JSON allows that makes no character (UnicodeEncodeError before)
+    "jsonl-lone-surrogate": FileCase({"p.jsonl": JSONL_OK + JSONL_OK.replace(b"who wrote", b"who\\ud800wrote")},
+                                     "p.jsonl", 2, "\\ud800 is half of a surrogate pair"),
 }
 STORE_LEVEL = {  # well-formed files the store refuses
     "run-unknown-doc", "qrels-unknown-doc", "qrels-grade-9", "qrels-grade-7", "qrels-negative-grade",
@@ -339,7 +343,23 @@ CLI_CASES: dict[str, tuple[Callable[[Path], list[str]], tuple[str, ...]]] = {
     "export-unknown-dataset": (lambda f: ["data", "export", "--data", "nosuch", "--out", str(f / "x.qrels")],
                                ("unknown dataset",)),
     "db-unparseable-url": (lambda f: ["--db", "not a url", "data", "list"], ("cannot open the store",)),
+    # issue 33
+    "db-mysql-without-its-driver": (lambda f: ["--db", "mysql://bob:secret@127.0.0.1/db", "data", "list"],
+                                    ("driver for 'mysql' is not installed", "MySQLdb")),
+    "db-empty-url": (lambda f: ["--db", "", "data", "list"], ("database URL is empty",)),
+    "import-name-with-a-newline": (lambda f: ["data", "import", DEMO_FILE, "--name", "a\nb"], ("not allowed",)),
+    "import-name-climbing-out": (lambda f: ["data", "import", DEMO_FILE, "--name", "../../etc"], ("not allowed",)),
+    "import-name-an-absolute-path": (lambda f: ["data", "import", DEMO_FILE, "--name", str(f / "runs")],
+                                     ("not allowed",)),
+    "evaluate-raw-pickle": (lambda f: ["evaluate", "--model", str(_raw_pickle(f)), "--data", "demo"],
+                            ("raw.pt is a raw Python pickle",)),
 }
+
+
+def _raw_pickle(folder: Path) -> Path:
+    path = folder / "raw.pt"
+    path.write_bytes(pickle.dumps({"format": 1, "kind": "overlap", "state": {}}))
+    return path
 
 
 @pytest.mark.parametrize("name", sorted(CLI_CASES))
@@ -368,23 +388,23 @@ def test_cli_output_keeps_html_as_data(env: Env, capsys: pytest.CaptureFixture):
     source.write_text('qid,question,doc_id,candidate,label\n'
                       f'q1,who wrote alert,d1,"{tricky.replace(chr(34), chr(34) * 2)}",1\n'
                       'q1,who wrote alert,d2,an alert nobody wrote,0\n')
-    imported = cli_in_process(capsys, "data", "import", str(source), "--name", "<i>html</i>")
+    imported = cli_in_process(capsys, "data", "import", str(source), "--name", "html")
     assert imported.returncode == 0, imported.stderr
-    assert json.loads(imported.stdout)["imported"] == "<i>html</i>"
+    assert json.loads(imported.stdout)["imported"] == "html"
 
     qrels = env.folder / "judged.qrels"
     qrels.write_text("q1 0 d1 2\n")
-    labelled = cli_in_process(capsys, "data", "import-qrels", str(qrels), "--data", "<i>html</i>",
+    labelled = cli_in_process(capsys, "data", "import-qrels", str(qrels), "--data", "html",
                               "--annotator", "<b>ann</b>")
     assert labelled.returncode == 0, labelled.stderr
     out = env.folder / "labels.jsonl"
-    exported = cli_in_process(capsys, "data", "export", "--data", "<i>html</i>", "--format", "jsonl",
+    exported = cli_in_process(capsys, "data", "export", "--data", "html", "--format", "jsonl",
                               "--out", str(out))
     assert exported.returncode == 0, exported.stderr
     [record] = [json.loads(line) for line in out.read_text().splitlines()]
     assert (record["candidate"], record["annotator"], record["value"]) == (tricky, "<b>ann</b>", 2)
 
-    ranked = cli_in_process(capsys, "rank", "alert", "--data", "<i>html</i>", "--top", "2")
+    ranked = cli_in_process(capsys, "rank", "alert", "--data", "html", "--top", "2")
     assert ranked.returncode == 0, ranked.stderr
     lines = ranked.stdout.strip().splitlines()
     assert len(lines) == 2 and any(SCRIPT in line for line in lines)
@@ -840,3 +860,44 @@ def test_the_label_page_says_when_the_database_refuses_a_label(refusing_store: s
     assert not app.exception, app.exception
     errors = " ".join(e.value for e in app.error)
     assert "read-only, so nothing was saved" in errors and "Traceback" not in errors
+
+
+# ------------------------------------------------------------------------------ issue 33
+
+
+def test_an_edited_candidate_under_the_same_id_is_reported_with_its_labels(env: Env, capsys: pytest.CaptureFixture):
+    """A re-import that changes a labelled candidate's text keeps its labels on the id, says so on
+    stderr and lists them with ``data orphans`` (before: only ``"edited": 1`` in the JSON)."""
+    edited = env.folder / "demo.jsonl"
+    edited.write_text(Path(DEMO_FILE).read_text().replace("Leonardo da Vinci painted the portrait",
+                                                          "Raphael painted the portrait", 1))
+    result = cli_in_process(capsys, "data", "import", str(edited), "--name", "demo", "--replace")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["import"]["edited"] == 1
+    assert ("note: 1 labelled candidates have another text under the same id: demo-01/demo-01-0 (1 labels); "
+            "their labels judged the earlier text") in result.stderr
+    orphans = [json.loads(line) for line in cli_in_process(capsys, "data", "orphans", "--data", "demo").stdout.splitlines()]
+    assert [(o["doc_id"], o["annotator"], o["value"], o["reason"].split(" at ")[0]) for o in orphans] == [
+        ("demo-01-0", "alice", 2, "text edited")]
+
+
+def test_a_read_only_data_folder_says_so_and_still_reads(tmp_path: Path):
+    """Before: "unable to open database file" for every command, reads included."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    url = f"sqlite:///{folder / 'store.sqlite'}"
+    store = Store(url)
+    store.import_dataset(load_demo())
+    store.close()
+    read_only_mount = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" "$1" && shift && exec "$@"'
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*_unshare_prefix(), "sh", "-c", read_only_mount, "sh", str(folder), sys.executable,
+                               "-m", "qa_core", "--db", url, *args], cwd=ROOT, capture_output=True, text=True,
+                              env={**os.environ, "RERANK_LAB_DATA": str(folder)}, timeout=300)
+
+    listed = cli("data", "list")
+    if listed.returncode != 0 and "mount" in listed.stderr:
+        pytest.skip(f"cannot mount a folder read-only in a private namespace here: {listed.stderr.strip()}")
+    assert listed.returncode == 0 and json.loads(listed.stdout)["dataset"] == "demo", listed.stderr
+    assert_refused(cli("data", "import", DEMO_FILE, "--name", "again"), "the database is read-only, so nothing was saved")

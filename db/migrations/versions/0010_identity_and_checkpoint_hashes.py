@@ -10,6 +10,8 @@
 - ``model_versions.checkpoint_sha256``: the content hash of the registered checkpoint file, which
   loading checks; versions registered before it have none (their files are checked by kind and
   name only).
+- ``candidates.text_edited_at``: when a re-import last changed a candidate's text under the same
+  (qid, doc_id); the labels older than it judged the earlier text. Existing rows: unknown (none).
 
 Revision ID: 0010
 Revises: 0009 (0009_calibration)
@@ -53,9 +55,12 @@ def upgrade() -> None:
         batch.create_foreign_key("fk_users_merged_into_users", "users", ["merged_into"], ["id"])
     with op.batch_alter_table("model_versions") as batch:
         batch.add_column(sa.Column("checkpoint_sha256", sa.String(), nullable=True))
+    op.add_column("candidates", sa.Column("text_edited_at", sa.DateTime(timezone=True), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("candidates") as batch:
+        batch.drop_column("text_edited_at")
     with op.batch_alter_table("model_versions") as batch:
         batch.drop_column("checkpoint_sha256")
     with op.batch_alter_table("users") as batch:
