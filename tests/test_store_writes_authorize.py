@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import textwrap
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import event
 
+import db.labeling
 from db.store import Store
 from qa_core.access import SYSTEM, AccessDenied, operator
 from tests.teams import sign_in, small
@@ -177,4 +180,27 @@ def test_users_are_keyed_by_issuer_and_subject_and_a_known_email_is_another_pers
     again = _sign_in(store, "https://other.example", "mallory", "ada@example.org")
     assert (again.user_id, again.name, again.role) == (ada.user_id, "ada@example.org", "admin")
     assert store.audit_events(["merge_users"])[0]["actor"] == "ada@example.org"
+    store.close()
+
+
+def test_a_claim_is_timed_after_its_transaction_took_the_write_lock(tmp_path, monkeypatch) -> None:
+    """Claim times come from inside the write: taken before it (as they were), a claim that waited
+    for the lock started before the claim it replaced had ended (overlapping intervals)."""
+    store = Store(f"sqlite:///{tmp_path / 'claims.sqlite'}")
+    store.import_dataset(small(), actor=SYSTEM)
+    order = [record.candidate_id for record in store.candidate_rows("d")]
+    events: list[tuple[str, object]] = []
+    ticks = itertools.count()
+
+    def clock() -> datetime:
+        at = datetime(2030, 1, 1, tzinfo=UTC) + timedelta(seconds=next(ticks))
+        events.append(("now", at))
+        return at
+
+    monkeypatch.setattr(db.labeling, "now", clock)
+    event.listen(store.engine, "before_cursor_execute",
+                 lambda conn, cursor, statement, *rest: events.append(("sql", statement.split()[0].upper())))
+    claim = store.claim_next("d", order, "ann")
+    first_write = next(i for i, (kind, what) in enumerate(events) if kind == "sql" and what in ("UPDATE", "INSERT"))
+    assert events.index(("now", claim.claimed_at)) > first_write
     store.close()
