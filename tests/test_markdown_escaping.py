@@ -23,7 +23,9 @@ PLAIN_BLOCKS = {"paragraph_open", "inline", "paragraph_close"}
 PLAIN_INLINE = {"text", "softbreak", "hardbreak"}
 # Rewrites of the text itself (text nodes, after escapes are resolved).
 TEXT_REWRITES = {
-    "emoji shortcode (remark-emoji; Streamlit loads it when this matches)": re.compile(r":[\w+-][\w+-]*:"),
+    # remark-emoji's names: ASCII words, "+1", "-1" and the digit-only "100" and "1234"
+    "emoji shortcode": re.compile(r":(?:[A-Za-z0-9_+-]*[A-Za-z_][A-Za-z0-9_+-]*|[+-]1|100|1234):"),
+    "text directive (remark-directive: a colon, then a name that starts with a letter)": re.compile(r":[A-Za-z]"),
     "Streamlit logo": re.compile(r":streamlit:"),
     "GFM literal link": re.compile(r"(?:https?://|www(?=\.)|(?:mailto|xmpp):[-.\w+])", re.IGNORECASE),
     "GFM literal email": re.compile(r"[-.\w+]+@[-\w]+(?:\.[-\w]+)+"),
@@ -37,7 +39,7 @@ ISSUE_CASES = [
     "log in at http://evil.example/login", "mail ada@example.org", "mailto:ada@example.org", ":smile:",
     ":material/home:", ":red[x]", ":streamlit:", "www.evil.example", "a -> b <= c -- d", "    four spaces",
     "- item", "1. first", "# title", "> quote", "[a](http://x)", "<b>bold</b>", "&amp; &lt;", "$x$ and \\$",
-    "**bold** _it_ `code` ~~gone~~", "===", "| a | b |", "note:see", ":blue-background[x]",
+    "**bold** _it_ `code` ~~gone~~", "===", "| a | b |", "note:see", ":blue-background[x]", ":100: :+1:",
 ]
 
 
@@ -75,3 +77,8 @@ def test_data_text_renders_exactly_as_written_and_forms_no_syntax(text: str) -> 
 def test_the_issue_cases_are_unchanged_but_for_invisible_joiners() -> None:
     for case in ISSUE_CASES:
         assert rendered_text(as_markdown(case)).replace(WORD_JOINER, "") == case
+
+
+def test_times_dates_and_plain_prose_get_no_joiner() -> None:
+    text = "signed out at 2026-11-26 01:15:00 UTC; ratio 3:2, well-known, a - b"
+    assert WORD_JOINER not in as_markdown(text)

@@ -342,7 +342,13 @@ _LINE_START_SPECIALS = re.compile(r"^([-+=]|\d{1,9}(?=[.)]))", re.MULTILINE)
 # (U+2060: invisible, no width, no line break) breaks each pattern where it would start, so the
 # text still reads exactly as written; tests/test_markdown_escaping.py holds the patterns.
 WORD_JOINER = "\u2060"
-_REWRITTEN = re.compile(r"(?<=[:@])(?=[\w+/-])|(?<=www)(?=\.)|(?<=[<>~=-])(?=[<>~=-])", re.IGNORECASE)
+# After a colon: a directive or shortcode name (an ASCII letter, ``_``, ``+``, ``-``; the digit-only
+# emoji names), a link's ``//``; after ``@``: an email's domain; ``www`` before its dot; inside
+# ``->``, ``<=``, ``--`` ... (a time such as 12:30 or a date gets none).
+_REWRITTEN = re.compile(
+    r"(?<=:)(?=[A-Za-z_+/-]|(?:100|1234):)|(?<=@)(?=[\w-])|(?<=www)(?=\.)|(?<=[<>~=-])(?=[<>~=-])",
+    re.IGNORECASE,
+)
 _LINE_INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
 
 
