@@ -104,25 +104,20 @@ def cmd_data_import(args: argparse.Namespace) -> None:
     if report.moved:
         print(f"note: {len(report.moved)} candidates kept their labels under another id (rows moved in the file)",
               file=sys.stderr)
+    listing = f"list them: python -m qa_core data orphans --data {dataset.name}"
     if report.edited_labelled:
-        examples = ", ".join(f"{qid}/{doc_id} ({labels} labels)"
-                             for qid, doc_id, labels in report.edited_labelled[:ORPHAN_EXAMPLES])
-        more = (f" and {len(report.edited_labelled) - ORPHAN_EXAMPLES} more"
-                if len(report.edited_labelled) > ORPHAN_EXAMPLES else "")
-        print(
-            f"note: {len(report.edited_labelled)} labelled candidates have another text under the same id: "
-            f"{examples}{more}; their labels judged the earlier text and stay on the id (list them: "
-            f"python -m qa_core data orphans --data {dataset.name})",
-            file=sys.stderr,
-        )
+        print(f"note: {len(report.edited_labelled)} labelled candidates have another text under the same id: "
+              f"{_examples(report.edited_labelled)}; their labels judged the earlier text and stay on the id ({listing})",
+              file=sys.stderr)
     if report.retired:
-        examples = ", ".join(f"{qid}/{doc_id} ({labels} labels)" for qid, doc_id, labels in report.retired[:ORPHAN_EXAMPLES])
-        more = f" and {len(report.retired) - ORPHAN_EXAMPLES} more" if len(report.retired) > ORPHAN_EXAMPLES else ""
-        print(
-            f"note: {len(report.retired)} candidates are no longer in the file: {examples}{more}; their "
-            f"{report.orphaned_labels} labels are kept (list them: python -m qa_core data orphans --data {dataset.name})",
-            file=sys.stderr,
-        )
+        print(f"note: {len(report.retired)} candidates are no longer in the file: {_examples(report.retired)}; their "
+              f"{report.orphaned_labels} labels are kept ({listing})", file=sys.stderr)
+
+
+def _examples(candidates: Sequence[tuple[str, str, int]]) -> str:
+    """``qid/doc_id (N labels)`` of the first ``ORPHAN_EXAMPLES`` candidates, and how many more."""
+    shown = ", ".join(f"{qid}/{doc_id} ({labels} labels)" for qid, doc_id, labels in candidates[:ORPHAN_EXAMPLES])
+    return shown + (f" and {len(candidates) - ORPHAN_EXAMPLES} more" if len(candidates) > ORPHAN_EXAMPLES else "")
 
 
 def cmd_data_orphans(args: argparse.Namespace) -> None:
