@@ -51,7 +51,7 @@ if users.empty:
     st.stop()
 st.dataframe(users, hide_index=True, key="audit_users")
 left, right, button = st.columns([2, 1, 1], vertical_alignment="bottom")
-who = left.selectbox("User", users["email"].fillna(users["subject"]).tolist(), key="audit_user")
+who = left.selectbox("User", users["recorded as"].tolist(), key="audit_user")  # unique, unlike emails
 role = right.selectbox("Role", list(Role), key="audit_role")
 if button.button("Change the role", key="audit_grant", type="primary"):
     try:
@@ -59,5 +59,5 @@ if button.button("Change the role", key="audit_grant", type="primary"):
     except InputError as error:
         st.error(workbench.as_markdown(str(error)))
     else:
-        st.session_state[NOTICE] = f"{changed['email'] or changed['subject']} is now {changed['role']}."
+        st.session_state[NOTICE] = f"{changed['recorded_as']} is now {changed['role']}."
         st.rerun()
