@@ -34,7 +34,7 @@ AUDIT_ACTIONS = {
     "annotation_settings": "labelling settings changed",
 }
 AUDIT_COLUMNS = ["at", "actor", "action", "what", "target", "detail"]
-USER_COLUMNS = ["email", "name", "role", "first sign-in", "last sign-in", "signed out", "recorded as", "issuer", "subject"]
+USER_COLUMNS = ["recorded as", "email", "name", "role", "first sign-in", "last sign-in", "signed out", "issuer", "subject"]
 
 
 def audit_table(store: Store, actions: list[str] | None = None) -> pd.DataFrame:
