@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sqlalchemy import Engine, Select, exists, func, insert, select
+from sqlalchemy import Engine, Select, exists, func, insert, select, update
 from sqlalchemy.exc import DataError, DBAPIError, InternalError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -30,7 +30,7 @@ from db.models import (
     StoreInfoRow,
 )
 from db.session import SQLITE_BUSY_TIMEOUT_MS, make_engine, read_only_engine, upgrade
-from qa_core.checkpoints import file_sha256
+from qa_core.checkpoints import register_checkpoint
 from qa_core.types import MAX_NAME_CHARS, InputError, StorageError
 
 MIN_LABEL, MAX_LABEL = 0, 4
@@ -255,8 +255,9 @@ def insert_model_version(
     caller's transaction.
 
     Two concurrent callers can pick the same version number: the unique constraint rejects one,
-    which retries (``Store.register_model``) or fails its job. The checkpoint's content hash is
-    kept with it (loading refuses a file with another); a file that does not exist gets none.
+    which retries (``Store.register_model``) or fails its job. The checkpoint file gets the version
+    id written into it, and its content hash is kept with the version (loading refuses a file with
+    another); a file that does not exist gets none.
     """
     name, kind = check_name(name, "model name"), check_name(kind, "model kind")
     version = 1 + (session.scalar(select(func.max(ModelVersionRow.version)).where(ModelVersionRow.name == name)) or 0)
@@ -269,10 +270,14 @@ def insert_model_version(
             training_data=jsonable(training_data),
             metrics=jsonable(metrics),
             checkpoint_path=str(checkpoint_path),
-            checkpoint_sha256=file_sha256(checkpoint_path),
         )
         .returning(ModelVersionRow.id)
     )
+    # A file another version registers already keeps the id it was stamped with (its hash binds it).
+    shared = session.scalar(select(exists().where(ModelVersionRow.checkpoint_path == str(checkpoint_path),
+                                                  ModelVersionRow.id != version_id)))
+    session.execute(update(ModelVersionRow).where(ModelVersionRow.id == version_id).values(
+        checkpoint_sha256=register_checkpoint(checkpoint_path, version_id, stamp=not shared)))
     if promote_for is not None:
         insert_promotion(session, name, promote_for, version_id, "promote")
     return version_id

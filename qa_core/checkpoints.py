@@ -95,7 +95,8 @@ def write_error(path: Path, error: OSError) -> StorageError:
 
 def save_checkpoint(kind: str, state: dict[str, Any], path: str | Path, name: str | None = None) -> Path:
     """Write ``{"format", "kind", "name", "state"}`` atomically; ``kind`` says which class can load
-    it, ``name`` (default: the kind) which model it is registered as."""
+    it, ``name`` (default: the kind) which model it is; the store adds ``version_id`` when it
+    registers it (``register_checkpoint``)."""
     import torch  # here, not at the top: exporters use ``atomic_file`` without loading torch
 
     with atomic_file(path) as handle:
@@ -106,7 +107,32 @@ def save_checkpoint(kind: str, state: dict[str, Any], path: str | Path, name: st
 def load_checkpoint(path: str | Path, registration: Registration | None = None) -> tuple[str, dict[str, Any]]:
     """``(kind, state)`` of a checkpoint, on the CPU; a missing, damaged, foreign or unsafe file
     raises ``InputError``, and so does, with ``registration``, a file that is not the one the store
-    registered (another content hash, kind or model name): one sentence, nothing loaded.
+    registered (another content hash, kind, model name or version id): one sentence, nothing loaded.
+    """
+    payload = _payload(Path(path), registration)
+    return payload["kind"], payload["state"]
+
+
+def register_checkpoint(path: str | Path, version_id: int, *, stamp: bool) -> str | None:
+    """The content hash the store keeps for the checkpoint it registers as ``version_id``, after
+    writing that id into the file (``stamp``; atomically) so the file says which version it is.
+    ``None`` when there is no such file; a file that is no readable checkpoint is hashed as it is
+    (loading it will refuse it and fall back)."""
+    if stamp:
+        import torch
+
+        try:
+            payload = _payload(Path(path), None)
+        except InputError:
+            pass
+        else:
+            with atomic_file(path) as handle:
+                torch.save({**payload, "version_id": version_id}, handle)
+    return file_sha256(path)
+
+
+def _payload(path: Path, registration: Registration | None) -> dict[str, Any]:
+    """The checkpoint's whole dict, checked (see ``load_checkpoint``).
 
     ``weights_only=True``: only tensors and plain data (dicts, lists, tuples, strings, numbers) are
     unpickled, so a file crafted to run code, or holding objects of another program, is refused
@@ -115,7 +141,6 @@ def load_checkpoint(path: str | Path, registration: Registration | None = None) 
     """
     import torch
 
-    path = Path(path)
     if path.is_dir():
         raise InputError(f"checkpoint {path} is a folder, not a file")
     if not path.is_file():
@@ -161,7 +186,14 @@ def load_checkpoint(path: str | Path, registration: Registration | None = None) 
                 f"checkpoint {path} holds model {name!r} (a {kind!r} model), but the store registered it as "
                 f"{registration.describe()}; refused, nothing in it was loaded"
             )
-    return payload["kind"], payload["state"]
+        # Without a hash (a file that came after its registration) the id it holds is what binds it.
+        stamped = payload.get("version_id")
+        if registration.sha256 is None and stamped is not None and stamped != registration.version_id:
+            raise InputError(
+                f"checkpoint {path} is version id {stamped} of model {name!r}, but the store registered it as "
+                f"{registration.describe()}; refused, nothing in it was loaded"
+            )
+    return payload
 
 
 def rebuild(path: str | Path, kind: str, from_state: Callable[[dict[str, Any]], T], state: dict[str, Any]) -> T:

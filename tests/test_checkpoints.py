@@ -216,3 +216,19 @@ def test_a_raw_pickle_is_reported_as_one(tmp_path: Path) -> None:
     path.write_bytes(pickle.dumps({"format": 1, "kind": "smcnn", "state": {}}))
     with pytest.raises(InputError, match="raw.pt is a raw Python pickle, not a Rerank Lab checkpoint"):
         registry.load(path)
+
+
+def test_a_registered_checkpoint_records_its_version_id_and_another_versions_file_is_refused(
+    store: Store, smcnn_file: Path, tmp_path: Path
+) -> None:
+    first = tmp_path / "v1.pt"
+    first.write_bytes(smcnn_file.read_bytes())
+    v1 = store.register_model("smcnn", "smcnn", first, {"dataset": "demo"}, {}, promote=True)
+    assert torch.load(first, weights_only=True)["version_id"] == v1
+    late = tmp_path / "v2.pt"
+    v2 = store.register_model("smcnn", "smcnn", late, {"dataset": "demo"}, {})  # its file comes later: no hash
+    late.write_bytes(first.read_bytes())
+    with pytest.raises(InputError, match=f"v2.pt is version id {v1} of model 'smcnn', but the store registered it "
+                                         f"as version id {v2} of model 'smcnn'"):
+        registry.load(late, Registration.of(store.model_version(v2)))
+    assert registry.load(first, Registration.of(store.model_version(v1))).name == "smcnn"
