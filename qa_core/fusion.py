@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from qa_core import ordering
 from qa_core.evaluation import Qrels, Run, evaluate
 from qa_core.types import InputError
 
@@ -49,7 +50,7 @@ class _RanxIds:
     ranx stores a run's doc ids as numpy strings as wide as its longest id, and numba compiles
     ranx's functions once per width (about a minute for a first fusion in a new environment), so
     every dataset whose ids had a new length compiled them all again. Numbering in sorted order
-    keeps the order of the ids themselves, and with it how ties are broken."""
+    keeps the order of the ids themselves."""
 
     def __init__(self, *tables: Mapping[str, Mapping[str, float]]) -> None:
         docs = sorted({doc for table in tables for pool in table.values() for doc in pool})
@@ -59,7 +60,8 @@ class _RanxIds:
     def run(self, run: Run, name: str) -> ranx.Run:
         from ranx import Run as RanxRun
 
-        return RanxRun({qid: {self.to_ranx[doc]: score for doc, score in docs.items()}
+        # ranx orders tied scores in no set way (RRF reads its ranks): the rule goes into the scores.
+        return RanxRun({qid: {self.to_ranx[doc]: score for doc, score in ordering.strict(docs).items()}
                         for qid, docs in run.items() if docs}, name=name)  # fmt: skip
 
     def qrels(self, qrels: Qrels) -> ranx.Qrels:
