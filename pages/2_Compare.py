@@ -186,6 +186,8 @@ else:
             + ("Questions with a relevant and a non-relevant candidate. " if result.clean else "Questions with labels. ")
             + describe(shown_rule)
         ))
+        if result.ties_text():
+            st.caption(workbench.as_markdown(f"Tied scores. {result.ties_text()}"))
         st.dataframe(
             compare.summary_table(result), hide_index=True, key="summary",
             column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in ("mean Δ", "MDD")},

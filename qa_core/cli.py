@@ -252,6 +252,7 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> None:
     """Metrics as one JSON line; the run is kept in the store (with the model version that made it)
     and, with ``--run-out``, written as a TREC run."""
+    from qa_core.evaluation import qrels_from_questions, tie_aware
     from qa_core.rankers import registry
     from qa_core.services.evaluation_labels import evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_and_evaluate
@@ -283,6 +284,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     line = {"model": args.model, "data": args.data, "split": args.split, "labels": labels.rule.value,
             **result.aggregate}
     line.update(questions=result.questions, clean=result.clean)
+    line.update(tie_aware(run, qrels_from_questions(questions), clean=args.clean).to_dict())
     line["run_id"] = store.save_run(args.data, args.split, run, dict(line), model_version_id=version_id, tag=ranker.name)
     _emit(line)
 
@@ -367,7 +369,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
     """Print the significance table (``qa_core.significance``) of TREC run files and registered
     models (scored on the split's own pools) against the split's gold labels."""
     from qa_core.data.importers import read_trec_run
-    from qa_core.evaluation import qrels_from_questions
+    from qa_core.evaluation import qrels_from_questions, tie_aware
     from qa_core.rankers import registry
     from qa_core.services.evaluation_labels import describe, evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_questions
@@ -396,10 +398,15 @@ def cmd_compare(args: argparse.Namespace) -> None:
             raise InputError(f"{source!r} is neither a run file nor a registered model "
                              f"({', '.join(registry.available())})")
     result = compare_runs(runs, qrels, metrics=args.metric, clean=args.clean)
+    ties = {name: tie_aware(run, qrels, clean=args.clean) for name, run in runs.items()}
     if args.format == "json":
-        print(json.dumps({**result.to_dict(), "labels": labels.rule.value}, indent=2))
+        print(json.dumps({**result.to_dict(), "labels": labels.rule.value,
+                          "ties": {name: report.to_dict() for name, report in ties.items()}}, indent=2))
     else:
-        print(result.render(args.format) + ("% " if args.format == "latex" else "") + describe(labels.rule))
+        comment = "% " if args.format == "latex" else ""
+        print(result.render(args.format) + comment + describe(labels.rule))
+        for name, report in ties.items():
+            print(f"{comment}ties in {name}: {report.describe()}")
 
 
 def cmd_batch_score(args: argparse.Namespace) -> None:

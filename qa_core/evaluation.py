@@ -30,6 +30,7 @@ Qrels = Mapping[str, Mapping[str, int]]
 
 MEASURES = {"map": AP, "mrr": RR, "p@1": P @ 1, "ndcg@10": nDCG @ 10}
 METRICS = tuple(MEASURES)
+METRIC_LABELS = {"map": "MAP", "mrr": "MRR", "p@1": "P@1", "ndcg@10": "nDCG@10"}
 _NAME_OF = {str(measure): name for name, measure in MEASURES.items()}
 
 
@@ -114,6 +115,21 @@ class TieReport:
         if high - low < 10 ** -(digits + 1):
             return f"{mean:.{digits}f}"
         return f"{mean:.{digits}f} ({low:.{digits}f}..{high:.{digits}f})"
+
+    def describe(self) -> str:
+        """One sentence for a page or the command line."""
+        if not self.tied_candidates:
+            return "No tied scores: the scores alone decide the order."
+        values = ", ".join(f"{METRIC_LABELS[m]} {self.range_text(m)}" for m in METRICS)
+        return (f"{self.tied_candidates:,} of {self.candidates:,} candidates (in {self.questions_with_ties:,} of "
+                f"{self.questions:,} questions) share their score with another; the metrics order them by doc id "
+                f"descending, as trec_eval does. Over all orders of the tied candidates (worst..best): {values}.")
+
+    def to_dict(self) -> dict[str, object]:
+        """The report as plain data (the CLI's JSON)."""
+        return {"tied_candidates": self.tied_candidates, "candidates": self.candidates,
+                "questions_with_ties": self.questions_with_ties, "questions": self.questions,
+                "tie_aware": {"expected": self.expected, "worst": self.worst, "best": self.best}}
 
 
 def tie_groups(scores: Mapping[str, float], grades: Mapping[str, int]) -> list[list[int]]:

@@ -57,11 +57,14 @@ class _RanxIds:
         self.to_ranx = {doc: f"{number:0{RANX_ID_WIDTH}d}" for number, doc in enumerate(docs)}
         self.from_ranx = {number: doc for doc, number in self.to_ranx.items()}
 
-    def run(self, run: Run, name: str) -> ranx.Run:
+    def run(self, run: Run, name: str, by_rank: bool = False) -> ranx.Run:
+        """``by_rank``: for a fusion of ranks (RRF), whose ranks ranx takes from its own sort, which
+        orders ties in no set way: the tie rule goes into the scores (``ordering.strict``). Score
+        fusions get the scores as they are (a nudged tie would change a pool's normalisation)."""
         from ranx import Run as RanxRun
 
-        # ranx orders tied scores in no set way (RRF reads its ranks): the rule goes into the scores.
-        return RanxRun({qid: {self.to_ranx[doc]: score for doc, score in ordering.strict(docs).items()}
+        return RanxRun({qid: {self.to_ranx[doc]: score
+                              for doc, score in (ordering.strict(docs) if by_rank else docs).items()}
                         for qid, docs in run.items() if docs}, name=name)  # fmt: skip
 
     def qrels(self, qrels: Qrels) -> ranx.Qrels:
@@ -159,7 +162,8 @@ def tune_fusion(method: str, dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> F
     if ranx_method in ("wsum", "rrf"):
         dev = {qid: dev_qrels[qid] for qid in qids}
         ids = _RanxIds(dev, *dev_runs.values())
-        runs = [ids.run({qid: dev_runs[name][qid] for qid in qids}, name) for name in members]
+        runs = [ids.run({qid: dev_runs[name][qid] for qid in qids}, name, by_rank=ranx_method == "rrf")
+                for name in members]
         qrels = ids.qrels(dev)
         extra = {"step": WEIGHT_STEP} if ranx_method == "wsum" else {}
         params = optimize_fusion(qrels, runs, norm=norm, method=ranx_method, metric="map", show_progress=False,
@@ -183,7 +187,7 @@ def apply_fusion(recipe: Fusion, runs: Mapping[str, Run]) -> dict[str, dict[str,
     norm, ranx_method = METHODS[recipe.method]
     like = members[recipe.members[0]]
     ids = _RanxIds(like)  # every member scores the same pools
-    converted = [ids.run(run, name) for name, run in members.items()]
+    converted = [ids.run(run, name, by_rank=ranx_method == "rrf") for name, run in members.items()]
     fused = ranx_fuse(converted, norm=norm, method=ranx_method, params=dict(recipe.params))
     return ids.back(fused, like)
 

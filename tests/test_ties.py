@@ -136,3 +136,12 @@ def test_first_stage_ranks_ties_and_the_cut_off_by_the_rule():
     index = BM25Index.build([(f"s{i}", "paris is the capital") for i in range(6)] + [("t", "rome")])
     hits = index.search("capital of paris", k=4)
     assert [doc for doc, _ in hits] == ["s5", "s4", "s3", "s2"]
+
+
+def test_rrf_ranks_tied_members_by_the_rule():
+    from qa_core.fusion import Fusion, apply_fusion
+
+    run, _ = tied_runs(4, questions=3, pool=30)
+    fused = apply_fusion(Fusion("rrf", ("a", "b"), {"k": 60}), {"a": run, "b": run})
+    for qid, scores in run.items():
+        assert [doc for doc, _ in ordering.ranked(fused[qid])] == [doc for doc, _ in ordering.ranked(scores)]
