@@ -27,6 +27,7 @@ from qa_core.types import Dataset, InputError, NotTrainedError, StorageError
 if TYPE_CHECKING:
     from qa_core.services.experiments import ScoringProgress
 
+EXIT_NOT_REPRODUCED = 1  # ``reproduce``: the retrained version differs from the stored one
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 ORPHAN_EXAMPLES = 5
@@ -287,6 +288,14 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     line.update(tie_aware(run, qrels_from_questions(questions), clean=args.clean).to_dict())
     line["run_id"] = store.save_run(args.data, args.split, run, dict(line), model_version_id=version_id, tag=ranker.name)
     _emit(line)
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from qa_core.services.reproduce import reproduce
+
+    result = reproduce(_store(args), args.model, args.data, args.version, progress=not args.quiet)
+    _emit(result.to_dict())
+    return 0 if result.identical else EXIT_NOT_REPRODUCED
 
 
 def cmd_rank(args: argparse.Namespace) -> None:
@@ -577,6 +586,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_label_arguments(ev)
     ev.set_defaults(func=cmd_evaluate)
 
+    again = commands.add_parser(
+        "reproduce", help="train a stored model version again from its record; says whether weights and metrics match",
+        description="Retrains version N (same seed, splits, settings, thread count and label rule; not registered) "
+        "and prints one JSON line: identical or not, the largest weight difference, every stored metric against "
+        "the retrained one. Exit status 1 when anything differs.",
+    )
+    again.add_argument("--model", required=True)
+    again.add_argument("--data", required=True)
+    again.add_argument("--version", type=int, required=True)
+    again.add_argument("--quiet", action="store_true", help="no progress bars (the JSON line still prints)")
+    again.set_defaults(func=cmd_reproduce)
+
     rank = commands.add_parser("rank", help="rank BM25 candidates of a dataset's collection for a question")
     rank.add_argument("question")
     rank.add_argument("--data", default="demo")
@@ -641,7 +662,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from db.base import describe_database_error
 
     try:
-        args.func(args)
+        status = args.func(args)
     except (InputError, NotTrainedError) as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -656,4 +677,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return 0
+    return status or 0
