@@ -145,3 +145,14 @@ def test_rrf_ranks_tied_members_by_the_rule():
     fused = apply_fusion(Fusion("rrf", ("a", "b"), {"k": 60}), {"a": run, "b": run})
     for qid, scores in run.items():
         assert [doc for doc, _ in ordering.ranked(fused[qid])] == [doc for doc, _ in ordering.ranked(scores)]
+
+
+def test_batch_scoring_reads_a_first_stage_run_by_scores_then_the_rule(tmp_path):
+    from qa_core.services.batch_chunks import _pool, run_row
+
+    texts = {"q": ("who?", {doc: (f"text {doc}", None) for doc in ("a", "b", "c", "d")})}
+    # the rank column disagrees with the scores and leaves ties in ascending doc id order
+    lines = ["q Q0 a 1 1.0 x", "q Q0 b 2 1.0 x", "q Q0 c 3 3.0 x", "q Q0 d 4 1.0 x"]
+    rows = [run_row(tmp_path / "r.run", n, 0, 0, line, texts) for n, line in enumerate(lines, start=1)]
+    ranks = {c.doc_id: c.first_stage_rank for c in _pool(rows)}
+    assert ranks == {"c": 1, "d": 2, "b": 3, "a": 4}
