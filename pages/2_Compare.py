@@ -179,6 +179,8 @@ else:
         st.dataframe(result.significance.systems_table(), key="means",
                      column_config={c: st.column_config.NumberColumn(c, format="%.4f")
                                     for c in result.significance.systems_table().columns})
+        for line in result.ties_lines():
+            st.caption(workbench.as_markdown(line))
         st.subheader(f"Every pair on {result.metric}")
         st.caption(workbench.as_markdown(
             f"Δ = model − vs per question; a win is Δ > 0. {result.significance.describe()} "
@@ -186,8 +188,6 @@ else:
             + ("Questions with a relevant and a non-relevant candidate. " if result.clean else "Questions with labels. ")
             + describe(shown_rule)
         ))
-        if result.ties_text():
-            st.caption(workbench.as_markdown(f"Tied scores. {result.ties_text()}"))
         st.dataframe(
             compare.summary_table(result), hide_index=True, key="summary",
             column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in ("mean Δ", "MDD")},

@@ -148,9 +148,9 @@ class SplitComparison:
     runs: dict[str, Run] = field(default_factory=dict)  # each model's run, when it has one (not seed groups)
     ties: dict[str, TieReport] = field(default_factory=dict)  # each run's tied scores (not seed groups)
 
-    def ties_text(self) -> str:
-        """What the ties of each run decide, one sentence a model ('' when no run has a tie)."""
-        return " ".join(f"{name}: {report.describe()}" for name, report in self.ties.items() if report.tied_candidates)
+    def ties_lines(self) -> list[str]:
+        """What the ties of each run decide: a line for each model whose run has tied scores."""
+        return [f"Tied scores, {name}: {report.describe()}" for name, report in self.ties.items() if report.tied_candidates]
 
 
 def delta_column(model: str) -> str:
