@@ -15,7 +15,9 @@ from qa_core import ordering
 from qa_core.data.exporters import write_trec_run
 from qa_core.data.importers import read_trec_run
 from qa_core.evaluation import MEASURES, METRICS, evaluate, tie_aware, tie_groups
+from qa_core.rankers.base import Explanation, Ranker, as_candidates
 from qa_core.retrieval import BM25Index
+from qa_core.types import Candidate
 
 RANX_METRICS = {"map": "map", "mrr": "mrr", "p@1": "precision@1", "ndcg@10": "ndcg@10"}
 
@@ -156,3 +158,27 @@ def test_batch_scoring_reads_a_first_stage_run_by_scores_then_the_rule(tmp_path)
     rows = [run_row(tmp_path / "r.run", n, 0, 0, line, texts) for n, line in enumerate(lines, start=1)]
     ranks = {c.doc_id: c.first_stage_rank for c in _pool(rows)}
     assert ranks == {"c": 1, "d": 2, "b": 3, "a": 4}
+
+
+class _LengthRanker(Ranker):
+    """Scores a candidate by its word count: ties on demand, no model to load."""
+
+    name = ""  # not registered
+
+    def score_pools(self, pools):
+        return [np.array([float(len(c.text.split())) for c in as_candidates(cands)]) for _, cands in pools]
+
+    def explain(self, question, candidates, index):
+        text = as_candidates(candidates)[index].text
+        return Explanation(float(len(text.split())), question.split(), text.split(), [1.0] * len(text.split()))
+
+
+def test_ask_ranks_and_counterfactual_ranks_follow_the_rule():
+    from qa_core.services.ranking import rank_pool
+
+    pool = [Candidate("d1", "one two"), Candidate("d3", "one two"), Candidate("d2", "one two three")]
+    result = rank_pool(_LengthRanker(), "which?", pool)
+    assert [s.candidate.doc_id for s in result.scored] == ["d2", "d3", "d1"]
+    assert list(result.table()["tied"]) == [False, True, True] and result.tied() == 2
+    # d1 edited to three words ties d2's score: doc id descending puts it after d2
+    assert result.counterfactual(3, "four five six").rank == 2

@@ -162,12 +162,14 @@ class Ranking:
         new_score = float(self.ranker.score_edits(self.question, self.pool, target.index, [edited])[0])
         pool = list(self.pool)
         pool[target.index] = replace(target.candidate, text=edited)
-        others = [s.score for s in self.scored if s.index != target.index]
+        # Ranked with the others' scores by the tie rule, as the table ranks (the edit keeps its doc_id).
+        scores = {s.candidate.doc_id: s.score for s in self.scored if s.index != target.index}
+        ranked = [doc for doc, _ in ordering.ranked({**scores, target.candidate.doc_id: new_score})]
         return Counterfactual(
             text=edited,
             score=new_score,
             original_score=target.score,
-            rank=1 + sum(score > new_score for score in others),
+            rank=1 + ranked.index(target.candidate.doc_id),
             explanation=self.ranker.explain(self.question, pool, target.index),
         )
 
