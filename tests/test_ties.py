@@ -182,3 +182,21 @@ def test_ask_ranks_and_counterfactual_ranks_follow_the_rule():
     assert list(result.table()["tied"]) == [False, True, True] and result.tied() == 2
     # d1 edited to three words ties d2's score: doc id descending puts it after d2
     assert result.counterfactual(3, "four five six").rank == 2
+
+
+def test_the_cli_reports_ties_beside_trec_evals_values(cli_env, capsys):
+    import json
+
+    from tests.cli import run_cli
+
+    assert run_cli("data", "demo", capsys=capsys)[0] == 0
+    code, out, _ = run_cli("evaluate", "--model", "bm25", "--data", "demo", "--split", "test", capsys=capsys)
+    line = json.loads(out)
+    assert code == 0 and 0 < line["tied_candidates"] < line["candidates"] and line["questions_with_ties"] > 0
+    ties = line["tie_aware"]
+    assert all(ties["worst"][m] <= ties["expected"][m] <= ties["best"][m] for m in METRICS)
+    assert ties["worst"]["map"] <= line["map"] <= ties["best"]["map"]
+    code, out, _ = run_cli("compare", "bm25", "overlap", "--data", "demo", "--split", "test", capsys=capsys)
+    assert code == 0
+    assert [text.split(":")[0] for text in out.splitlines() if text.startswith("ties in")] == ["ties in bm25",
+                                                                                               "ties in overlap"]
