@@ -156,7 +156,8 @@ def version_record(
     selection split, its gold TEST metrics, so every version lists the same numbers."""
     metrics: dict[str, Any] = {**outcome.metrics, "train_seconds": outcome.report.get("seconds")}
     if has_positives(gold_eval) and EVAL_SPLIT not in (train_split, dev_split):  # all-negative gold has no MAP
-        result = evaluate_ranker(outcome.ranker, gold_eval)
+        with reproducibility.deterministic(outcome.provenance["threads"]):  # as DEV was scored
+            result = evaluate_ranker(outcome.ranker, gold_eval)
         metrics.update({f"{EVAL_SPLIT}_gold_{metric}": value for metric, value in result.aggregate.items()})
     training_data = {
         "dataset": dataset.name,
