@@ -12,9 +12,10 @@ Doc ids often encode pool position, so any tie break is a hidden position prior:
 candidates and the range from the worst to the best order beside the rule's value.
 
 ranx sorts a query's scores with numpy's unstable argsort and ignores the rank column of a run
-file, so ties reach its metrics and its rank-based fusions (RRF) in no set order (measured: AP
-moves by up to 0.07 on pools of 20 with many ties). ``strict`` makes the rule visible in the scores
-themselves (each tied score one float step below the one before it) for ranx's input.
+file, so ties reach its metrics and its rank-based fusions (RRF) in no set order (measured: on
+hand-made runs of five questions, pools of 20, three score values, ranx's MAP of a run file was
+up to 0.09 off trec_eval's). ``strict`` makes the rule visible in the scores themselves (each
+tied score one float step below the one before it) for what the project hands to ranx.
 """
 
 from __future__ import annotations
