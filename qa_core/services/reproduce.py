@@ -109,6 +109,8 @@ def reproduce(store: Store, model: str, dataset: str, number: int, progress: boo
         notes.append(f"trained at code {record['code_commit']}, retrained at {reproducibility.code_commit()}")
     if record.get("libraries") not in (None, reproducibility.library_versions()):
         notes.append("library versions differ from the recorded ones")
+    if record.get("cpu") not in (None, reproducibility.cpu_model()):
+        notes.append(f"trained on a {record['cpu']}, retrained on a {reproducibility.cpu_model()}")
     with tempfile.TemporaryDirectory(prefix="reproduce-") as folder:
         outcome = train_ranker(model, data, seed=seed, train_split=train_split, dev_split=dev_split,
                                progress=progress, checkpoint=Path(folder) / "retrained.pt", model_config=settings,

@@ -73,6 +73,16 @@ def code_commit() -> str | None:
         return None
 
 
+def cpu_model() -> str:
+    """The CPU's model name (torch's CPU kernels choose vector instructions by CPU)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def library_versions() -> dict[str, str]:
     """Python's and the numeric libraries' versions (those installed)."""
     versions = {"python": platform.python_version()}
@@ -105,6 +115,7 @@ def provenance(*, seed: int, threads: int, settings: dict[str, Any], device: str
         "threads": threads,
         "deterministic_algorithms": True,
         "device": device,
+        "cpu": cpu_model(),
         "data_fingerprint": {"train": data_fingerprint(train), "dev": data_fingerprint(dev)},
         "libraries": library_versions(),
     }
