@@ -145,7 +145,9 @@ def _dev_questions(dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> list[str]:
 
 def tune_fusion(method: str, dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> Fusion:
     """Choose the method's parameters on DEV with ``ranx.optimize_fusion`` (by ranx's MAP; ties in the
-    grid go to the later setting, as ranx does) and report the fused DEV run's MAP."""
+    grid go to the later setting, as ranx does) and report the fused DEV run's MAP. ranx's MAP
+    orders a fused run's tied scores its own way (rare after a weighted sum; RRF's inputs follow
+    the tie rule); the reported ``dev_map`` is trec_eval's, in the rule's order."""
     from ranx import optimize_fusion
 
     if method not in METHODS:
