@@ -13,6 +13,7 @@ A new run of some seeds or datasets replaces those entries and keeps the others 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -30,7 +31,7 @@ from common import (
 )
 
 from qa_core.data.exporters import write_trec_run
-from qa_core.evaluation import METRICS, evaluate, qrels_from_questions
+from qa_core.evaluation import METRIC_LABELS, METRICS, evaluate, qrels_from_questions, tie_aware
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
 from qa_core.services import analysis, workbench
@@ -89,22 +90,24 @@ def save_runs(ranker: Ranker, dataset: Dataset, seed: int | None) -> dict[str, d
     return runs["test"]
 
 
-def evaluate_both(run: dict[str, dict[str, float]], questions: list[Question]) -> dict[str, dict[str, float]]:
+def evaluate_both(run: dict[str, dict[str, float]], questions: list[Question]) -> dict[str, dict[str, Any]]:
+    """Raw and clean metrics (trec_eval's tie order) with the tie report of each (``ties``)."""
     qrels = qrels_from_questions(questions)
-    raw, clean = evaluate(run, qrels), evaluate(run, qrels, clean=True)
     return {
-        "raw": {**raw.aggregate, "questions": raw.questions},
-        "clean": {**clean.aggregate, "questions": clean.questions},
+        mode: {**result.aggregate, "questions": result.questions, "ties": tie_aware(run, qrels, clean).to_dict()}
+        for mode, clean in (("raw", False), ("clean", True))
+        for result in [evaluate(run, qrels, clean=clean)]
     }
 
 
-def throughput(ranker: Ranker, questions: list[Question]) -> float:
-    """Scored pairs per second over the split (texts already parsed: the model's own cost)."""
+def throughput(ranker: Ranker, questions: list[Question]) -> dict[str, float]:
+    """Scored pairs per second over the split (texts already parsed: the model's own cost), with the
+    machine's 1-minute load average then (a shared machine: the rate is only comparable at like load)."""
     pairs = sum(len(q.candidates) for q in questions)
     score_questions(ranker, questions)  # warm-up: vocabulary growth, allocator, kernels
     started = time.perf_counter()
     score_questions(ranker, questions)
-    return pairs / (time.perf_counter() - started)
+    return {"pairs_per_second": pairs / (time.perf_counter() - started), "load_average": os.getloadavg()[0]}
 
 
 def run_model(name: str, dataset: Dataset, seeds: list[int]) -> dict[str, Any]:
@@ -115,7 +118,7 @@ def run_model(name: str, dataset: Dataset, seeds: list[int]) -> dict[str, Any]:
         if capabilities.learns_statistics:  # label-free statistics (IDF) from train + dev
             ranker.fit(dataset.split("train"), dataset.split("dev"), progress=False)
         run = save_runs(ranker, dataset, seed=None)
-        return {"seeds": [], "runs": [{**evaluate_both(run, test), "pairs_per_second": throughput(ranker, test)}]}
+        return {"seeds": [], "runs": [{**evaluate_both(run, test), **throughput(ranker, test)}]}
     # Question analysis (CNN_WO+SO, tree kernel): the class CNN and focus tagger that
     # benchmarks/classifiers.py registered in the configured store, else the wh-word rules.
     analyzer = analysis.analyzer_for(workbench.open_store(), name)
@@ -134,7 +137,7 @@ def run_model(name: str, dataset: Dataset, seeds: list[int]) -> dict[str, Any]:
             # "classifiers" when trained ones were registered
             "analyzer": None if analyzer is None else analyzer.source,
             **evaluate_both(test_run, test),
-            "pairs_per_second": throughput(outcome.ranker, test),
+            **throughput(outcome.ranker, test),
         }
         runs.append(run)
         print(dataset.name, name, seed, f"dev {run['dev_map']:.4f}", f"test raw {run['raw']['map']:.4f}",
@@ -221,6 +224,9 @@ def render_section() -> list[str]:
             train = f"{mean_std(seconds)[0]:.1f}" if seconds else "-"
             rates = [r["pairs_per_second"] for r in runs if "pairs_per_second" in r]
             speed = f"{mean_std(rates)[0]:,.0f}" if rates else "-"
+            loads = [r["load_average"] for r in runs if "load_average" in r]
+            if loads:  # recorded since 2026-11-26: the machine is shared
+                speed += f" (load {max(loads):.0f} on {results[model]['machine']['cores']} cores)"
             for mode in ("raw", "clean"):
                 summary = entry["summary"][mode]
                 cells = " | ".join(_cell(summary[m], len(runs)) for m in METRICS)
@@ -230,12 +236,38 @@ def render_section() -> list[str]:
         for label, setting, map_, mrr in PUBLISHED[dataset]:
             lines.append(f"| {label}, published | {setting} | {map_:.4f} | {mrr:.4f} | | | | | | | | | |")
         lines += ["", *(f"Machine: {m}." for m in sorted(machines)), ""]
+        lines += tie_lines(results, models, dataset)
         if dataset in results.get("ensemble", {}).get("datasets", {}):
             lines += [ensemble_lines(results["ensemble"]["datasets"][dataset]), ""]
             if rows:
                 lines += [ensemble_significance_line(rows), ""]
     if all(m in results for m in ("cnn_wo", "cnn_wo_so")):
         lines += [semantic_overlap_gain_line(results, tests.get("rows", {})), ""]
+    return lines
+
+
+def tie_lines(results: dict[str, Any], models: list[str], dataset: str) -> list[str]:
+    """Below a dataset's table: what tied scores decide in the rows of seedless models (the
+    baselines), whose result files carry a tie report (``evaluate_both``)."""
+    lines = []
+    for model in models:
+        entry = results[model]["datasets"].get(dataset)
+        if entry is None or len(entry["runs"]) != 1:
+            continue
+        for mode in ("raw", "clean"):
+            ties = entry["runs"][0][mode].get("ties")
+            if not ties or not ties["tied_candidates"]:
+                continue
+            values = ", ".join(
+                f"{METRIC_LABELS[m]} {ties['tie_aware']['expected'][m]:.4f} "
+                f"({ties['tie_aware']['worst'][m]:.4f}..{ties['tie_aware']['best'][m]:.4f})" for m in METRICS)
+            lines.append(f"- Tied scores, **{model}** {mode}: {ties['tied_candidates']:,} of {ties['candidates']:,} "
+                         f"candidates in {ties['questions_with_ties']} of {ties['questions']} questions share their "
+                         f"score; expected over all orders of the tied candidates (worst..best): {values}.")
+    if lines:
+        lines = ["The table orders tied scores as trec_eval does (doc id descending, `qa_core.ordering`); doc ids "
+                 "encode pool position, so that order is a hidden position prior. Tie-aware values (McSherry and "
+                 "Najork 2008, `qa_core.evaluation.tie_aware`):", "", *lines, ""]
     return lines
 
 

@@ -25,7 +25,7 @@ from qa_core.services import analysis, ranking, workbench
 from qa_core.types import InputError, NotTrainedError
 
 RESULT_KEY, APPLIED_KEY, RUNS_KEY = "ask_result", "ask_applied_params", "ask_runs"
-SHOWN_COLUMNS = ["rank", "score", "first_stage_rank", "rank_change", "gold_label", "stored_label", "text"]
+SHOWN_COLUMNS = ["rank", "score", "tied", "first_stage_rank", "rank_change", "gold_label", "stored_label", "text"]
 
 st.set_page_config(page_title="Ask · Rerank Lab", layout="wide")
 
@@ -150,6 +150,9 @@ if state is not None:
     )
     summary = result.summary() or state["store_analysis"]
     st.markdown(analysis_line(summary, read_by_model=result.analysis is not None))
+    if result.tied():
+        st.caption(f"{result.tied()} of {len(table)} candidates share their score with another (marked tied): "
+                   "their order is the tie rule's, doc id descending, as trec_eval orders them.")
     key = f"r{state['id']}"
     picked = st.dataframe(
         table[SHOWN_COLUMNS],
@@ -157,6 +160,10 @@ if state is not None:
         column_config={
             "rank": st.column_config.NumberColumn("rank", width="small"),
             "score": st.column_config.NumberColumn("score", format="%.4f"),
+            "tied": st.column_config.CheckboxColumn(
+                "tied", width="small", help="another candidate has exactly this score: ties are ordered by doc id "
+                "descending, as trec_eval orders them"
+            ),
             "first_stage_rank": st.column_config.NumberColumn("first-stage rank"),
             "rank_change": st.column_config.NumberColumn("rank change", help="first-stage rank − rank", format="%+d"),
             "gold_label": st.column_config.NumberColumn("gold label", width="small"),

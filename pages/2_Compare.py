@@ -185,6 +185,8 @@ else:
         st.dataframe(result.significance.systems_table(), key="means",
                      column_config={c: st.column_config.NumberColumn(c, format="%.4f")
                                     for c in result.significance.systems_table().columns})
+        for line in result.ties_lines():
+            st.caption(workbench.as_markdown(line))
         st.subheader(f"Every pair on {result.metric}")
         st.caption(workbench.as_markdown(
             f"Δ = model − vs per question; a win is Δ > 0. {result.significance.describe()} "

@@ -90,8 +90,9 @@ st.subheader("Worst questions")
 st.caption(
     f"Per-question values from ir-measures (trec_eval semantics). {describe(rule)} Overlap: the largest "
     "IDF-weighted share of the question's content words found in one of its correct answers (IDF over this "
-    "split's candidates)."
+    "split's candidates). Tied: candidates sharing their score with another of the question's."
 )
+st.caption(workbench.as_markdown(errors.ties(run, qrels_from_questions(questions), profiles, clean=clean).describe()))
 shown = table.assign(ask=[workbench.ask_url(dataset, qid, model) for qid in table["qid"]])
 st.dataframe(
     shown,
@@ -103,8 +104,9 @@ st.dataframe(
         "overlap": st.column_config.NumberColumn("overlap", format="%.2f"),
         "overlap_bucket": "overlap bucket",
         "label_source": "label source",
+        "tied": st.column_config.NumberColumn("tied", help="candidates sharing their score with another of this question's"),
     },
-    column_order=["ask", "qid", "question", *metrics, "class", "length", "overlap", "label_source", "correct"],
+    column_order=["ask", "qid", "question", *metrics, "class", "length", "overlap", "label_source", "correct", "tied"],
     key="worst",
 )
 with st.container(key="worst-links"):

@@ -27,6 +27,7 @@ from qa_core.types import Dataset, InputError, NotTrainedError, StorageError
 if TYPE_CHECKING:
     from qa_core.services.experiments import ScoringProgress
 
+EXIT_NOT_REPRODUCED = 1  # ``reproduce``: the retrained version differs from the stored one
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 ORPHAN_EXAMPLES = 5
@@ -258,6 +259,7 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> None:
     """Metrics as one JSON line; the run is kept in the store (with the model version that made it)
     and, with ``--run-out``, written as a TREC run."""
+    from qa_core.evaluation import qrels_from_questions, tie_aware
     from qa_core.rankers import registry
     from qa_core.services.evaluation_labels import evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_and_evaluate
@@ -289,9 +291,18 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     line = {"model": args.model, "data": args.data, "split": args.split, "labels": labels.rule.value,
             **result.aggregate}
     line.update(questions=result.questions, clean=result.clean)
+    line.update(tie_aware(run, qrels_from_questions(questions), clean=args.clean).to_dict())
     line["run_id"] = store.save_run(args.data, args.split, run, dict(line), model_version_id=version_id, tag=ranker.name,
                                    actor=_actor())
     _emit(line)
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from qa_core.services.reproduce import reproduce
+
+    result = reproduce(_store(args), args.model, args.data, args.version, progress=not args.quiet)
+    _emit(result.to_dict())
+    return 0 if result.identical else EXIT_NOT_REPRODUCED
 
 
 def cmd_rank(args: argparse.Namespace) -> None:
@@ -380,7 +391,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
     """Print the significance table (``qa_core.significance``) of TREC run files and registered
     models (scored on the split's own pools) against the split's gold labels."""
     from qa_core.data.importers import read_trec_run
-    from qa_core.evaluation import qrels_from_questions
+    from qa_core.evaluation import qrels_from_questions, tie_aware
     from qa_core.rankers import registry
     from qa_core.services.evaluation_labels import describe, evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_questions
@@ -409,10 +420,15 @@ def cmd_compare(args: argparse.Namespace) -> None:
             raise InputError(f"{source!r} is neither a run file nor a registered model "
                              f"({', '.join(registry.available())})")
     result = compare_runs(runs, qrels, metrics=args.metric, clean=args.clean)
+    ties = {name: tie_aware(run, qrels, clean=args.clean) for name, run in runs.items()}
     if args.format == "json":
-        print(json.dumps({**result.to_dict(), "labels": labels.rule.value}, indent=2))
+        print(json.dumps({**result.to_dict(), "labels": labels.rule.value,
+                          "ties": {name: report.to_dict() for name, report in ties.items()}}, indent=2))
     else:
-        print(result.render(args.format) + ("% " if args.format == "latex" else "") + describe(labels.rule))
+        comment = "% " if args.format == "latex" else ""
+        print(result.render(args.format) + comment + describe(labels.rule))
+        for name, report in ties.items():
+            print(f"{comment}ties in {name}: {report.describe()}")
 
 
 def cmd_batch_score(args: argparse.Namespace) -> None:
@@ -583,6 +599,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_label_arguments(ev)
     ev.set_defaults(func=cmd_evaluate)
 
+    again = commands.add_parser(
+        "reproduce", help="train a stored model version again from its record; says whether weights and metrics match",
+        description="Retrains version N (same seed, splits, settings, thread count and label rule; not registered) "
+        "and prints one JSON line: identical or not, the largest weight difference, every stored metric against "
+        "the retrained one. Exit status 1 when anything differs.",
+    )
+    again.add_argument("--model", required=True)
+    again.add_argument("--data", required=True)
+    again.add_argument("--version", type=int, required=True)
+    again.add_argument("--quiet", action="store_true", help="no progress bars (the JSON line still prints)")
+    again.set_defaults(func=cmd_reproduce)
+
     rank = commands.add_parser("rank", help="rank BM25 candidates of a dataset's collection for a question")
     rank.add_argument("question")
     rank.add_argument("--data", default="demo")
@@ -652,7 +680,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from db.base import describe_database_error
 
     try:
-        args.func(args)
+        status = args.func(args)
     except (InputError, NotTrainedError) as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -667,4 +695,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return 0
+    return status or 0

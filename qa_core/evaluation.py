@@ -2,7 +2,8 @@
 
 Conventions, all from trec_eval:
 - a candidate is relevant when its grade is > 0; nDCG uses the grade as gain;
-- tied scores are ordered by doc_id descending (trec_eval's tie break), so ties are deterministic;
+- tied scores are ordered by doc_id descending (trec_eval's tie break, ``qa_core.ordering``: the one
+  rule of every ordering in the project); ``tie_aware`` says how much that choice decides;
 - questions of the qrels missing from the run score 0 on every metric (``trec_eval -c``); run
   questions without qrels are ignored;
 - raw mode keeps questions without any relevant candidate: they score 0 (trec_eval's AP with no
@@ -12,6 +13,7 @@ Conventions, all from trec_eval:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +22,7 @@ import numpy as np
 import pandas as pd
 from ir_measures import AP, RR, P, nDCG
 
+from qa_core import ordering
 from qa_core.types import Question
 
 Run = Mapping[str, Mapping[str, float]]
@@ -27,6 +30,7 @@ Qrels = Mapping[str, Mapping[str, int]]
 
 MEASURES = {"map": AP, "mrr": RR, "p@1": P @ 1, "ndcg@10": nDCG @ 10}
 METRICS = tuple(MEASURES)
+METRIC_LABELS = {"map": "MAP", "mrr": "MRR", "p@1": "P@1", "ndcg@10": "nDCG@10"}
 _NAME_OF = {str(measure): name for name, measure in MEASURES.items()}
 
 
@@ -83,3 +87,128 @@ def qrels_from_questions(questions: Sequence[Question]) -> dict[str, dict[str, i
         if grades:
             qrels[question.qid] = grades
     return qrels
+
+
+# ------------------------------------------------------------------------------- tied scores
+
+
+@dataclass
+class TieReport:
+    """How much of a run's result its tie rule decides, over the questions ``evaluate`` evaluates.
+
+    ``expected``: each metric's mean over all orders of the tied candidates (McSherry and Najork,
+    ECIR 2008), ``worst``/``best``: the metric with the relevant tied candidates last/first. Without
+    ties the three equal ``evaluate``'s values.
+    """
+
+    tied_candidates: int  # candidates sharing their score with another of their pool
+    candidates: int
+    questions_with_ties: int
+    questions: int
+    expected: dict[str, float]
+    worst: dict[str, float]
+    best: dict[str, float]
+
+    def range_text(self, metric: str, digits: int = 4) -> str:
+        """``expected (worst..best)``, or the value alone when the ties decide nothing."""
+        low, mean, high = self.worst[metric], self.expected[metric], self.best[metric]
+        if high - low < 10 ** -(digits + 1):
+            return f"{mean:.{digits}f}"
+        return f"{mean:.{digits}f} ({low:.{digits}f}..{high:.{digits}f})"
+
+    def describe(self) -> str:
+        """One sentence for a page or the command line."""
+        if not self.tied_candidates:
+            return "No tied scores: the scores alone decide the order."
+        values = ", ".join(f"{METRIC_LABELS[m]} {self.range_text(m)}" for m in METRICS)
+        return (f"{self.tied_candidates:,} of {self.candidates:,} candidates (in {self.questions_with_ties:,} of "
+                f"{self.questions:,} questions) share their score with another; the metrics order them by doc id "
+                f"descending, as trec_eval does. Over all orders of the tied candidates (worst..best): {values}.")
+
+    def to_dict(self) -> dict[str, object]:
+        """The report as plain data (the CLI's JSON)."""
+        return {"tied_candidates": self.tied_candidates, "candidates": self.candidates,
+                "questions_with_ties": self.questions_with_ties, "questions": self.questions,
+                "tie_aware": {"expected": self.expected, "worst": self.worst, "best": self.best}}
+
+
+def tie_groups(scores: Mapping[str, float], grades: Mapping[str, int]) -> list[list[int]]:
+    """One question's grades (0 for unjudged) in runs of equal scores, best score first."""
+    groups: list[list[int]] = []
+    previous: float | None = None
+    for doc_id, score in ordering.ranked(scores):
+        if score != previous:
+            groups.append([])
+            previous = score
+        groups[-1].append(int(grades.get(doc_id, 0)))
+    return groups
+
+
+def _expected_query(groups: Sequence[Sequence[int]], grades: Mapping[str, int]) -> dict[str, float]:
+    """trec_eval's AP, RR, P@1 and nDCG@10 of one question, each averaged over every order of the
+    tied candidates, in closed form (McSherry and Najork 2008, section 3): not by enumerating the
+    orders, which grow as the factorial of a tie group. Written here because no maintained library
+    (ir-measures, ranx, pytrec_eval) computes tie-aware measures."""
+    relevant = sum(g > 0 for g in grades.values())
+    ideal = sorted((max(g, 0) for g in grades.values()), reverse=True)[:10]
+    idcg = sum(gain / math.log2(i + 2) for i, gain in enumerate(ideal))
+    ap = rr = dcg = 0.0
+    p1 = None
+    before, seen_relevant = 0, 0  # candidates and relevant candidates of the groups above
+    for group in groups:
+        n, r = len(group), sum(g > 0 for g in group)
+        mean_gain = sum(max(g, 0) for g in group) / n
+        for j in range(before + 1, min(before + n, 10) + 1):
+            dcg += mean_gain / math.log2(j + 1)
+        if p1 is None:
+            p1 = r / n
+        if r:
+            # E[rel(j) * relevant among 1..j] / j, summed over the group's positions j.
+            for j in range(before + 1, before + n + 1):
+                others = (j - before - 1) * (r - 1) / (n - 1) if n > 1 else 0.0
+                ap += (r / n) * (seen_relevant + 1 + others) / j
+            if seen_relevant == 0:  # the first relevant candidate falls in this group
+                # P(first relevant at group position k) = C(n-k, r-1) / C(n, r)
+                rr = sum(math.comb(n - k, r - 1) / math.comb(n, r) / (before + k) for k in range(1, n - r + 2))
+        seen_relevant += r
+        before += n
+    return {"map": ap / relevant if relevant else 0.0, "mrr": rr, "p@1": p1 or 0.0,
+            "ndcg@10": dcg / idcg if idcg > 0 else 0.0}
+
+
+def _ordered(run: Run, qrels: Qrels, relevant_first: bool) -> dict[str, dict[str, float]]:
+    """The run with its ties broken by grade (relevant first or last), as distinct scores."""
+    out: dict[str, dict[str, float]] = {}
+    for qid, scores in run.items():
+        grades = qrels.get(qid, {})
+        sign = -1 if relevant_first else 1
+        ranked = sorted(scores, key=lambda doc: (-float(scores[doc]), sign * int(grades.get(doc, 0))))
+        out[qid] = {doc: float(len(ranked) - position) for position, doc in enumerate(ranked)}
+    return out
+
+
+def tie_aware(run: Run, qrels: Qrels, clean: bool = False) -> TieReport:
+    """The tie report of ``run`` over the questions ``evaluate(run, qrels, clean)`` evaluates."""
+    qids = clean_qids(qrels) if clean else list(qrels)
+    expected = pd.DataFrame(0.0, index=pd.Index(qids, dtype=object), columns=list(METRICS))
+    tied = candidates = with_ties = 0
+    for qid in qids:
+        scores = run.get(qid)
+        if not scores:
+            continue
+        flags = ordering.tied_flags(list(scores.values()))
+        tied += sum(flags)
+        candidates += len(flags)
+        with_ties += any(flags)
+        values = _expected_query(tie_groups(scores, qrels[qid]), qrels[qid])
+        for metric, value in values.items():
+            expected.at[qid, metric] = value
+    return TieReport(
+        tied_candidates=tied,
+        candidates=candidates,
+        questions_with_ties=with_ties,
+        questions=len(qids),
+        expected={name: float(expected[name].mean()) if qids else float("nan") for name in METRICS},
+        worst=evaluate(_ordered(run, qrels, relevant_first=False), qrels, clean).aggregate,
+        best=evaluate(_ordered(run, qrels, relevant_first=True), qrels, clean).aggregate,
+    )

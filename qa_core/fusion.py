@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from qa_core import ordering
 from qa_core.evaluation import Qrels, Run, evaluate
 from qa_core.types import InputError
 
@@ -49,17 +50,21 @@ class _RanxIds:
     ranx stores a run's doc ids as numpy strings as wide as its longest id, and numba compiles
     ranx's functions once per width (about a minute for a first fusion in a new environment), so
     every dataset whose ids had a new length compiled them all again. Numbering in sorted order
-    keeps the order of the ids themselves, and with it how ties are broken."""
+    keeps the order of the ids themselves."""
 
     def __init__(self, *tables: Mapping[str, Mapping[str, float]]) -> None:
         docs = sorted({doc for table in tables for pool in table.values() for doc in pool})
         self.to_ranx = {doc: f"{number:0{RANX_ID_WIDTH}d}" for number, doc in enumerate(docs)}
         self.from_ranx = {number: doc for doc, number in self.to_ranx.items()}
 
-    def run(self, run: Run, name: str) -> ranx.Run:
+    def run(self, run: Run, name: str, by_rank: bool = False) -> ranx.Run:
+        """``by_rank``: for a fusion of ranks (RRF), whose ranks ranx takes from its own sort, which
+        orders ties in no set way: the tie rule goes into the scores (``ordering.strict``). Score
+        fusions get the scores as they are (a nudged tie would change a pool's normalisation)."""
         from ranx import Run as RanxRun
 
-        return RanxRun({qid: {self.to_ranx[doc]: score for doc, score in docs.items()}
+        return RanxRun({qid: {self.to_ranx[doc]: score
+                              for doc, score in (ordering.strict(docs) if by_rank else docs).items()}
                         for qid, docs in run.items() if docs}, name=name)  # fmt: skip
 
     def qrels(self, qrels: Qrels) -> ranx.Qrels:
@@ -140,7 +145,9 @@ def _dev_questions(dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> list[str]:
 
 def tune_fusion(method: str, dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> Fusion:
     """Choose the method's parameters on DEV with ``ranx.optimize_fusion`` (by ranx's MAP; ties in the
-    grid go to the later setting, as ranx does) and report the fused DEV run's MAP."""
+    grid go to the later setting, as ranx does) and report the fused DEV run's MAP. ranx's MAP
+    orders a fused run's tied scores its own way (rare after a weighted sum; RRF's inputs follow
+    the tie rule); the reported ``dev_map`` is trec_eval's, in the rule's order."""
     from ranx import optimize_fusion
 
     if method not in METHODS:
@@ -157,7 +164,8 @@ def tune_fusion(method: str, dev_runs: Mapping[str, Run], dev_qrels: Qrels) -> F
     if ranx_method in ("wsum", "rrf"):
         dev = {qid: dev_qrels[qid] for qid in qids}
         ids = _RanxIds(dev, *dev_runs.values())
-        runs = [ids.run({qid: dev_runs[name][qid] for qid in qids}, name) for name in members]
+        runs = [ids.run({qid: dev_runs[name][qid] for qid in qids}, name, by_rank=ranx_method == "rrf")
+                for name in members]
         qrels = ids.qrels(dev)
         extra = {"step": WEIGHT_STEP} if ranx_method == "wsum" else {}
         params = optimize_fusion(qrels, runs, norm=norm, method=ranx_method, metric="map", show_progress=False,
@@ -181,7 +189,7 @@ def apply_fusion(recipe: Fusion, runs: Mapping[str, Run]) -> dict[str, dict[str,
     norm, ranx_method = METHODS[recipe.method]
     like = members[recipe.members[0]]
     ids = _RanxIds(like)  # every member scores the same pools
-    converted = [ids.run(run, name) for name, run in members.items()]
+    converted = [ids.run(run, name, by_rank=ranx_method == "rrf") for name, run in members.items()]
     fused = ranx_fuse(converted, norm=norm, method=ranx_method, params=dict(recipe.params))
     return ids.back(fused, like)
 

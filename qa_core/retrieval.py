@@ -14,6 +14,8 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
+from qa_core import ordering
+
 STOPWORDS = "en"
 _DOC_IDS_FILE = "doc_ids.json"
 
@@ -57,20 +59,19 @@ class BM25Index:
         return len(self.doc_ids)
 
     def search(self, query: str, k: int = 100) -> list[tuple[str, float]]:
-        """Up to ``k`` documents sharing at least one term with the query, best first.
+        """Up to ``k`` documents sharing at least one term with the query, best first, ties (also
+        at the cut-off) by ``qa_core.ordering``'s rule: bm25s' own top-k orders equal scores in no
+        set way, so every score is computed and ordered here.
 
         Empty, stopword-only or out-of-vocabulary queries give an empty list, never an error.
         """
         tokens = _query_tokens(self._retriever, query)
-        k = min(k, len(self.doc_ids))
         if not tokens or k <= 0:
             return []
-        results = self._retriever.retrieve([tokens], k=k, show_progress=False)
-        return [
-            (self.doc_ids[int(i)], float(score))
-            for i, score in zip(results.documents[0], results.scores[0])
-            if score > 0
-        ]
+        scores = self._retriever.get_scores(tokens)
+        matching = np.flatnonzero(scores > 0)
+        hits = {self.doc_ids[int(i)]: float(scores[i]) for i in matching}
+        return ordering.ranked(hits)[:k]
 
     def save(self, directory: Path | str) -> None:
         directory = Path(directory)

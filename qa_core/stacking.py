@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from qa_core import ordering
 from qa_core.evaluation import evaluate, qrels_from_questions, run_from_scores
 from qa_core.rankers.base import Ranker
 from qa_core.rankers.neural import model_words
@@ -74,11 +75,12 @@ class FeatureTable:
         return list(sizes.values())
 
 
-def _pool_features(scores: np.ndarray) -> np.ndarray:
-    """(pool, 2): the scores standardised within the pool (0 for a constant pool) and rank / pool size."""
+def _pool_features(docs: list[str], scores: np.ndarray) -> np.ndarray:
+    """(pool, 2): the scores standardised within the pool (0 for a constant pool) and rank / pool size
+    (ties by ``qa_core.ordering``'s rule)."""
     std = scores.std()
     z = (scores - scores.mean()) / std if std > 0 else np.zeros_like(scores)
-    order = np.argsort(-scores, kind="stable")
+    order = ordering.order(docs, scores)
     rank = np.empty(len(scores))
     rank[order] = np.arange(len(scores)) / max(len(scores), 1)
     return np.stack([z, rank], axis=1)
@@ -101,7 +103,7 @@ def feature_table(
             missing = [doc for doc in docs if doc not in scored]
             if missing:
                 raise InputError(f"run {member!r} has no score for {len(missing)} candidates of question {question.qid}")
-            blocks.append(_pool_features(np.array([scored[doc] for doc in docs], dtype=np.float64)))
+            blocks.append(_pool_features(docs, np.array([scored[doc] for doc in docs], dtype=np.float64)))
         q_parsed = parsed[question.text]
         lexical = [
             [*overlap_features(q_parsed, parsed[c.text], idf), len(model_words(q_parsed)),

@@ -29,7 +29,7 @@ def test_compare_two_models_on_a_question(running_app, page, screenshot_dir):
     for model in ("bm25", "overlap"):  # the default pair: the baselines, ready on a fresh store
         # The list headers, and the same name heading the candidate explained through each model.
         expect(page.locator("strong").get_by_text(model, exact=True)).to_have_count(2)
-    # Both lists put the answer first: one list item per model.
+    # Both lists hold the answer near the top: one list item per model.
     expect(page.locator("li", has_text=DEMO_ANSWER)).to_have_count(2)
     expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     assert "Traceback" not in page.content()

@@ -139,3 +139,16 @@ def test_label_rules_gold_by_default_training_rule_on_request(store):
     assert "adjudication" in describe(LabelRule.TRAINING) and describe(LabelRule.GOLD).startswith("Labels: gold")
     with pytest.raises(InputError, match="unknown label rule 'majority'"):
         parse_rule("majority")
+
+
+def test_tied_candidates_are_counted_and_their_range_given(profiles, overlaps):
+    qrels, sources = qrels_from_questions(QUESTIONS), {}
+    tied = {**RUN, "q-who": {"a": 0.5, "b": 0.5, "c": 0.5}}  # the correct a is last by the rule (doc id descending)
+    table = errors.error_table(tied, qrels, profiles, overlaps, sources).set_index("qid")
+    assert table.loc["q-who", "tied"] == 3 and table.loc["q-where", "tied"] == 0
+    assert table.loc["q-who", "AP"] == pytest.approx(1 / 3)
+    report = errors.ties(tied, qrels, profiles)
+    assert (report.tied_candidates, report.questions_with_ties, report.questions) == (3, 1, 2)
+    assert report.expected["map"] == pytest.approx((0.5 + (1 + 1 / 2 + 1 / 3) / 3) / 2)
+    assert (report.worst["map"], report.best["map"]) == (pytest.approx((0.5 + 1 / 3) / 2), 0.75)
+    assert "3 of 5 candidates (in 1 of 2 questions)" in report.describe()

@@ -258,12 +258,13 @@ def test_trec_runs_numbered_from_zero_or_with_gaps_read_as_positions(tmp_path):
     assert read_trec_run(path) == {"q1": [("a", 1, 3.0), ("b", 2, 1.0), ("c", 3, 0.5)]}
 
 
-def test_trec_run_round_trip_with_deterministic_ties(tmp_path):
-    run = {"q1": {"b": 0.5, "a": 0.5, "c": 2.0}, "q2": {"x": 1 / 3}}
+def test_trec_run_round_trip_with_ties_in_trec_evals_order(tmp_path):
+    run = {"q1": {"a": 0.5, "b": 0.5, "c": 2.0}, "q2": {"x": 1 / 3}}
     path = tmp_path / "out" / "run.txt"
     assert write_trec_run(run, path, tag="smcnn") == 4
-    assert path.read_text().splitlines()[:3] == ["q1 Q0 c 1 2.0 smcnn", "q1 Q0 a 2 0.5 smcnn", "q1 Q0 b 3 0.5 smcnn"]
-    assert read_trec_run(path) == {"q1": [("c", 1, 2.0), ("a", 2, 0.5), ("b", 3, 0.5)], "q2": [("x", 1, 1 / 3)]}
+    # ties by doc_id descending (qa_core.ordering), as trec_eval evaluates them
+    assert path.read_text().splitlines()[:3] == ["q1 Q0 c 1 2.0 smcnn", "q1 Q0 b 2 0.5 smcnn", "q1 Q0 a 3 0.5 smcnn"]
+    assert read_trec_run(path) == {"q1": [("c", 1, 2.0), ("b", 2, 0.5), ("a", 3, 0.5)], "q2": [("x", 1, 1 / 3)]}
     assert [p.name for p in path.parent.iterdir()] == ["run.txt"]  # no temporary file left behind
 
 

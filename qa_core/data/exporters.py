@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from qa_core import ordering
 from qa_core.checkpoints import atomic_file
 from qa_core.types import InputError
 
@@ -47,16 +48,17 @@ def _run_lines(run: Mapping[str, Mapping[str, float]], tag: str) -> Iterator[str
     tag = _trec_token(tag, "run tag")
     for qid, scores in run.items():
         qid = _trec_token(qid, "query id")
-        # Highest score first; equal scores in doc_id order, so the same run always writes the same file.
-        ranked = sorted(scores.items(), key=lambda item: (-float(item[1]), str(item[0])))
-        for rank, (doc_id, score) in enumerate(ranked, start=1):
+        # Lines and the rank column in the project's one order (``qa_core.ordering``: trec_eval's).
+        for rank, (doc_id, score) in enumerate(ordering.ranked(scores), start=1):
             yield f"{qid} Q0 {_trec_token(doc_id, 'document id')} {rank} {float(score)!r} {tag}\n"
 
 
 def write_trec_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str) -> int:
     """Write ``{qid: {doc_id: score}}`` as a TREC run (``qid Q0 doc_id rank score tag``); returns the lines.
 
-    Scores are written with ``repr`` so that reading the run back gives the same floats.
+    Scores are written with ``repr`` so that reading the run back gives the same floats; the rank
+    column follows ``qa_core.ordering`` (ties by doc_id descending), the order trec_eval and
+    ir-measures evaluate, so a reader of the rank column sees the same ranking.
     """
     return _write_atomically(path, _run_lines(run, tag))
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import ir_measures
 
+from qa_core import ordering
 from qa_core.text import truecasing
 from qa_core.types import (
     MAX_CANDIDATE_CHARS,
@@ -653,15 +654,14 @@ def _trec_fields(path: Path, text: str, shape: str) -> Iterator[tuple[int, list[
 
 
 def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, int, float]]]:
-    """A TREC run: qid -> [(doc_id, position, score)] in the file's rank order (then doc_id),
-    positions numbered from 1.
+    """A TREC run: qid -> [(doc_id, position, score)] best first, positions numbered from 1.
 
-    Parsed here rather than by ``ir_measures.read_trec_run``, which drops the rank column that a
-    first-stage import needs and fails without a line number. Runs number ranks from 0 or from 1
-    (trec_eval ignores the column), so the column only orders a query's documents.
+    The scores decide the order and ties follow ``qa_core.ordering`` (trec_eval's order): the rank
+    column is checked but, as trec_eval does, not trusted, so a run reads as every evaluator reads
+    it. Parsed here rather than by ``ir_measures.read_trec_run`` for the line numbers of errors.
     """
     path = Path(path)
-    run: dict[str, dict[str, tuple[str, int, float]]] = {}
+    run: dict[str, dict[str, float]] = {}
     for number, (qid, _, doc_id, rank_text, score_text, _tag) in _trec_fields(path, read_text(path), "qid Q0 docid rank score tag"):
         rank = _integer(rank_text)
         try:
@@ -674,9 +674,8 @@ def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, int, float]]]:
             raise InputError(f"score must be a finite number, got {score_text!r}", path=str(path), line=number)
         if doc_id in run.setdefault(qid, {}):
             raise InputError(f"document {doc_id} appears twice for query {qid}", path=str(path), line=number)
-        run[qid][doc_id] = (doc_id, rank, score)
-    return {qid: [(doc_id, position, score)
-                  for position, (doc_id, _, score) in enumerate(sorted(docs.values(), key=lambda d: (d[1], d[0])), start=1)]
+        run[qid][doc_id] = score
+    return {qid: [(doc_id, position, score) for position, (doc_id, score) in enumerate(ordering.ranked(docs), start=1)]
             for qid, docs in run.items()}
 
 

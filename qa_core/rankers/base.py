@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 import numpy as np
 
+from qa_core import ordering
 from qa_core.text.links import Link
 from qa_core.training.events import ProgressCallback
 from qa_core.types import Candidate, InputError, Question
@@ -172,10 +173,10 @@ class Ranker(ABC):
         return self.score_pools([(question, candidates)])[0]
 
     def rank(self, question: str, candidates: Sequence[CandidateInput], top_k: int | None = None) -> list[ScoredCandidate]:
-        """The pool best first (ties keep pool order), each candidate with its score and rank."""
+        """The pool best first (ties by ``qa_core.ordering``'s rule), each candidate with its score and rank."""
         records = as_candidates(candidates)
         scores = self.score(question, records)
-        order = np.argsort(-scores, kind="stable")[:top_k]
+        order = ordering.order([r.doc_id for r in records], scores)[:top_k]
         return [ScoredCandidate(records[i], float(scores[i]), rank, int(i)) for rank, i in enumerate(order, start=1)]
 
     def score_edits(

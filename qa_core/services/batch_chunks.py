@@ -16,15 +16,17 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import math
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from qa_core import ordering
 from qa_core.text.nlp import Parsed, default_cache, parse_many, text_key
 from qa_core.types import Candidate, InputError
 
@@ -56,9 +58,22 @@ class PairRow:
     text: str
     rank: int | None = None  # first-stage rank (1-based)
     url: str | None = None
+    score: float | None = None  # a TREC run's first-stage score
 
     def candidate(self) -> Candidate:
-        return Candidate(self.docid, self.text, first_stage_rank=self.rank, url=self.url)
+        return Candidate(self.docid, self.text, first_stage_rank=self.rank, first_stage_score=self.score, url=self.url)
+
+
+def _pool(group: Sequence[PairRow]) -> list[Candidate]:
+    """One query's candidates. A TREC run's first-stage ranks come from its scores and the tie rule
+    (``qa_core.ordering``), as every run file is read: the rank column only has to be valid."""
+    candidates = [row.candidate() for row in group]
+    if any(row.score is None for row in group):
+        return candidates
+    order = ordering.order([row.docid for row in group], [row.score for row in group])
+    for rank, index in enumerate(order, start=1):
+        candidates[index] = replace(candidates[index], first_stage_rank=rank)
+    return candidates
 
 
 # qid -> (question, {docid: (text, url)}): a TREC run's texts, from a dataset in the store.
@@ -124,11 +139,17 @@ def run_row(path: Path, number: int, start: int, end: int, line: str, texts: Tex
     qid, docid, rank = fields[0], fields[2], fields[3]
     if not rank.isdigit() or int(rank) < 1:
         raise InputError(f"the rank must be a whole number from 1, got {rank!r}", path=str(path), line=number)
+    try:
+        score = float(fields[4])
+    except ValueError:
+        score = math.nan
+    if not math.isfinite(score):
+        raise InputError(f"the score must be a finite number, got {fields[4]!r}", path=str(path), line=number)
     question, candidates = texts.get(qid, ("", {}))
     if docid not in candidates:
         raise InputError(f"the dataset has no candidate {docid!r} for query {qid!r}", path=str(path), line=number)
     text, url = candidates[docid]
-    return PairRow(number, start, end, qid, question, docid, text, int(rank), url)
+    return PairRow(number, start, end, qid, question, docid, text, int(rank), url, score)
 
 
 def read_rows(path: Path, texts: Texts | None, start: int = 0, end: int | None = None, first_line: int = 1) -> Iterator[PairRow]:
@@ -193,7 +214,7 @@ def score_chunk(ranker: Ranker, rows: Sequence[PairRow], parsed: Mapping[str, Pa
 
     default_cache().remember(dict(parsed))  # score_pools finds them in memory
     groups = [list(g) for _, g in itertools.groupby(rows, key=lambda row: row.qid)]
-    pools = [(group[0].question, [row.candidate() for row in group]) for group in groups]
+    pools = [(group[0].question, _pool(group)) for group in groups]
     device = torch.device(ranker.device)
     precision = (torch.autocast(device.type, dtype=torch.float16 if device.type == "cuda" else torch.bfloat16)
                  if amp else contextlib.nullcontext())

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 import plotly.graph_objects as go
 
-from qa_core import significance
-from qa_core.evaluation import METRICS, Run, qrels_from_questions
+from qa_core import ordering, significance
+from qa_core.evaluation import METRICS, Run, TieReport, qrels_from_questions, tie_aware
 from qa_core.rankers.base import Ranker
 from qa_core.services import workbench
 from qa_core.services.experiments import score_questions
@@ -146,6 +146,11 @@ class SplitComparison:
     # The pairs with the reference on ``metric`` (model order).
     summaries: list[significance.PairComparison] = field(default_factory=list)
     runs: dict[str, Run] = field(default_factory=dict)  # each model's run, when it has one (not seed groups)
+    ties: dict[str, TieReport] = field(default_factory=dict)  # each run's tied scores (not seed groups)
+
+    def ties_lines(self) -> list[str]:
+        """What the ties of each run decide: a line for each model whose run has tied scores."""
+        return [f"Tied scores, {name}: {report.describe()}" for name, report in self.ties.items() if report.tied_candidates]
 
 
 def delta_column(model: str) -> str:
@@ -186,7 +191,8 @@ def compare_runs(
     values = significance.per_query({name: runs[name] for name in models}, qrels, clean)
     tops = {name: {qid: top_document(runs[name][qid]) for qid in values[name].index if runs[name].get(qid)}
             for name in models}
-    return _split_comparison(values, pooled, metric, clean, tops, {name: dict(runs[name]) for name in models})
+    return _split_comparison(values, pooled, metric, clean, tops, {name: dict(runs[name]) for name in models},
+                             ties={name: tie_aware(runs[name], qrels, clean) for name in models})
 
 
 def compare_seed_runs(
@@ -209,7 +215,7 @@ def compare_seed_runs(
 
 def _split_comparison(
     values: Mapping[str, pd.DataFrame], questions: Sequence[Question], metric: str, clean: bool,
-    tops: Mapping[str, Mapping[str, str]] | None, runs: dict[str, Run],
+    tops: Mapping[str, Mapping[str, str]] | None, runs: dict[str, Run], ties: dict[str, TieReport] | None = None,
 ) -> SplitComparison:
     models = list(values)
     qids = list(values[models[0]].index)
@@ -231,12 +237,12 @@ def _split_comparison(
     result = significance.compare_values(values)
     summaries = [pair for pair in result.pairs_for(metric) if pair.reference == reference]
     means = result.means.rename_axis("model")
-    return SplitComparison(models, metric, clean, means, table, result, summaries, runs)
+    return SplitComparison(models, metric, clean, means, table, result, summaries, runs, ties or {})
 
 
 def top_document(scores: Mapping[str, float]) -> str:
-    """The doc id a run ranks first, ties broken as trec_eval does (doc id descending)."""
-    return max(scores.items(), key=lambda item: (item[1], item[0]))[0]
+    """The doc id a run ranks first (``qa_core.ordering``: ties as trec_eval breaks them)."""
+    return ordering.ranked(scores)[0][0]
 
 
 def disagreements(

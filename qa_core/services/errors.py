@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from qa_core.evaluation import MEASURES, evaluate
+from qa_core import ordering
+from qa_core.evaluation import MEASURES, TieReport, evaluate, tie_aware
 from qa_core.services.experiments import score_questions
 from qa_core.types import Question
 
@@ -49,7 +50,7 @@ SLICES = {
 }
 TABLE_COLUMNS = [
     "qid", "question", "split", *METRIC_COLUMNS.values(), "class", "words", "length", "overlap",
-    "overlap_bucket", "label_source", "candidates", "correct",
+    "overlap_bucket", "label_source", "candidates", "tied", "correct",
 ]
 
 
@@ -106,7 +107,7 @@ def error_table(
     """One row per evaluated question (those of ``profiles`` with labels), worst first (AP, then
     RR, then qid). ``clean`` keeps only questions with a correct and a wrong candidate, as the
     WikiQA/TrecQA evaluations do; otherwise a question without a correct answer scores 0."""
-    judged = {qid: grades for qid, grades in qrels.items() if qid in profiles.index}
+    judged = _judged(qrels, profiles)
     result = evaluate({qid: run.get(qid, {}) for qid in judged}, judged, clean=clean)
     rows = []
     for qid, values in result.per_query.iterrows():
@@ -128,11 +129,25 @@ def error_table(
                 "overlap_bucket": _overlap_bucket(overlap),
                 "label_source": label_sources.get(qid, "gold"),
                 "candidates": len(run.get(qid, {})),
+                "tied": ordering.tied_count(list(run.get(qid, {}).values())),
                 "correct": len(correct),
             }
         )
     table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
     return table.sort_values(["AP", "RR", "qid"], kind="stable").reset_index(drop=True)
+
+
+def _judged(qrels: Mapping[str, Mapping[str, int]], profiles: pd.DataFrame) -> dict[str, Mapping[str, int]]:
+    return {qid: grades for qid, grades in qrels.items() if qid in profiles.index}
+
+
+def ties(
+    run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]], profiles: pd.DataFrame,
+    clean: bool = True,
+) -> TieReport:
+    """The tied scores of ``error_table``'s questions and what they decide (``evaluation.tie_aware``)."""
+    judged = _judged(qrels, profiles)
+    return tie_aware({qid: run.get(qid, {}) for qid in judged}, judged, clean=clean)
 
 
 def slice_table(table: pd.DataFrame, by: str) -> pd.DataFrame:

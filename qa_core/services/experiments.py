@@ -13,7 +13,8 @@ from qa_core.checkpoints import new_checkpoint_path
 from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.evaluation import EvalResult, evaluate, qrels_from_questions, run_from_scores
 from qa_core.rankers import registry
-from qa_core.rankers.base import Ranker
+from qa_core.rankers.base import Ranker, config_dict
+from qa_core.training import reproducibility
 from qa_core.training.events import ProgressCallback
 from qa_core.types import Dataset, InputError, Question
 
@@ -82,6 +83,7 @@ class TrainingOutcome:
     checkpoint: Path
     report: dict[str, Any]
     metrics: dict[str, Any]
+    provenance: dict[str, Any]  # reproducibility.provenance and the checkpoint's SHA-256
 
 
 def train_ranker(
@@ -96,12 +98,16 @@ def train_ranker(
     checkpoint: Path | None = None,
     model_config: dict[str, Any] | None = None,
     analyzer: QuestionAnalyzer | None = None,
+    threads: int | None = None,
 ) -> TrainingOutcome:
     """Fit ``model`` on a dataset's train split, select on dev, save the checkpoint atomically.
 
     ``model_config`` overrides the model's settings (e.g. ``{"max_epochs": 1}``); an unknown setting is
     an ``InputError``. ``analyzer``: the question analysis for a model that reads one (the caller's
-    store's classifiers, ``analysis.question_analyzer``); the rules when ``None``.
+    store's classifiers, ``analysis.question_analyzer``); the rules when ``None``. ``threads``: the
+    CPU threads (``reproducibility.training_threads()`` when ``None``); training and the DEV
+    evaluation run with them and torch's deterministic algorithms, so the same seed, data,
+    settings and threads give the same checkpoint bytes (``TrainingOutcome.provenance``).
     """
     ranker = registry.create(model, **(model_config or {}))
     if not ranker.capabilities.trainable:
@@ -117,13 +123,18 @@ def train_ranker(
     path = checkpoint or new_checkpoint_path(model, dataset.name, f"seed{seed}")
     config.ensure_free_space(path.parent, f"training {model}")
     callback = config.watch_free_space(path.parent, f"training {model}", callback)
+    threads = threads or reproducibility.training_threads()
     started = time.perf_counter()
-    report = ranker.fit(train, dev, seed=seed, analyzer=analyzer, progress=progress, callback=callback)
-    report["seconds"] = round(time.perf_counter() - started, 2)
-    dev_result = evaluate_ranker(ranker, dev)
+    with reproducibility.deterministic(threads):
+        report = ranker.fit(train, dev, seed=seed, analyzer=analyzer, progress=progress, callback=callback)
+        report["seconds"] = round(time.perf_counter() - started, 2)
+        dev_result = evaluate_ranker(ranker, dev)
     metrics = {f"dev_{name}": value for name, value in dev_result.aggregate.items()}
     registry.save(ranker, path)
-    return TrainingOutcome(ranker, path, report, metrics)
+    record = reproducibility.provenance(seed=seed, threads=threads, settings=config_dict(ranker.config),
+                                        device=str(ranker.device), train=train, dev=dev)
+    record["checkpoint_sha256"] = reproducibility.file_sha256(path)
+    return TrainingOutcome(ranker, path, report, metrics, record)
 
 
 EVAL_SPLIT = "test"  # also reported on gold labels when the dataset has them, so versions compare
@@ -145,7 +156,8 @@ def version_record(
     selection split, its gold TEST metrics, so every version lists the same numbers."""
     metrics: dict[str, Any] = {**outcome.metrics, "train_seconds": outcome.report.get("seconds")}
     if has_positives(gold_eval) and EVAL_SPLIT not in (train_split, dev_split):  # all-negative gold has no MAP
-        result = evaluate_ranker(outcome.ranker, gold_eval)
+        with reproducibility.deterministic(outcome.provenance["threads"]):  # as DEV was scored
+            result = evaluate_ranker(outcome.ranker, gold_eval)
         metrics.update({f"{EVAL_SPLIT}_gold_{metric}": value for metric, value in result.aggregate.items()})
     training_data = {
         "dataset": dataset.name,
@@ -156,6 +168,7 @@ def version_record(
         "train_labels": sum(c.label is not None for q in dataset.split(train_split) for c in q.candidates),
         "epochs_run": outcome.report.get("epochs_run"),
         "best_epoch": outcome.report.get("best_epoch"),
+        "reproducibility": outcome.provenance,  # what ``python -m qa_core reproduce`` trains it again from
         **(extra or {}),
     }
     return training_data, metrics

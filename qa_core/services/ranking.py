@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
+from qa_core import ordering
 from qa_core.classifiers.analysis import QuestionAnalysis
 from qa_core.faithfulness import PairDeletions, pair_deletions
 from qa_core.rankers.base import Explanation, Ranker, ScoredCandidate
@@ -24,7 +25,8 @@ from qa_core.text.nlp import parse
 from qa_core.types import Candidate, InputError
 
 LIVE_FRACTION = 0.2  # the share of words the page's live faithfulness test deletes
-RESULT_COLUMNS = ["rank", "score", "first_stage_rank", "rank_change", "gold_label", "text", "doc_id", "stored_label"]
+RESULT_COLUMNS = ["rank", "score", "tied", "first_stage_rank", "rank_change", "gold_label", "text", "doc_id",
+                  "stored_label"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,10 @@ class Ranking:
                 return scored.rank
         raise InputError(f"no candidate {doc_id!r} in this ranking")
 
+    def tied(self) -> int:
+        """How many candidates share their score with another of the pool."""
+        return ordering.tied_count([s.score for s in self.scored])
+
     def summary(self) -> AnalysisSummary | None:
         return None if self.analysis is None else summarise(self.question, self.analysis)
 
@@ -101,6 +107,7 @@ class Ranking:
         """The ranked candidates as a table (``RESULT_COLUMNS``; missing values are ``<NA>``).
 
         rank_change is positive when the model moved a candidate up from its first-stage rank;
+        tied: another candidate has exactly this score (``qa_core.ordering`` decides their order);
         stored_label is the latest label in the store (``stored_labels`` ``{doc_id: grade}``).
         """
         stored = stored_labels or {}
@@ -109,6 +116,7 @@ class Ranking:
             {
                 "rank": [s.rank for s in self.scored],
                 "score": [s.score for s in self.scored],
+                "tied": ordering.tied_flags([s.score for s in self.scored]),
                 "first_stage_rank": pd.array([c.first_stage_rank for c in rows], dtype="Int64"),
                 "rank_change": pd.array([s.rank_change for s in self.scored], dtype="Int64"),
                 "gold_label": pd.array([c.label for c in rows], dtype="Int64"),
@@ -154,12 +162,14 @@ class Ranking:
         new_score = float(self.ranker.score_edits(self.question, self.pool, target.index, [edited])[0])
         pool = list(self.pool)
         pool[target.index] = replace(target.candidate, text=edited)
-        others = [s.score for s in self.scored if s.index != target.index]
+        # Ranked with the others' scores by the tie rule, as the table ranks (the edit keeps its doc_id).
+        scores = {s.candidate.doc_id: s.score for s in self.scored if s.index != target.index}
+        ranked = [doc for doc, _ in ordering.ranked({**scores, target.candidate.doc_id: new_score})]
         return Counterfactual(
             text=edited,
             score=new_score,
             original_score=target.score,
-            rank=1 + sum(score > new_score for score in others),
+            rank=1 + ranked.index(target.candidate.doc_id),
             explanation=self.ranker.explain(self.question, pool, target.index),
         )
 

@@ -36,7 +36,9 @@ class IdfTable:
         for tokens in documents:
             df.update(set(tokens))
             count += 1
-        return cls(count, dict(df))
+        # Sorted: a set's order follows the process's string hashing, and the table is saved in
+        # checkpoints, which must be the same bytes in every process (``training.reproducibility``).
+        return cls(count, dict(sorted(df.items())))
 
     def idf(self, token: str) -> float:
         return self._idf.get(token, self.max_idf)
