@@ -37,8 +37,9 @@ def test_training_paths_agree_and_reproduce_says_what_differs(cli_env, capsys, m
     assert torch.get_num_threads() == threads  # training gives the process its thread count back
 
     # The Train page's job (its own process, another hash seed: a set's order once followed it into
-    # the checkpoint) and a worker train the same bytes as this process did.
-    first = Path(store.model_versions("smcnn")[0]["checkpoint_path"]).read_bytes()
+    # the checkpoint) and a worker train the same bytes as this process did. Registering stamps each
+    # file with its version id, so the bytes compared are the ones training wrote (their recorded hash).
+    first = store.model_versions("smcnn")[0]["training_data"]["reproducibility"]["checkpoint_sha256"]
     monkeypatch.setenv("PYTHONHASHSEED", "1" if sys.flags.hash_randomization else "2")
     for runner in ("process", "worker"):
         job_id = jobs.start_training_job(store, "smcnn", "demo", store_labels=False, gold=True, seed=5,
@@ -48,7 +49,7 @@ def test_training_paths_agree_and_reproduce_says_what_differs(cli_env, capsys, m
         job = jobs.wait_for_job(store, job_id, 300)
         assert job["status"] == "succeeded", job["error"]
         version = store.model_version(job["model_version_id"])
-        assert Path(version["checkpoint_path"]).read_bytes() == first
+        assert version["training_data"]["reproducibility"]["checkpoint_sha256"] == first
         assert version["metrics"]["dev_map"] == store.model_versions("smcnn")[0]["metrics"]["dev_map"]
     record = version["training_data"]["reproducibility"]
     assert record["threads"] == 1 and record["seed"] == 5 and record["deterministic_algorithms"] is True
