@@ -121,12 +121,15 @@ if view == ONE:
                                   format_func=lambda r: ranking.option_label(reference.at(r)))
             doc_id = reference.at(opened).candidate.doc_id
             st.markdown(workbench.as_markdown(reference.at(opened).candidate.text))
-            for column, model in zip(st.columns(len(result.models)), result.models):
-                ranked = result.rankings[model]
-                rank = ranked.rank_of(doc_id)
-                with column:
-                    st.markdown(f"**{workbench.as_markdown(model)}** · #{rank} · score {ranked.at(rank).score:.4f}")
-                    explain_candidate(ranked, rank, dataset, f"compare-{model}-{rank}")
+            # One tab per model, each as wide as Ask's explanation (side-by-side columns squeezed the
+            # words of every figure into one another).
+            ranks_of = {model: result.rankings[model].rank_of(doc_id) for model in result.models}
+            tabs = st.tabs([f"{workbench.as_markdown(model)} · #{ranks_of[model]} · score {result.rankings[model].at(ranks_of[model]).score:.4f}"
+                            for model in result.models])
+            for tab, model in zip(tabs, result.models):
+                with tab:
+                    explain_candidate(result.rankings[model], ranks_of[model], dataset,
+                                      f"compare-{model}-{ranks_of[model]}")
 
 else:
     questions = get_questions(store, url, dataset, dataset_version)
