@@ -27,5 +27,5 @@ def test_errors_page_links_the_worst_question_to_ask(running_app, page, screensh
     expect(page).to_have_url(re.compile(rf"/Ask\?.*qid={re.escape(qid)}"), timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_text("Ranked candidates")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_text(f"question: {question}")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    expect(page.locator(".js-plotly-plot .gtitle", has_text="REL links:").first).to_be_visible()
+    expect(page.locator(".rl-arcs", has_text="REL links").first).to_be_visible()
     assert "Traceback" not in page.content()
