@@ -175,7 +175,7 @@ def test_candidate_text_is_escaped_not_rendered(store_url):
     assert "<script>" not in text
     # The word weights and the arcs are HTML: the words must arrive escaped.
     for drawn in (highlighted(app, "Answer, idf per word")[0], arcs(app)[0]):
-        assert "&lt;script&gt;" in drawn and "<script" not in drawn
+        assert re.search(r">&lt;</(span|text)>", drawn) and "<script" not in drawn  # spaCy splits the tag: "<" is a word
 
 
 # ---------------------------------------------------------------------------------- Ask: links, explanations, edits
