@@ -179,9 +179,11 @@ else:
         shown_dataset, shown_split, shown_rule, result = st.session_state[SPLIT_KEY]
         reference = result.models[0]
         st.subheader("Means with 95% bootstrap intervals")
-        st.dataframe(result.significance.systems_table(), key="means",
-                     column_config={c: st.column_config.NumberColumn(c, format="%.4f")
-                                    for c in result.significance.systems_table().columns})
+        st.table(compare.means_table(result))
+        with st.expander("As numbers (sortable, CSV)"):
+            st.dataframe(result.significance.systems_table(), key="means",
+                         column_config={c: st.column_config.NumberColumn(c, format="%.4f")
+                                        for c in result.significance.systems_table().columns})
         st.subheader(f"Every pair on {result.metric}")
         st.caption(workbench.as_markdown(
             f"Δ = model − vs per question; a win is Δ > 0. {result.significance.describe()} "
@@ -189,14 +191,17 @@ else:
             + ("Questions with a relevant and a non-relevant candidate. " if result.clean else "Questions with labels. ")
             + describe(shown_rule)
         ))
-        st.dataframe(
-            compare.summary_table(result), hide_index=True, key="summary",
-            column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in ("mean Δ", "MDD")},
-        )
+        st.table(compare.pairs_summary(result))
+        with st.expander("Every column: raw and Holm-adjusted p-values, questions, notes"):
+            st.dataframe(
+                compare.summary_table(result), hide_index=True, key="summary",
+                column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in ("mean Δ", "MDD")},
+            )
 
         st.subheader(f"Per question: {result.metric} against {reference}")
         other = (st.selectbox("Model to chart against the reference", result.models[1:], key="chart_model")
                  if len(result.models) > 2 else result.models[1])
+        st.caption("Click a bar or a point to open its question in Ask.")
         left, right = st.columns(2)
         with left:
             bars = st.plotly_chart(compare.delta_figure(result, other), on_select="rerun", selection_mode="points",
