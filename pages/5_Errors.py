@@ -127,4 +127,4 @@ for tab, by in zip(tabs, errors.SLICES):
             column_config={metric: st.column_config.NumberColumn(metric, format="%.3f") for metric in metrics},
             key=f"slice-{by}",
         )
-        st.plotly_chart(viz.slice_bar_figure(slices, by), key=f"slice-chart-{by}")
+        st.plotly_chart(viz.slice_bar_figure(slices, by, table, errors.SLICES.get(by, by)), key=f"slice-chart-{by}")

@@ -7,7 +7,9 @@ import html
 import re
 
 import pandas as pd
+import pytest
 
+from qa_core import significance
 from qa_core.rankers.base import Explanation
 from qa_core.services import text_views, viz
 from qa_core.text.links import Link
@@ -71,10 +73,17 @@ def test_many_links_show_each_question_words_strongest_unless_all_are_asked_for(
     assert text_views.arcs_html(question, answer, links, weights, show_all=True).count("<path ") == 62
 
 
-def test_slice_bars_follow_the_table_order():
+def test_slice_bars_follow_the_table_order_with_intervals_and_the_overall_mean():
+    per_question = pd.DataFrame({"class": ["HUM", "HUM", "HUM", "<i>"], "AP": [1.0, 0.5, 0.0, 0.25]})
     slices = pd.DataFrame({"question class": ["HUM", "<i>"], "questions": [3, 1], "AP": [0.5, 0.25]})
-    bar = viz.slice_bar_figure(slices, "question class").data[0]
+    figure = viz.slice_bar_figure(slices, "question class", per_question, "class")
+    bar = figure.data[0]
     assert list(bar.x) == ["HUM", "&lt;i&gt;"] and list(bar.y) == [0.5, 0.25]
+    low, high = significance.bootstrap_interval([1.0, 0.5, 0.0])
+    assert bar.error_y.array[0] == pytest.approx(high - 0.5) and bar.error_y.arrayminus[0] == pytest.approx(0.5 - low)
+    assert bar.error_y.array[1] == 0.0 and bar.customdata[1][1] == "no interval (one question)"  # one question
+    (line,) = figure.layout.shapes
+    assert line.y0 == line.y1 == pytest.approx(0.4375) and "all questions: 0.438" in figure.layout.annotations[0].text
 
 
 # ---------------------------------------------------------------------------------- long answers
@@ -147,3 +156,18 @@ def test_more_than_150_answer_words_are_grouped_in_the_matrix():
     assert len(heat.y) == 100 and [row[0] for row in heat.z[1:4]] == [1.0, -2.0, 0.0]  # groups of 4: largest magnitude
     assert figure.layout.yaxis.ticktext[1] == "5: w4" and "words 5–8: w4 w5 w6 w7" in heat.text[1][0]
     assert "groups of 4" in figure.layout.title.text
+
+
+def test_the_version_curve_draws_one_line_per_dataset_and_rings_the_versions_in_use():
+    versions = pd.DataFrame({
+        "version": [4, 3, 2, 1, 0], "in use for": ["", "wikiqa", "", "demo", ""],
+        "dataset": ["wikiqa", "wikiqa", "demo", "demo", "demo"], "train labels": [900, 300, 80, 40, None],
+        "dev MAP": [0.61, 0.55, 0.8, 0.7, 0.5], "test MAP (gold)": [0.6, None, 0.78, 0.69, 0.4],
+    })
+    figure = viz.version_curve_figure(versions, "<b>m</b>")
+    lines = {trace.name: (list(trace.x), list(trace.y)) for trace in figure.data}
+    assert lines["demo: dev MAP"] == ([40, 80], [0.7, 0.8]) and lines["wikiqa: dev MAP"] == ([300, 900], [0.55, 0.61])
+    assert lines["wikiqa: test MAP (gold)"] == ([900], [0.6])  # a version without the metric is left out
+    assert lines["in use (promoted)"] == ([300, 40], [0.55, 0.7])
+    assert "&lt;b&gt;m&lt;/b&gt;" in figure.layout.title.text
+    assert viz.version_curve_figure(versions.assign(**{"train labels": None}), "m") is None

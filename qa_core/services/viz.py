@@ -8,12 +8,14 @@ Tokens sit on numeric axes with escaped tick labels: categorical axes would merg
 from __future__ import annotations
 
 import html
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 
+from qa_core import significance
 from qa_core.rankers.base import Explanation
 from qa_core.structure.trees import Tree
 
@@ -99,23 +101,85 @@ def heatmap_figure(explanation: Explanation, matrix_name: str) -> go.Figure:
 # Error slices
 
 
-def slice_bar_figure(slices: pd.DataFrame, by: str, metric: str = "AP") -> go.Figure:
-    """Mean ``metric`` per slice value (one bar each, in the table's order), questions on hover."""
-    names = _labels([str(value) for value in slices[by]])
+def slice_bar_figure(slices: pd.DataFrame, by: str, per_question: pd.DataFrame, column: str,
+                     metric: str = "AP") -> go.Figure:
+    """Mean ``metric`` per slice value (one bar each, in the table's order) with its 95% percentile
+    bootstrap interval over the slice's questions (``per_question`` rows whose ``column`` is the
+    slice value; none for a slice of one question), and the mean over all questions as a dashed
+    line, so a slice's gap to the whole and its uncertainty read together."""
+    names = [str(value) for value in slices[by]]
+    intervals = [significance.bootstrap_interval(per_question.loc[per_question[column].astype(str) == name, metric])
+                 for name in names]
+    means = slices[metric].tolist()
+    above = [0.0 if math.isnan(high) else high - mean for mean, (_, high) in zip(means, intervals)]
+    below = [0.0 if math.isnan(low) else mean - low for mean, (low, _) in zip(means, intervals)]
+    interval_text = ["no interval (one question)" if math.isnan(low) else f"95% interval [{low:.3f}, {high:.3f}]"
+                     for low, high in intervals]
+    label = html.escape(metric)
     figure = go.Figure(
         go.Bar(
-            x=names,
-            y=slices[metric],
-            customdata=slices["questions"],
-            hovertemplate="%{x}<br>mean " + html.escape(metric) + ": %{y:.4f}<br>questions: %{customdata}<extra></extra>",
+            x=_labels(names),
+            y=means,
+            error_y={"type": "data", "array": above, "arrayminus": below, "visible": True, "color": "#444"},
+            customdata=list(zip(slices["questions"], interval_text)),
+            hovertemplate="%{x}<br>mean " + label + ": %{y:.3f}<br>%{customdata[1]}<br>questions: %{customdata[0]}"
+                          "<extra></extra>",
+            marker={"color": "#6c8ebf"},
         )
     )
-    figure.update_yaxes(title_text=f"mean {html.escape(metric)}", range=[0, 1])
+    overall = float(per_question[metric].mean())
+    figure.add_hline(y=overall, line_dash="dash", line_color="#d62728",
+                     annotation_text=f"all questions: {overall:.3f}", annotation_position="top right",
+                     annotation_font={"size": 12, "color": "#d62728"})
+    figure.update_yaxes(title_text=f"mean {label}", range=[0, 1.05])
     figure.update_xaxes(type="category", title_text=html.escape(by))
     figure.update_layout(
-        title={"text": f"mean {html.escape(metric)} by {html.escape(by)}"},
-        height=300,
+        title={"text": f"mean {label} by {html.escape(by)}, 95% bootstrap intervals", "font": {"size": 15}},
+        height=340,
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
+    )
+    return figure
+
+
+DATASET_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+
+
+def version_curve_figure(versions: pd.DataFrame, model: str) -> go.Figure | None:
+    """The Train page's versions of ``model`` (``retraining.versions_table``) as MAP against the TRAIN
+    labels each was trained on: one colour per dataset (versions of different datasets are never
+    joined into one line), dev MAP solid and gold test MAP dashed, and the versions in use (promoted)
+    ringed. ``None`` when no version records its label count."""
+    rows = versions.dropna(subset=["train labels"])
+    if rows.empty:
+        return None
+    figure = go.Figure()
+    for (dataset, group), colour in zip(rows.groupby("dataset", sort=True), itertools.cycle(DATASET_COLOURS)):
+        group = group.sort_values(["train labels", "version"])
+        name = html.escape(str(dataset) or "no dataset")
+        for column, dash in (("dev MAP", "solid"), ("test MAP (gold)", "dash")):
+            points = group.dropna(subset=[column])
+            if points.empty:
+                continue
+            figure.add_trace(go.Scatter(
+                x=points["train labels"].tolist(), y=points[column].tolist(), mode="lines+markers",
+                name=f"{name}: {html.escape(column)}", line={"color": colour, "dash": dash},
+                customdata=points["version"].tolist(),
+                hovertemplate=f"{name}, version %{{customdata}}<br>%{{x}} labels<br>{html.escape(column)}: %{{y:.4f}}"
+                              "<extra></extra>",
+            ))
+    in_use = rows[rows["in use for"].fillna("").astype(str) != ""].dropna(subset=["dev MAP"])
+    if not in_use.empty:
+        figure.add_trace(go.Scatter(
+            x=in_use["train labels"].tolist(), y=in_use["dev MAP"].tolist(), mode="markers", name="in use (promoted)",
+            marker={"symbol": "circle-open", "size": 18, "color": "#d62728", "line": {"width": 3}},
+            customdata=[html.escape(f"version {v}, in use for {scopes}") for v, scopes in zip(in_use["version"], in_use["in use for"])],
+            hovertemplate="%{customdata}<extra></extra>",
+        ))
+    figure.update_layout(
+        title={"text": html.escape(f"{model}: MAP of each version by the TRAIN labels it was trained on"),
+               "font": {"size": 15}},
+        xaxis_title="labels (TRAIN pairs)", yaxis_title="MAP", template="plotly_white", height=420,
+        legend={"orientation": "h", "y": -0.2, "x": 0}, margin={"l": 10, "r": 10, "t": 50, "b": 10},
     )
     return figure
 
