@@ -8,6 +8,7 @@ gold, as Compare and the CLI); each worst question links to Ask with ``?dataset=
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from pages import (
@@ -92,7 +93,12 @@ st.caption(
     "IDF-weighted share of the question's content words found in one of its correct answers (IDF over this "
     "split's candidates)."
 )
-shown = table.assign(ask=[workbench.ask_url(dataset, qid, model) for qid in table["qid"]])
+shown = table.assign(
+    ask=[workbench.ask_url(dataset, qid, model) for qid in table["qid"]],
+    # A question without a correct answer has no overlap: a blank cell (Streamlit writes "None" for a
+    # missing number, whatever the format), so the column is text; two decimals in [0, 1] sort as text.
+    overlap=["" if pd.isna(value) else f"{value:.2f}" for value in table["overlap"]],
+)
 st.dataframe(
     shown,
     hide_index=True,
@@ -100,7 +106,7 @@ st.dataframe(
         "ask": st.column_config.LinkColumn("open", display_text="Ask", width="small"),
         "question": st.column_config.TextColumn("question", width="large"),
         **{metric: st.column_config.NumberColumn(metric, format="%.3f") for metric in metrics},
-        "overlap": st.column_config.NumberColumn("overlap", format="%.2f"),
+        "overlap": st.column_config.TextColumn("overlap", alignment="right"),
         "overlap_bucket": "overlap bucket",
         "label_source": "label source",
     },

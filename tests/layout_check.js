@@ -4,7 +4,7 @@
 // container does not cut: its content can be scrolled to), no label is smaller than the minimum size.
 // Hidden elements (an inactive tab) are skipped. Returns a list of sentences, empty when all is well.
 (minimumPx) => {
-  const FIGURES = ".js-plotly-plot, .rl-highlighted, .rl-arcs, .rl-table";
+  const FIGURES = ".js-plotly-plot, .rl-highlighted, .rl-arcs, [data-testid=stTable]";
   const TOLERANCE = 1; // px of rounding
   const problems = [];
 

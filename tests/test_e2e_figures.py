@@ -1,6 +1,9 @@
 """Every figure type, as the pages draw it, read by Chromium at 1280 and 1920 px (issue 31): for
-answers of 5, 20, 60 and 150 words and for two and three models, no two text labels overlap, no
+answers of 5, 20, 60 and 150 words and for two and three models (explanations, bump chart), and the
+comparison tables and charts, the slices and the version curve, no two text labels overlap, no
 label is cut off by its container and no text is smaller than 10 px (tests/layout_check.js).
+Streamlit's st.dataframe draws on a canvas, which no DOM check can read: the tables checked are the
+st.table ones (Compare's means and pairs).
 
 One Streamlit page (tests/fixtures/figures_app.py) draws them all through the pages' own functions
 with made-up data, so one page load checks every figure; the viewport is resized in place and the

@@ -83,7 +83,7 @@ def test_slice_bars_follow_the_table_order_with_intervals_and_the_overall_mean()
     assert bar.error_y.array[0] == pytest.approx(high - 0.5) and bar.error_y.arrayminus[0] == pytest.approx(0.5 - low)
     assert bar.error_y.array[1] == 0.0 and bar.customdata[1][1] == "no interval (one question)"  # one question
     (line,) = figure.layout.shapes
-    assert line.y0 == line.y1 == pytest.approx(0.4375) and "all questions: 0.438" in figure.layout.annotations[0].text
+    assert line.y0 == line.y1 == pytest.approx(0.4375) and "all questions<br>0.438" in figure.layout.annotations[0].text
 
 
 # ---------------------------------------------------------------------------------- long answers

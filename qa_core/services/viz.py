@@ -128,15 +128,15 @@ def slice_bar_figure(slices: pd.DataFrame, by: str, per_question: pd.DataFrame, 
         )
     )
     overall = float(per_question[metric].mean())
-    figure.add_hline(y=overall, line_dash="dash", line_color="#d62728",
-                     annotation_text=f"all questions: {overall:.3f}", annotation_position="top right",
-                     annotation_font={"size": 12, "color": "#d62728"})
+    figure.add_hline(y=overall, line_dash="dash", line_color="#d62728")
+    figure.add_annotation(xref="paper", x=1.0, xanchor="left", xshift=6, y=overall, showarrow=False,
+                          text=f"all questions<br>{overall:.3f}", align="left", font={"size": 12, "color": "#d62728"})
     figure.update_yaxes(title_text=f"mean {label}", range=[0, 1.05])
     figure.update_xaxes(type="category", title_text=html.escape(by))
     figure.update_layout(
         title={"text": f"mean {label} by {html.escape(by)}, 95% bootstrap intervals", "font": {"size": 15}},
         height=340,
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        margin={"l": 10, "r": 100, "t": 50, "b": 10},
     )
     return figure
 
@@ -179,7 +179,7 @@ def version_curve_figure(versions: pd.DataFrame, model: str) -> go.Figure | None
         title={"text": html.escape(f"{model}: MAP of each version by the TRAIN labels it was trained on"),
                "font": {"size": 15}},
         xaxis_title="labels (TRAIN pairs)", yaxis_title="MAP", template="plotly_white", height=420,
-        legend={"orientation": "h", "y": -0.2, "x": 0}, margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
     )
     return figure
 
