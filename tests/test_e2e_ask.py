@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import BROWSER_TIMEOUT_MS, choose
+from tests.conftest import BROWSER_TIMEOUT_MS, choose, page_screenshots
 
 DEMO_QUESTION, DEMO_ANSWER = "who discovered penicillin", "Alexander Fleming"
 
@@ -32,8 +32,7 @@ def test_ask_page_ranks_a_typed_question(running_app, page, screenshot_dir):
     expect(arcs).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(arcs.get_by_text("REL (shared lemma)")).to_be_visible()
     assert "Traceback" not in page.content()
-    arcs.scroll_into_view_if_needed()
-    page.screenshot(path=str(screenshot_dir / "ask.png"))
+    page_screenshots(page, screenshot_dir, "ask")
 
 
 FIRST_QUESTION = "which scientist discovered penicillin"  # what a newcomer types first (issue 16)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import BROWSER_TIMEOUT_MS
+from tests.conftest import BROWSER_TIMEOUT_MS, page_screenshots
 
 
 def test_errors_page_links_the_worst_question_to_ask(running_app, page, screenshot_dir):
@@ -19,7 +19,7 @@ def test_errors_page_links_the_worst_question_to_ask(running_app, page, screensh
     expect(links).to_have_count(10)  # the worst 10 of the demo's 28 test questions (LINKED), once all are drawn
     expect(page.locator(".js-plotly-plot .gtitle", has_text="mean AP by question class")).to_be_visible()
     assert "Traceback" not in page.content()
-    page.screenshot(path=str(screenshot_dir / "errors.png"))
+    page_screenshots(page, screenshot_dir, "errors")
 
     worst = links.first.inner_text()
     qid, question = re.search(r"(\S+) · AP [\d.]+ · (.+)", worst).groups()

@@ -21,15 +21,10 @@ from pathlib import Path
 import pytest
 
 from tests import ROOT
-from tests.conftest import BROWSER_TIMEOUT_MS, _free_port, _wait_healthy, settled
+from tests.conftest import BROWSER_TIMEOUT_MS, PLOTS_FIT, SCREENSHOT_WIDTHS, _free_port, _wait_healthy, settled
 
-WIDTHS = (1280, 1920)
 MINIMUM_TEXT_PX = 10
 CHECK = (Path(__file__).parent / "layout_check.js").read_text(encoding="utf-8")
-# Every visible plotly chart drawn at its container's width (after a resize or a tab opened).
-PLOTS_FIT = """() => [...document.querySelectorAll('.js-plotly-plot')].filter((plot) => plot.offsetParent)
-    .every((plot) => { const svg = plot.querySelector('.main-svg');
-        return svg && Math.abs(svg.getBoundingClientRect().width - plot.getBoundingClientRect().width) <= 1; })"""
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +49,7 @@ def figures_url(chromium, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 def test_no_label_overlaps_is_cut_off_or_too_small_at_any_length(chromium, figures_url):
-    context = chromium.new_context(viewport={"width": WIDTHS[0], "height": 1000})
+    context = chromium.new_context(viewport={"width": SCREENSHOT_WIDTHS[0], "height": 1000})
     try:
         page = context.new_page()
         page.goto(figures_url)
@@ -63,7 +58,7 @@ def test_no_label_overlaps_is_cut_off_or_too_small_at_any_length(chromium, figur
         tabs = page.get_by_role("tab")
         assert tabs.count() == 2 + 3  # the two- and three-model explanations
         problems: list[str] = []
-        for width in WIDTHS:
+        for width in SCREENSHOT_WIDTHS:
             page.set_viewport_size({"width": width, "height": 1000})
             for tab in [None, *(tabs.nth(i) for i in range(tabs.count()))]:
                 if tab is not None:

@@ -275,7 +275,7 @@ def arcs_html(question_tokens: Sequence[str], answer_tokens: Sequence[str], link
     if len(drawn) < len(links):
         count += f"; the {len(drawn)} strongest shown (each question word's strongest first)"
     return (
-        f'<div class="rl-arcs"><div style="font-size:14px;color:#555;margin-bottom:4px">{html.escape(count)}</div>'
+        f'<div class="rl-arcs" style="margin-bottom:1rem"><div style="font-size:14px;color:#555;margin-bottom:4px">{html.escape(count)}</div>'
         f'<div style="overflow-x:auto">{svg}</div>'
         f'<div style="font-size:13px;color:#555;margin-top:4px">{legend}</div></div>'
     )
