@@ -161,13 +161,18 @@ def test_more_than_150_answer_words_are_grouped_in_the_matrix():
 def test_the_version_curve_draws_one_line_per_dataset_and_rings_the_versions_in_use():
     versions = pd.DataFrame({
         "version": [4, 3, 2, 1, 0], "in use for": ["", "wikiqa", "", "demo", ""],
-        "dataset": ["wikiqa", "wikiqa", "demo", "demo", "demo"], "train labels": [900, 300, 80, 40, None],
-        "dev MAP": [0.61, 0.55, 0.8, 0.7, 0.5], "test MAP (gold)": [0.6, None, 0.78, 0.69, 0.4],
+        "dataset": ["wikiqa", "wikiqa", "demo", "demo", "demo"], "train labels": [900, 300, 60, 40, 60],
+        "dev MAP": [0.61, 0.55, 0.8, 0.7, 0.5], "test MAP (gold)": [0.6, None, None, 0.69, 0.4],
     })
     figure = viz.version_curve_figure(versions, "<b>m</b>")
-    lines = {trace.name: (list(trace.x), list(trace.y)) for trace in figure.data}
-    assert lines["demo: dev MAP"] == ([40, 80], [0.7, 0.8]) and lines["wikiqa: dev MAP"] == ([300, 900], [0.55, 0.61])
-    assert lines["wikiqa: test MAP (gold)"] == ([900], [0.6])  # a version without the metric is left out
-    assert lines["in use (promoted)"] == ([300, 40], [0.55, 0.7])
+    lines = {trace.name: (list(trace.x), list(trace.y)) for trace in figure.data if trace.mode == "lines"}
+    assert lines == {"demo: dev MAP": ([40, 60], [0.7, 0.65]), "demo: test MAP (gold)": ([40, 60], [0.69, 0.4]),
+                     "wikiqa: dev MAP": ([300, 900], [0.55, 0.61]),
+                     "wikiqa: test MAP (gold)": ([900], [0.6])}  # a version without the metric is left out
+    points = [list(trace.customdata) for trace in figure.data if trace.mode == "markers" and trace.showlegend is False]
+    assert points[0] == [1, 0, 2]  # demo's dev MAP: every version a point, two of them at 60 labels
+    (in_use,) = [trace for trace in figure.data if trace.name == "in use (promoted)"]
+    assert (list(in_use.x), list(in_use.y)) == ([300, 40], [0.55, 0.7])
+    assert list(figure.layout.xaxis.tickvals) == [40, 60, 300, 900]
     assert "&lt;b&gt;m&lt;/b&gt;" in figure.layout.title.text
     assert viz.version_curve_figure(versions.assign(**{"train labels": None}), "m") is None

@@ -147,26 +147,35 @@ DATASET_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377
 def version_curve_figure(versions: pd.DataFrame, model: str) -> go.Figure | None:
     """The Train page's versions of ``model`` (``retraining.versions_table``) as MAP against the TRAIN
     labels each was trained on: one colour per dataset (versions of different datasets are never
-    joined into one line), dev MAP solid and gold test MAP dashed, and the versions in use (promoted)
-    ringed. ``None`` when no version records its label count."""
+    joined into one line), dev MAP solid and gold test MAP dashed. Each version is a point; the line
+    joins the mean at each label count (versions retrained on the same labels, e.g. other seeds, are
+    not joined to one another). The versions in use (promoted) are ringed. ``None`` when no version
+    records its label count."""
     rows = versions.dropna(subset=["train labels"])
     if rows.empty:
         return None
     figure = go.Figure()
     for (dataset, group), colour in zip(rows.groupby("dataset", sort=True), itertools.cycle(DATASET_COLOURS)):
-        group = group.sort_values(["train labels", "version"])
         name = html.escape(str(dataset) or "no dataset")
         for column, dash in (("dev MAP", "solid"), ("test MAP (gold)", "dash")):
-            points = group.dropna(subset=[column])
+            points = group.dropna(subset=[column]).sort_values(["train labels", "version"])
             if points.empty:
                 continue
+            curve = points.groupby("train labels")[column].mean()
             figure.add_trace(go.Scatter(
-                x=points["train labels"].tolist(), y=points[column].tolist(), mode="lines+markers",
-                name=f"{name}: {html.escape(column)}", line={"color": colour, "dash": dash},
+                x=curve.index.tolist(), y=curve.tolist(), mode="lines", name=f"{name}: {html.escape(column)}",
+                legendgroup=f"{name}{column}", line={"color": colour, "dash": dash}, hoverinfo="skip",
+            ))
+            figure.add_trace(go.Scatter(
+                x=points["train labels"].tolist(), y=points[column].tolist(), mode="markers", showlegend=False,
+                legendgroup=f"{name}{column}", marker={"color": colour, "size": 8},
                 customdata=points["version"].tolist(),
                 hovertemplate=f"{name}, version %{{customdata}}<br>%{{x}} labels<br>{html.escape(column)}: %{{y:.4f}}"
                               "<extra></extra>",
             ))
+    counts = sorted(rows["train labels"].unique())
+    if len(counts) <= 8:  # few label counts: ticks at them, not at fractions of a label between them
+        figure.update_xaxes(tickmode="array", tickvals=counts, ticktext=[f"{int(c):,}" for c in counts])
     in_use = rows[rows["in use for"].fillna("").astype(str) != ""].dropna(subset=["dev MAP"])
     if not in_use.empty:
         figure.add_trace(go.Scatter(
