@@ -194,16 +194,26 @@ class _Word:
 
 def _layout(tokens: Sequence[str], linked: set[int], left: float) -> list[_Word]:
     """The words of one line, left to right from ``left``. A line wider than ``FIT_PX`` keeps its
-    linked words with the fewest neighbours (2, 1 or 0 each side) that make it fit, every other run
+    linked words with the most neighbours (2, 1 or 0 each side) that still fit, every other run
     shown as "…(n)"."""
     shown = [_shown(token) for token in tokens]
-    keep = set(range(len(tokens)))
-    if sum(text_width(word) + WORD_GAP_PX for word in shown) > FIT_PX and linked:
-        for context in (2, 1, 0):
-            keep = {j for i in linked for j in range(i - context, i + context + 1) if 0 <= j < len(tokens)}
-            if sum(text_width(shown[j]) + WORD_GAP_PX for j in keep) + 40 * len(keep) // 2 <= FIT_PX:
-                break
-    words, x, hidden = [], left, 0
+    words = _place(tokens, shown, set(range(len(tokens))), left)
+    for context in (2, 1, 0) if linked and _right(words, left) - left > FIT_PX else ():
+        keep = {j for i in linked for j in range(i - context, i + context + 1) if 0 <= j < len(tokens)}
+        words = _place(tokens, shown, keep, left)
+        if _right(words, left) - left <= FIT_PX:
+            break
+    return words
+
+
+def _right(words: Sequence[_Word], left: float) -> float:
+    return words[-1].x + words[-1].width if words else left
+
+
+def _place(tokens: Sequence[str], shown: Sequence[str], keep: set[int], left: float) -> list[_Word]:
+    """The kept tokens one gap apart from ``left``, each run of the others as one "…(n)" marker."""
+    words: list[_Word] = []
+    x, hidden = left, 0
     for i, token in enumerate([*tokens, None]):
         if token is not None and i not in keep:
             hidden += 1
