@@ -11,7 +11,7 @@ from qa_core.rankers.base import Explanation
 from qa_core.text.links import Link
 
 FIGURE_LENGTHS = (5, 20, 60, 150)
-QUESTION = ["who", "discovered", "penicillin", "<b>first</b>", "?"]
+QUESTION = ["who", "discovered", "penicillin", "first", "in", "<b>London</b>", "?"]
 WORDS = ("Alexander Fleming discovered penicillin in 1928 at St Mary 's Hospital in London , after noticing "
          "that a mould called Penicillium notatum killed the <b>bacteria</b> ; its internationalisation and "
          "mass-production came with Florey and Chain https://en.wikipedia.org/wiki/Penicillin .").split()
@@ -30,7 +30,7 @@ def explanation(words: int, matrix: bool = True) -> Explanation:
              if tokens[a].lower() == QUESTION[q].lower()]
     links.append(Link(0, 1, 0, min(2, words), "REL-FOCUS-HUM", "PERSON"))
     matrices = {"similarity": [[((q + 1) * (a + 3) % 11) / 10 for a in range(words)] for q in range(len(QUESTION))]}
-    return Explanation(0.5, QUESTION, tokens, weights, "saliency", question_weights=[0.2, 0.9, 0.7, -0.3, 0.0],
+    return Explanation(0.5, QUESTION, tokens, weights, "saliency", question_weights=[0.2, 0.9, 0.7, -0.3, 0.1, 0.5, 0.0],
                        matrices=matrices if matrix else {}, links=links,
                        answer_tokens_read=words - 10 if words > 100 else None)
 

@@ -173,6 +173,30 @@ def test_the_version_curve_draws_one_line_per_dataset_and_rings_the_versions_in_
     assert points[0] == [1, 0, 2]  # demo's dev MAP: every version a point, two of them at 60 labels
     (in_use,) = [trace for trace in figure.data if trace.name == "in use (promoted)"]
     assert (list(in_use.x), list(in_use.y)) == ([300, 40], [0.55, 0.7])
-    assert list(figure.layout.xaxis.tickvals) == [40, 60, 300, 900]
+    assert figure.layout.xaxis.type == "log" and list(figure.layout.xaxis.tickvals) == [40, 60, 300, 900]
+    close = viz.version_curve_figure(versions.assign(**{"train labels": [900, 300, 50, 40, 50]}), "m")
+    assert close.layout.xaxis.tickvals is None  # 40 and 50 would write their numbers over each other
     assert "&lt;b&gt;m&lt;/b&gt;" in figure.layout.title.text
     assert viz.version_curve_figure(versions.assign(**{"train labels": None}), "m") is None
+
+
+def arcs_page() -> None:
+    """The arcs of a 150-word answer with many links, as the pages draw them."""
+    from pages import show_arcs
+    from tests.figures import explanation
+
+    show_arcs(explanation(150), "long")
+
+
+def test_the_page_draws_the_strongest_links_until_all_are_asked_for():
+    from streamlit.testing.v1 import AppTest
+
+    from tests.figures import explanation
+
+    links = len(explanation(150).links)
+    app = AppTest.from_function(arcs_page).run()
+    (drawn,) = [element.value for element in app.markdown if 'class="rl-arcs"' in element.value]
+    assert links > text_views.LINKS_SHOWN and drawn.count("<path ") == text_views.LINKS_SHOWN
+    app.toggle(key="long-all-links").set_value(True).run()
+    (drawn,) = [element.value for element in app.markdown if 'class="rl-arcs"' in element.value]
+    assert app.toggle(key="long-all-links").label == f"Show all {links} links" and drawn.count("<path ") == links

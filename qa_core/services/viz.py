@@ -141,6 +141,7 @@ def slice_bar_figure(slices: pd.DataFrame, by: str, per_question: pd.DataFrame, 
     return figure
 
 
+TICK_RATIO = 1.5  # neighbouring ticks on the version curve's log axis are at least this ratio apart
 DATASET_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
 
@@ -173,8 +174,11 @@ def version_curve_figure(versions: pd.DataFrame, model: str) -> go.Figure | None
                 hovertemplate=f"{name}, version %{{customdata}}<br>%{{x}} labels<br>{html.escape(column)}: %{{y:.4f}}"
                               "<extra></extra>",
             ))
-    counts = sorted(rows["train labels"].unique())
-    if len(counts) <= 8:  # few label counts: ticks at them, not at fractions of a label between them
+    # Labels on a log axis, as learning curves are read (40 and 5,000 labels on one chart); ticks at
+    # the label counts themselves when they are few and far enough apart for their numbers.
+    figure.update_xaxes(type="log")
+    counts = sorted(float(c) for c in rows["train labels"].unique())
+    if len(counts) <= 8 and all(high / low >= TICK_RATIO for low, high in zip(counts, counts[1:])):
         figure.update_xaxes(tickmode="array", tickvals=counts, ticktext=[f"{int(c):,}" for c in counts])
     in_use = rows[rows["in use for"].fillna("").astype(str) != ""].dropna(subset=["dev MAP"])
     if not in_use.empty:
