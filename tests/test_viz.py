@@ -54,6 +54,11 @@ def test_arcs_escape_words_and_hover_text():
     assert "&lt;b&gt;Hamlet&lt;/b&gt;" in drawn and "<b>" not in drawn
 
 
+def test_arcs_stay_one_html_block_whatever_the_tokens():
+    drawn = text_views.arcs_html(["who", "\n\n", "*x*"], ["*x*", "\n\n", "_y_"], [Link(2, 3, 0, 1, "REL", "x")])
+    assert "\n" not in drawn and arc_words(drawn)[2:] == ["who", "·", "*x*", "*x*", "·", "_y_"]
+
+
 def test_arcs_without_links_still_show_both_sentences():
     drawn = text_views.arcs_html(QUESTION, ANSWER, [])
     assert "No REL links for this pair" in drawn and arc_words(drawn)[2:] == [*QUESTION, *ANSWER]

@@ -234,10 +234,16 @@ def _centre(words: Sequence[_Word], start: int, end: int) -> float:
     return sum(inside) / len(inside) if inside else 0.0
 
 
+def _escaped_line(text: str) -> str:
+    """``text`` escaped, on one line: the arcs go through markdown (``st.html`` drops SVG), where a
+    blank line inside a token (a whitespace token) would end the HTML block."""
+    return html.escape(" ".join(text.split()))
+
+
 def _text(word: _Word, y: float, colour: str = "#262730", size: int = FONT_PX) -> str:
     return (
         f'<text x="{word.x:.1f}" y="{y:.1f}" font-size="{size}" textLength="{word.width:.1f}" '
-        f'lengthAdjust="spacingAndGlyphs" fill="{colour}"><title>{html.escape(word.hover)}</title>'
+        f'lengthAdjust="spacingAndGlyphs" fill="{colour}"><title>{_escaped_line(word.hover)}</title>'
         f"{html.escape(word.text)}</text>"
     )
 
@@ -263,7 +269,7 @@ def arcs_html(question_tokens: Sequence[str], answer_tokens: Sequence[str], link
     for link in drawn:
         x_from, x_to = _centre(q_words, link.q_start, link.q_end), _centre(a_words, link.a_start, link.a_end)
         words = f"{' '.join(question_tokens[link.q_start:link.q_end])} → {' '.join(answer_tokens[link.a_start:link.a_end])}"
-        hover = html.escape(f"{words} · {link.kind}" + (f" · {link.label}" if link.label else ""))
+        hover = _escaped_line(f"{words} · {link.kind}" + (f" · {link.label}" if link.label else ""))
         parts.append(
             f'<path d="M{x_from:.1f},{top} C{x_from:.1f},{middle:.1f} {x_to:.1f},{middle:.1f} {x_to:.1f},{bottom}" '
             f'fill="none" stroke="{link_colour(link.kind)}" stroke-width="2" stroke-opacity="0.85">'
