@@ -5,7 +5,8 @@ questions open in Ask, the questions where the models disagree most, seeds of on
 another's, and "fuse these" (a ranx fusion tuned on DEV, kept in the store, then listed as a model).
 
 Widgets and layout only; the work is in ``qa_core.services.compare`` and ``qa_core.services.workbench``. Data text is
-shown through ``st.dataframe`` or escaped markdown, never as HTML.
+shown through ``st.dataframe``, ``st.table`` or escaped markdown, never as HTML of its own: the explanations' HTML
+(``qa_core.services.text_views``) escapes every word.
 """
 
 from __future__ import annotations
