@@ -149,7 +149,7 @@ def version_curve_figure(versions: pd.DataFrame, model: str) -> go.Figure | None
     """The Train page's versions of ``model`` (``retraining.versions_table``) as MAP against the TRAIN
     labels each was trained on: one colour per dataset (versions of different datasets are never
     joined into one line), dev MAP solid and gold test MAP dashed. Each version is a point; the line
-    joins the mean at each label count (versions retrained on the same labels, e.g. other seeds, are
+    joins the mean at each label count (dev points round, test points diamonds) (versions retrained on the same labels, e.g. other seeds, are
     not joined to one another). The versions in use (promoted) are ringed. ``None`` when no version
     records its label count."""
     rows = versions.dropna(subset=["train labels"])
@@ -158,7 +158,7 @@ def version_curve_figure(versions: pd.DataFrame, model: str) -> go.Figure | None
     figure = go.Figure()
     for (dataset, group), colour in zip(rows.groupby("dataset", sort=True), itertools.cycle(DATASET_COLOURS)):
         name = html.escape(str(dataset) or "no dataset")
-        for column, dash in (("dev MAP", "solid"), ("test MAP (gold)", "dash")):
+        for column, dash, symbol in (("dev MAP", "solid", "circle"), ("test MAP (gold)", "dash", "diamond")):
             points = group.dropna(subset=[column]).sort_values(["train labels", "version"])
             if points.empty:
                 continue
@@ -169,7 +169,7 @@ def version_curve_figure(versions: pd.DataFrame, model: str) -> go.Figure | None
             ))
             figure.add_trace(go.Scatter(
                 x=points["train labels"].tolist(), y=points[column].tolist(), mode="markers", showlegend=False,
-                legendgroup=f"{name}{column}", marker={"color": colour, "size": 8},
+                legendgroup=f"{name}{column}", marker={"color": colour, "size": 8, "symbol": symbol},
                 customdata=points["version"].tolist(),
                 hovertemplate=f"{name}, version %{{customdata}}<br>%{{x}} labels<br>{html.escape(column)}: %{{y:.4f}}"
                               "<extra></extra>",
