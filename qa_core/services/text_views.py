@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import html
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,13 +134,17 @@ def _font():
     return ft2font.FT2Font(str(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"))
 
 
+_FONT_LOCK = threading.Lock()  # one FreeType face, set then read: the server's sessions run in threads
+
+
 @functools.lru_cache(maxsize=20_000)
 def text_width(text: str, size: int = FONT_PX) -> float:
     """The width in CSS px of ``text`` in DejaVu Sans at ``size`` px."""
-    font = _font()
-    font.set_size(size, 72)  # 72 dpi: one point is one px
-    font.set_text(text, 0.0)
-    return font.get_width_height()[0] / 64
+    with _FONT_LOCK:
+        font = _font()
+        font.set_size(size, 72)  # 72 dpi: one point is one px
+        font.set_text(text, 0.0)
+        return font.get_width_height()[0] / 64
 
 
 def link_kind_name(kind: str) -> str:
