@@ -313,8 +313,7 @@ def run_app(runs: int = APP_RUNS) -> dict[str, Any]:
             started = time.perf_counter()
             page.get_by_role("option").filter(has_text=re.compile(r"^#2 · ")).click()
             expect(page.get_by_text(re.compile(r"^#2 · score"))).to_be_visible(timeout=300_000)
-            expect(page.locator(".js-plotly-plot .gtitle").filter(has_text="REL links:").first).to_be_visible(
-                timeout=300_000)
+            expect(page.locator(".rl-arcs", has_text="REL links").first).to_be_visible(timeout=300_000)
             opened.append((time.perf_counter() - started) * 1000)
             page.wait_for_timeout(500)
             started = time.perf_counter()  # the same question again: the tab has loaded the table's and plotly's code

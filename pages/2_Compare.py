@@ -5,7 +5,8 @@ questions open in Ask, the questions where the models disagree most, seeds of on
 another's, and "fuse these" (a ranx fusion tuned on DEV, kept in the store, then listed as a model).
 
 Widgets and layout only; the work is in ``qa_core.services.compare`` and ``qa_core.services.workbench``. Data text is
-shown through ``st.dataframe`` or escaped markdown, never as HTML.
+shown through ``st.dataframe``, ``st.table`` or escaped markdown, never as HTML of its own: the explanations' HTML
+(``qa_core.services.text_views``) escapes every word.
 """
 
 from __future__ import annotations
@@ -122,12 +123,15 @@ if view == ONE:
                                   format_func=lambda r: ranking.option_label(reference.at(r)))
             doc_id = reference.at(opened).candidate.doc_id
             st.markdown(workbench.as_markdown(reference.at(opened).candidate.text))
-            for column, model in zip(st.columns(len(result.models)), result.models):
-                ranked = result.rankings[model]
-                rank = ranked.rank_of(doc_id)
-                with column:
-                    st.markdown(f"**{workbench.as_markdown(model)}** · #{rank} · score {ranked.at(rank).score:.4f}")
-                    explain_candidate(ranked, rank, dataset, f"compare-{model}-{rank}")
+            # One tab per model, each as wide as Ask's explanation (side-by-side columns squeezed the
+            # words of every figure into one another).
+            ranks_of = {model: result.rankings[model].rank_of(doc_id) for model in result.models}
+            tabs = st.tabs([f"{workbench.as_markdown(model)} · #{ranks_of[model]} · score {result.rankings[model].at(ranks_of[model]).score:.4f}"
+                            for model in result.models])
+            for tab, model in zip(tabs, result.models):
+                with tab:
+                    explain_candidate(result.rankings[model], ranks_of[model], dataset,
+                                      f"compare-{model}-{ranks_of[model]}")
 
 else:
     questions = get_questions(store, url, dataset, dataset_version)
@@ -182,9 +186,11 @@ else:
         shown_dataset, shown_split, shown_rule, result = st.session_state[SPLIT_KEY]
         reference = result.models[0]
         st.subheader("Means with 95% bootstrap intervals")
-        st.dataframe(result.significance.systems_table(), key="means",
-                     column_config={c: st.column_config.NumberColumn(c, format="%.4f")
-                                    for c in result.significance.systems_table().columns})
+        st.table(compare.means_table(result))
+        with st.expander("As numbers (sortable, CSV)"):
+            st.dataframe(result.significance.systems_table(), key="means",
+                         column_config={c: st.column_config.NumberColumn(c, format="%.4f")
+                                        for c in result.significance.systems_table().columns})
         for line in result.ties_lines():
             st.caption(workbench.as_markdown(line))
         st.subheader(f"Every pair on {result.metric}")
@@ -194,14 +200,17 @@ else:
             + ("Questions with a relevant and a non-relevant candidate. " if result.clean else "Questions with labels. ")
             + describe(shown_rule)
         ))
-        st.dataframe(
-            compare.summary_table(result), hide_index=True, key="summary",
-            column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in ("mean Δ", "MDD")},
-        )
+        st.table(compare.pairs_summary(result))
+        with st.expander("Every column: raw and Holm-adjusted p-values, questions, notes"):
+            st.dataframe(
+                compare.summary_table(result), hide_index=True, key="summary",
+                column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in ("mean Δ", "MDD")},
+            )
 
         st.subheader(f"Per question: {result.metric} against {reference}")
         other = (st.selectbox("Model to chart against the reference", result.models[1:], key="chart_model")
                  if len(result.models) > 2 else result.models[1])
+        st.caption("Click a bar or a point to open its question in Ask.")
         left, right = st.columns(2)
         with left:
             bars = st.plotly_chart(compare.delta_figure(result, other), on_select="rerun", selection_mode="points",

@@ -12,8 +12,7 @@ import streamlit as st
 from pages import current_actor, open_store, pick_dataset, pick_model, require_datasets
 from qa_core.access import Permission
 from qa_core.rankers import registry
-from qa_core.services import jobs, retraining, workbench
-from qa_core.services.labeling.curves import curve_figure, version_curve
+from qa_core.services import jobs, retraining, viz, workbench
 from qa_core.types import InputError
 
 JOB_KEY = "train_job"
@@ -141,15 +140,6 @@ else:
                               "A version trained on another dataset is used for this one only once promoted here.")
     )
 
-    points = version_curve(store, model)
-    if points:
-        series = {
-            "dev MAP": [{"labels": p["labels"], "mean": p["dev_map"]} for p in points if p["dev_map"] is not None],
-            "test MAP (gold)": [
-                {"labels": p["labels"], "mean": p["test_map"]} for p in points if p["test_map"] is not None
-            ],
-        }
-        st.plotly_chart(
-            curve_figure(series, title=f"{model}: MAP of each version against the TRAIN labels it was trained on"),
-            key="train_version_curve",
-        )
+    curve = viz.version_curve_figure(versions, model)
+    if curve is not None:
+        st.plotly_chart(curve, key="train_version_curve")

@@ -8,6 +8,7 @@ gold, as Compare and the CLI); each worst question links to Ask with ``?dataset=
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from pages import (
@@ -93,7 +94,12 @@ st.caption(
     "split's candidates). Tied: candidates sharing their score with another of the question's."
 )
 st.caption(workbench.as_markdown(errors.ties(run, qrels_from_questions(questions), profiles, clean=clean).describe()))
-shown = table.assign(ask=[workbench.ask_url(dataset, qid, model) for qid in table["qid"]])
+shown = table.assign(
+    ask=[workbench.ask_url(dataset, qid, model) for qid in table["qid"]],
+    # A question without a correct answer has no overlap: a blank cell (Streamlit writes "None" for a
+    # missing number, whatever the format), so the column is text; two decimals in [0, 1] sort as text.
+    overlap=["" if pd.isna(value) else f"{value:.2f}" for value in table["overlap"]],
+)
 st.dataframe(
     shown,
     hide_index=True,
@@ -101,7 +107,7 @@ st.dataframe(
         "ask": st.column_config.LinkColumn("open", display_text="Ask", width="small"),
         "question": st.column_config.TextColumn("question", width="large"),
         **{metric: st.column_config.NumberColumn(metric, format="%.3f") for metric in metrics},
-        "overlap": st.column_config.NumberColumn("overlap", format="%.2f"),
+        "overlap": st.column_config.TextColumn("overlap", alignment="right"),
         "overlap_bucket": "overlap bucket",
         "label_source": "label source",
         "tied": st.column_config.NumberColumn("tied", help="candidates sharing their score with another of this question's"),
@@ -129,4 +135,4 @@ for tab, by in zip(tabs, errors.SLICES):
             column_config={metric: st.column_config.NumberColumn(metric, format="%.3f") for metric in metrics},
             key=f"slice-{by}",
         )
-        st.plotly_chart(viz.slice_bar_figure(slices, by), key=f"slice-chart-{by}")
+        st.plotly_chart(viz.slice_bar_figure(slices, by, table, errors.SLICES.get(by, by)), key=f"slice-chart-{by}")

@@ -28,8 +28,8 @@ from db.store import Store
 from qa_core import config
 from qa_core.access import LOCAL, Actor, Permission, plain_http_refusal
 from qa_core.evaluation import Run
-from qa_core.rankers.base import Ranker
-from qa_core.services import audit, experiments, ranking, trust, viz, workbench
+from qa_core.rankers.base import Explanation, Ranker
+from qa_core.services import audit, experiments, ranking, text_views, trust, viz, workbench
 from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
 from qa_core.types import Candidate, InputError, NotTrainedError, Question
 
@@ -383,15 +383,13 @@ def question_input(store: Store, url: str, dataset: str, dataset_version: str) -
 
 def explain_candidate(result: ranking.Ranking, rank: int, dataset: str, key: str) -> None:
     """Everything the app shows of why ``result``'s candidate at ``rank`` scored as it did, computed
-    when opened: the model's heatmaps, how far to trust them, its REL links as arcs, its trees, and
-    a counterfactual edit."""
+    when opened: the model's word weights and matrices, how far to trust them, its REL links as
+    arcs, its trees, and a counterfactual edit."""
     with st.spinner("Explaining…"):
         explanation = result.explain(rank)
     show_explanation(explanation, key)
     show_trust(result, rank, dataset)
-    st.plotly_chart(
-        viz.arcs_figure(explanation.question_tokens, explanation.answer_tokens, explanation.links), key=f"{key}-arcs"
-    )
+    show_arcs(explanation, key)
     if explanation.trees and st.toggle("Show the REL-tagged trees (as the model compared them)", key=f"{key}-trees"):
         for name, tree in explanation.trees.items():
             st.caption(workbench.as_markdown(name))
@@ -399,14 +397,23 @@ def explain_candidate(result: ranking.Ranking, rank: int, dataset: str, key: str
     show_counterfactual(result, rank, key)
 
 
-def show_explanation(explanation, key: str) -> None:
-    """The model's heatmaps: its word x word matrices and its per-word weights (question side too,
-    where the model has them)."""
+def show_explanation(explanation: Explanation, key: str) -> None:
+    """The model's word weights as highlighted text (the question's too, where the model weighs its
+    words) and its word x word matrices."""
+    for text in text_views.explanation_texts(explanation):
+        st.html(text)
     for name in explanation.matrices:
         st.plotly_chart(viz.heatmap_figure(explanation, name), key=f"{key}-matrix-{name}")
-    if explanation.question_weights is not None:
-        st.plotly_chart(viz.token_weights_figure(explanation, side="question"), key=f"{key}-question-weights")
-    st.plotly_chart(viz.token_weights_figure(explanation), key=f"{key}-weights")
+
+
+def show_arcs(explanation: Explanation, key: str) -> None:
+    """The explanation's REL links as arcs; past ``text_views.LINKS_SHOWN`` links the strongest,
+    with a toggle for all of them."""
+    figure = st.container()
+    links = explanation.links
+    show_all = len(links) > text_views.LINKS_SHOWN and st.toggle(f"Show all {len(links)} links", key=f"{key}-all-links")
+    figure.markdown(text_views.arcs_html(explanation.question_tokens, explanation.answer_tokens, links,
+                                         explanation.answer_weights, show_all=show_all), unsafe_allow_html=True)
 
 
 def show_counterfactual(result: ranking.Ranking, rank: int, key: str) -> None:

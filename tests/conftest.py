@@ -456,6 +456,28 @@ def page(browser):
         context.close()
 
 
+SCREENSHOT_WIDTHS = (1280, 1920)
+# Every visible plotly chart drawn at its container's width (after a resize or a tab opened).
+PLOTS_FIT = """() => [...document.querySelectorAll('.js-plotly-plot')].filter((plot) => plot.offsetParent)
+    .every((plot) => { const svg = plot.querySelector('.main-svg');
+        return svg && Math.abs(svg.getBoundingClientRect().width - plot.getBoundingClientRect().width) <= 1; })"""
+
+
+def page_screenshots(page, folder: Path, name: str) -> None:
+    """The whole page at each of ``SCREENSHOT_WIDTHS``: ``<name>.png`` at 1280 px, ``<name>-1920.png``.
+    Streamlit scrolls inside its own container, so a full-page screenshot stops at the viewport: the
+    viewport grows to the page's height instead (then returns to its size)."""
+    size = page.viewport_size
+    for width in SCREENSHOT_WIDTHS:
+        page.set_viewport_size({"width": width, "height": size["height"]})
+        height = page.evaluate("document.querySelector('[data-testid=stMain]').scrollHeight")
+        page.set_viewport_size({"width": width, "height": min(height, 8000)})
+        page.wait_for_function(PLOTS_FIT, timeout=BROWSER_TIMEOUT_MS)
+        page.screenshot(path=str(folder / (f"{name}.png" if width == SCREENSHOT_WIDTHS[0] else f"{name}-{width}.png")))
+    page.set_viewport_size(size)
+    page.wait_for_function(PLOTS_FIT, timeout=BROWSER_TIMEOUT_MS)
+
+
 @pytest.fixture
 def screenshot_dir(tmp_path: Path) -> Path:
     """docs/screenshots when RERANK_LAB_SCREENSHOTS says so; the test's folder otherwise (a test run

@@ -35,6 +35,16 @@ def titled(app: AppTest, prefix: str) -> list[dict]:
     return [chart for chart in charts(app) if chart["layout"]["title"]["text"].startswith(prefix)]
 
 
+def highlighted(app: AppTest, heading: str) -> list[str]:
+    """The highlighted texts (word weights, ``st.html``) whose heading starts with ``heading``."""
+    return [element.proto.body for element in app.get("html") if f'margin-bottom:4px">{heading}' in element.proto.body]
+
+
+def arcs(app: AppTest) -> list[str]:
+    """The REL-arcs figures (SVG through escaped markdown)."""
+    return [element.value for element in app.markdown if 'class="rl-arcs"' in element.value]
+
+
 def errors_page() -> AppTest:
     app = open_page(LANDING)
     app.switch_page(ERRORS).run()
@@ -170,13 +180,9 @@ def test_candidate_text_is_escaped_not_rendered(store_url):
     text = markdown(app)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "<script>" not in text
-    # Plotly renders HTML in cell text, tick labels and hover text: the words must arrive escaped.
-    weights = titled(app, "idf per answer word")[0]["data"][0]
-    words = [word for row in weights["text"] for word in row if word]
-    assert "&lt;" in words and not any("<" in word for word in words)
-    arcs = titled(app, "REL links")[0]
-    words = [text for trace in arcs["data"] for text in trace.get("text") or [] if text]
-    assert "&lt;" in words and not any("<" in text for text in words)
+    # The word weights and the arcs are HTML: the words must arrive escaped.
+    for drawn in (highlighted(app, "Answer, idf per word")[0], arcs(app)[0]):
+        assert re.search(r">&lt;</(span|text)>", drawn) and "<script" not in drawn  # spaCy splits the tag: "<" is a word
 
 
 # ---------------------------------------------------------------------------------- Ask: links, explanations, edits
@@ -192,11 +198,10 @@ def test_link_opens_the_question_ranked_with_class_focus_and_arcs(store_url):
     assert "Who painted the ceiling of the Sistine Chapel?" in text
     # Word overlap reads no question analysis: the class and focus shown are the store's, said so.
     assert "Question class: **HUM** · focus: **Who**" in text and "this model does not read them" in text
-    arcs = titled(app, "REL links")
-    assert len(arcs) == 1  # the opened candidate's, computed on demand
-    kinds = {trace["name"] for chart in arcs for trace in chart["data"] if trace.get("name")}
-    assert kinds == {"REL (shared lemma)"}  # the model's own links: it matches words, no focus links
-    assert titled(app, "idf per answer word")  # the overlap model's heatmap over the answer words
+    drawn = arcs(app)
+    assert len(drawn) == 1  # the opened candidate's, computed on demand
+    assert "REL (shared lemma)" in drawn[0] and "REL-FOCUS" not in drawn[0]  # the model's own links: no focus links
+    assert highlighted(app, "Answer, idf per word")  # the overlap model's weights over the answer words
     assert not [toggle for toggle in app.toggle if toggle.key.endswith("-trees")]  # it compares no trees
 
 
@@ -238,8 +243,7 @@ def test_tree_kernel_draws_its_own_focus_links_and_trees(store_url, tiny_tree_ke
     app = open_page(ASK, dataset="demo", qid=SISTINE, model="tree_kernel")
     assert not app.error, [e.value for e in app.error]
     assert "read by this model" in markdown(app)  # the class and focus come from its own analyzer
-    kinds = {trace.get("name") for chart in titled(app, "REL links") for trace in chart["data"]}
-    assert {"REL (shared lemma)", "REL-FOCUS-HUM (focus → entity)"} <= kinds  # "Raphael" is a PERSON
+    assert all(kind in arcs(app)[0] for kind in ("REL (shared lemma)", "REL-FOCUS-HUM (focus → entity)"))  # "Raphael" is a PERSON
     assert not app.code
     app.toggle(key="r1-1-trees").set_value(True).run()
     trees = [code.value for code in app.code]
@@ -254,7 +258,7 @@ def test_any_candidate_opens_and_the_missed_answers_filter(store_url):
     app.selectbox(key="r1-open").select(last).run()
     assert not app.exception, app.exception
     assert f"**#{last}** · score {table['score'].iloc[-1]:.4f}" in markdown(app)
-    assert len(titled(app, "bm25 per answer word")) == 1 and len(titled(app, "REL links")) == 1
+    assert len(highlighted(app, "Answer, bm25 per word")) == 1 and len(arcs(app)) == 1
     # The filter keeps the right answers ranked below a wrong one, and only those.
     gold = table["gold_label"].tolist()
     expected = [r for r, g in zip(table["rank"], gold) if g > 0 and 0 in gold[: r - 1]]
@@ -275,7 +279,7 @@ def submit_edit(app: AppTest, rank: int, text: str) -> AppTest:
 def test_counterfactual_edit_rescored_without_reranking(store_url):
     app = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap")
     before = app.dataframe[0].value
-    weights = len(titled(app, "idf per answer word"))
+    weights = len(highlighted(app, "Answer, idf per word"))
     top = before["text"].iloc[0]
     submit_edit(app, 1, top + " The ceiling was painted too.")  # adds the missing question word "ceiling"
     assert not app.error, [e.value for e in app.error]
@@ -283,7 +287,7 @@ def test_counterfactual_edit_rescored_without_reranking(store_url):
     assert metric.label == "Score of the edited text"
     assert float(metric.value) > before["score"].iloc[0] and metric.delta.startswith("+")
     assert any("Would rank #1 of 6" in caption.value for caption in app.caption)
-    assert len(titled(app, "idf per answer word")) == weights + 1  # only the edit is explained
+    assert len(highlighted(app, "Answer, idf per word")) == weights + 1  # only the edit is explained
     assert app.dataframe[0].value.equals(before)  # the ranking is left alone
 
 
@@ -298,18 +302,18 @@ def test_trained_smcnn_shows_matrix_and_saliency_heatmaps(store_url, tiny_smcnn)
     register(store_url, tiny_smcnn)
     app = open_page(ASK, dataset="demo", qid=SISTINE, model="smcnn")
     assert not app.error, [e.value for e in app.error]
-    matrices = titled(app, "similarity: question words × answer words")
+    matrices = titled(app, "similarity: question × answer words")
     assert len(matrices) == 1  # the opened candidate's
     cosine = [value for row in matrices[0]["data"][0]["z"] for value in row]
     assert all(-1.0001 <= value <= 1.0001 for value in cosine) and max(cosine) > 0.99  # raw cosines, shared words = 1
-    saliency = titled(app, "saliency per answer word")[0]["data"][0]
-    assert max(abs(v) for row in saliency["z"] for v in row if v is not None) == pytest.approx(1.0)  # colour: scaled
-    assert "saliency: %{customdata" in saliency["hovertemplate"]  # hover: the raw value
-    raw = [v for row in saliency["customdata"] for v in row if v is not None]
+    # Hover: each word's raw value and its share of the text's largest (the colour).
+    values = re.findall(r"saliency ([-\d.e+]+) \(([-+]\d\.\d\d) of", highlighted(app, "Answer, saliency per word")[0])
+    assert max(abs(float(scaled)) for _, scaled in values) == pytest.approx(1.0)  # colour: scaled
+    raw = [float(value) for value, _ in values]
     assert max(raw) > 0 and max(raw) != pytest.approx(1.0)  # raw gradient norms, not the scaled colours
-    assert titled(app, "saliency per question word")  # SM-CNN's question side too
+    assert highlighted(app, "Question, saliency per word")  # SM-CNN's question side too
     submit_edit(app, 1, "Michelangelo painted the ceiling of the Sistine Chapel.")
-    assert app.metric and len(titled(app, "similarity: question words × answer words")) == 2
+    assert app.metric and len(titled(app, "similarity: question × answer words")) == 2
 
 
 # ---------------------------------------------------------------------------------- Errors

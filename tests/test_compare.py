@@ -142,13 +142,19 @@ def test_one_question_side_by_side_and_bump_chart():
     assert lists["ref"].tolist() == [f"✓ {SCRIPT} a", "text b"]
     assert lists["other"].tolist() == ["text b", f"✓ {SCRIPT} a"]
 
-    figure = compare.bump_figure(result, top=1)  # a and b are in some model's top 1; c in none
-    assert len(figure.data) == 2
+    # Lines for the reference's top 1 (a) and every right answer (a and c), not for b, which only
+    # the other model puts first; each named at its right end, right answers green with stars.
+    right = compare.compare_question({"ref": REFERENCE, "other": OTHER}, "which one",
+                                     [*pool[:2], Candidate("c", "text c", label=1)])
+    figure = compare.bump_figure(right, top=1)
     by_name = {trace.name: list(trace.y) for trace in figure.data}
-    assert by_name["✓ &lt;script&gt;alert(1)&lt;/script&gt; a"] == [1, 2]
-    assert by_name["text b"] == [2, 1]
+    assert by_name == {"✓ &lt;script&gt;alert(1)&lt;/script&gt; a": [1, 2], "✓ text c": [3, 3]}
+    assert [(a.text, a.x, a.y) for a in figure.layout.annotations] == [(name, "other", ys[-1]) for name, ys in by_name.items()]
+    assert {trace.marker.symbol for trace in figure.data} == {"star"} and not figure.layout.showlegend
     assert all("<script>" not in trace.name and "<script>" not in trace.hovertext for trace in figure.data)
     assert figure.layout.yaxis.autorange == "reversed"
+    wrong_only = {trace.name for trace in compare.bump_figure(result, top=2).data}
+    assert wrong_only == {"✓ &lt;script&gt;alert(1)&lt;/script&gt; a", "text b"}
 
 
 # ---------------------------------------------------------------------- runs, seed groups, charts
@@ -182,6 +188,27 @@ def test_three_models_are_tested_pairwise_with_holm():
     assert [(row.vs, row.model) for row in table.itertuples()] == [("ref", "other"), ("ref", "same"), ("other", "same")]
     assert (table["randomisation p (Holm)"] >= table["randomisation p"]).all()
     assert set(table["metric"]) == {"map"} and table["verdict"].str.contains("significant").all()
+
+
+def test_means_and_pairs_read_as_a_paper_prints_them(split):
+    means = compare.means_table(split)
+    assert list(means.index) == ["ref", "other"] and list(means.columns) == ["MAP", "MRR", "P@1", "nDCG@10"]
+    mean, low, high = (split.significance.means.at["ref", "map"], split.significance.ci_low.at["ref", "map"],
+                       split.significance.ci_high.at["ref", "map"])
+    assert means.at["ref", "MAP"] == f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+    pairs = compare.pairs_summary(split)
+    assert list(pairs.index) == ["other vs ref"] and pairs.at["other vs ref", "W/T/L"] == "2/1/1"
+    assert list(pairs.columns) == ["mean Δ", "W/T/L", "randomisation p (Holm)", "t-test p (Holm)", "MDD", "verdict"]
+    one = compare.compare_split({"ref": REFERENCE, "other": OTHER}, QUESTIONS[:1], metric="map")
+    assert "None" not in compare.pairs_summary(one).to_string() and compare.pairs_summary(one).at["other vs ref", "t-test p (Holm)"] == ""
+
+
+def test_the_scatter_says_how_many_questions_share_a_point():
+    questions = [Question(f"s{i}", "same", QUESTIONS[2].candidates, split="test") for i in range(3)] + QUESTIONS[:1]
+    result = compare.compare_split({"ref": REFERENCE, "other": OTHER}, questions, metric="map")
+    _, points = compare.scatter_figure(result, "other").data
+    assert list(points.marker.size) == [8 + 4 * 2 ** 0.5] * 3 + [8]
+    assert points.hovertext[0].endswith("(3 questions at this point)") and "questions at" not in points.hovertext[3]
 
 
 def test_disagreements_keep_the_largest(split):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import BROWSER_TIMEOUT_MS, choose
+from tests.conftest import BROWSER_TIMEOUT_MS, choose, page_screenshots
 
 DEMO_QUESTION, DEMO_ANSWER = "who discovered penicillin", "Alexander Fleming"
 
@@ -26,15 +26,13 @@ def test_ask_page_ranks_a_typed_question(running_app, page, screenshot_dir):
     # candidate's text is shown in its opened explanation.
     expect(page.get_by_test_id("stMarkdownContainer").filter(has_text=DEMO_ANSWER).first).to_be_visible(
         timeout=BROWSER_TIMEOUT_MS)
-    # Plotly writes figure titles as SVG text: the word heatmap and the arcs of the first candidate.
-    titles = page.locator(".js-plotly-plot .gtitle")
-    expect(titles.filter(has_text="per answer word").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    arcs = titles.filter(has_text="REL links:").first
+    # The first candidate's words highlighted by their weights, and its REL arcs with their legend.
+    expect(page.locator(".rl-highlighted", has_text="Answer, ").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    arcs = page.locator(".rl-arcs", has_text="REL links").first
     expect(arcs).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    expect(page.locator(".js-plotly-plot .legendtext", has_text="REL (shared lemma)").first).to_be_visible()
+    expect(arcs.get_by_text("REL (shared lemma)")).to_be_visible()
     assert "Traceback" not in page.content()
-    arcs.scroll_into_view_if_needed()
-    page.screenshot(path=str(screenshot_dir / "ask.png"))
+    page_screenshots(page, screenshot_dir, "ask")
 
 
 FIRST_QUESTION = "which scientist discovered penicillin"  # what a newcomer types first (issue 16)
@@ -60,8 +58,8 @@ def test_the_demo_smcnn_answers_the_first_typed_question(running_app, page):
     expect(opened).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     shown = opened.locator("xpath=following::*[@data-testid='stMarkdownContainer'][1]")
     expect(shown).to_have_text(FIRST_ANSWER)
-    titles = page.locator(".js-plotly-plot .gtitle")
-    expect(titles.filter(has_text="saliency per answer word").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.locator(".rl-highlighted", has_text="Answer, saliency per word").first).to_be_visible(
+        timeout=BROWSER_TIMEOUT_MS)
     assert "Traceback" not in page.content()
 
 

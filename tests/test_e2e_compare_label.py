@@ -8,7 +8,7 @@ import re
 import uuid
 
 from db.store import Store
-from tests.conftest import BROWSER_TIMEOUT_MS
+from tests.conftest import BROWSER_TIMEOUT_MS, page_screenshots
 
 # A question both baselines answer first among the demo's BM25 candidates ("who discovered
 # penicillin" is not: BM25 ranks "Some patients are allergic to penicillin." first, Fleming 8th).
@@ -27,13 +27,14 @@ def test_compare_two_models_on_a_question(running_app, page, screenshot_dir):
     page.get_by_role("button", name="Compare", exact=True).click()
     expect(page.get_by_text("Rankings side by side")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     for model in ("bm25", "overlap"):  # the default pair: the baselines, ready on a fresh store
-        # The list headers, and the same name heading the candidate explained through each model.
-        expect(page.locator("strong").get_by_text(model, exact=True)).to_have_count(2)
+        # The list headers, and a tab explaining the candidate through each model.
+        expect(page.locator("strong").get_by_text(model, exact=True)).to_have_count(1)
+        expect(page.get_by_role("tab", name=re.compile(rf"^{model} · #\d+ · score"))).to_have_count(1)
     # Both lists hold the answer near the top: one list item per model.
     expect(page.locator("li", has_text=DEMO_ANSWER)).to_have_count(2)
     expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     assert "Traceback" not in page.content()
-    page.screenshot(path=str(screenshot_dir / "compare.png"))
+    page_screenshots(page, screenshot_dir, "compare")
 
 
 def test_label_five_pairs_with_the_keyboard(running_app, page, screenshot_dir):
@@ -60,7 +61,7 @@ def test_label_five_pairs_with_the_keyboard(running_app, page, screenshot_dir):
         page.keyboard.press(str(grade))
         expect(page.get_by_text(f"Labelled {qid} / {doc_id} as {grade}")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_text(f"{len(grades)} of ", exact=False).first).to_be_visible()
-    page.screenshot(path=str(screenshot_dir / "label.png"))
+    page_screenshots(page, screenshot_dir, "label")
 
     store = Store(running_app.database_url)
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import BROWSER_TIMEOUT_MS
+from tests.conftest import BROWSER_TIMEOUT_MS, page_screenshots
 
 
 def test_three_models_on_a_split_then_a_bar_opens_ask(running_app, page, screenshot_dir):
@@ -31,7 +31,7 @@ def test_three_models_on_a_split_then_a_bar_opens_ask(running_app, page, screens
     bars = delta.locator("g.point")
     expect(bars).to_have_count(28)  # the demo's test questions
     assert "Traceback" not in page.content()
-    page.screenshot(path=str(screenshot_dir / "compare_split.png"))
+    page_screenshots(page, screenshot_dir, "compare_split")
 
     expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
     # Click the tallest bar where a user would: plotly finds the bar under the mouse (its drag layer

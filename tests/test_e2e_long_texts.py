@@ -1,6 +1,6 @@
 """Long texts end to end (issue 22): a 200 KB candidate is refused at import with its file and line
 and nothing imported; a candidate at the 5,000-character limit imports, ranks and is explained on
-Ask in Chromium (its weights wrap into lines and the arcs summarise the unlinked words)."""
+Ask in Chromium (its highlighted words wrap like a paragraph and the arcs summarise the unlinked words)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,6 @@ def test_a_200_kb_candidate_is_refused_and_one_at_the_limit_is_explained(running
     page.get_by_test_id("stSelectbox").filter(has_text="Explain candidate").click()
     page.get_by_role("option").filter(has_text="The valley is long").click()
     expect(page.get_by_text(re.compile(r"^#\d · score \d\.\d{4}"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    titles = page.locator(".js-plotly-plot .gtitle")
-    expect(titles.filter(has_text="per answer word").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    expect(titles.filter(has_text="REL links:").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.locator(".rl-highlighted", has_text="Answer, ").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.locator(".rl-arcs", has_text="REL links").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     assert "Traceback" not in page.content()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from db.store import Store
-from tests.conftest import BROWSER_TIMEOUT_MS
+from tests.conftest import BROWSER_TIMEOUT_MS, page_screenshots
 
 
 def test_train_page_retrains_and_registers_a_new_version(running_app, page, screenshot_dir):
@@ -34,4 +34,4 @@ def test_train_page_retrains_and_registers_a_new_version(running_app, page, scre
     expect(page.locator(".js-plotly-plot")).to_have_count(2, timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_text("The pages use for demo:")).to_have_count(1)
     assert "Traceback" not in page.content()
-    page.screenshot(path=str(screenshot_dir / "train.png"), full_page=True)
+    page_screenshots(page, screenshot_dir, "train")

@@ -72,7 +72,7 @@ def test_fuse_these_then_compare_three_models_with_holm(store_url):
     # The Ask links name the question and a model Ask can load (the fused run is not one).
     assert table.loc["demo-33", "ask"] == "/Ask?dataset=demo&qid=demo-33&model=overlap"
     app.selectbox(key="chart_model").select(FUSION).run()
-    assert f"{FUSION} − bm25" in charts(app)[0]["layout"]["title"]["text"]
+    assert f"{FUSION} − bm25" in charts(app)[0]["layout"]["title"]["text"].replace("<br>", " ")  # wrapped, not cut
 
     app.radio(key="view").set_value("One question").run()  # a fused run cannot rank a new question
     assert any("compare them on the whole split" in info.value for info in app.info)

@@ -20,6 +20,8 @@ Conventions:
 from __future__ import annotations
 
 import html
+import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -36,7 +38,11 @@ from qa_core.significance import TIE_TOLERANCE, win_tie_loss  # noqa: F401 (win_
 from qa_core.types import Candidate, InputError, Question
 
 MIN_MODELS, MAX_MODELS = 2, 3
-LABEL_CHARS = 48  # candidate text shown in the chart's legend; the hover has all of it
+LABEL_CHARS = 40  # candidate text written at a bump chart line's end; the hover has all of it
+ROW_PX = 24  # one rank of the bump chart: room for a 12 px label at each line's end
+RIGHT_COLOUR = "#2ca02c"
+OTHER_COLOURS = ["#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#d62728"]
+TITLE_CHARS = 48  # a chart title wraps here: a half-width chart at 1280 px holds about this many
 
 
 def check_models(models: Sequence[str]) -> list[str]:
@@ -94,36 +100,44 @@ def aligned_lists(comparison: QuestionComparison, top: int = 10) -> pd.DataFrame
 
 
 def bump_figure(comparison: QuestionComparison, top: int = 10) -> go.Figure:
-    """A slope ("bump") chart: x the models, y the rank (1 on top), one line per candidate that is in
-    any model's top ``top``. Gold-relevant candidates have star markers. Text is HTML-escaped
-    because plotly renders a subset of HTML in legends and hover text."""
+    """A slope ("bump") chart: x the models, y the rank (1 on top), one line for each of the
+    reference's top ``top`` candidates and each right (gold-relevant) answer, wherever the models
+    put them. Right answers are green with star markers; each line is named at its right end
+    (the last model's rank), so no legend is needed. Text is HTML-escaped because plotly renders a
+    subset of HTML in labels and hover text."""
     ranks = comparison.ranks
-    shown = ranks[(ranks[comparison.models] <= top).any(axis=1)]
+    reference = comparison.models[0]
+    relevant = ranks["gold_label"].fillna(0) > 0
+    shown = ranks[(ranks[reference] <= top) | relevant]
     models = [html.escape(name) for name in comparison.models]
     figure = go.Figure()
+    others = iter(OTHER_COLOURS * (len(shown) // len(OTHER_COLOURS) + 1))
     for doc_id, row in shown.iterrows():
-        relevant = not pd.isna(row["gold_label"]) and row["gold_label"] > 0
+        right = bool(relevant[doc_id])
         text = row["text"] if len(row["text"]) <= LABEL_CHARS else row["text"][: LABEL_CHARS - 1] + "…"
+        label = html.escape(("✓ " if right else "") + text)
+        colour = RIGHT_COLOUR if right else next(others)
+        ys = [int(row[name]) for name in comparison.models]
         figure.add_trace(
             go.Scatter(
-                x=models,
-                y=[int(row[name]) for name in comparison.models],
-                mode="lines+markers",
-                name=html.escape(("✓ " if relevant else "") + text),
-                marker={"symbol": "star" if relevant else "circle", "size": 13 if relevant else 8},
-                line={"width": 3 if relevant else 1.5},
+                x=models, y=ys, mode="lines+markers", name=label, showlegend=False,
+                marker={"symbol": "star" if right else "circle", "size": 14 if right else 8, "color": colour},
+                line={"width": 3.5 if right else 1.5, "color": colour},
+                opacity=1.0 if right else 0.75,
                 hovertext=html.escape(f"{doc_id}: {row['text']}"),
                 hovertemplate="%{hovertext}<br>%{x}: rank %{y}<extra></extra>",
             )
         )
+        figure.add_annotation(x=models[-1], y=ys[-1], text=label, showarrow=False, xanchor="left", xshift=12,
+                              font={"size": 12, "color": "#1b5e20" if right else "#31333f"})
     deepest = int(shown[comparison.models].to_numpy().max()) if len(shown) else 1
-    figure.update_yaxes(autorange="reversed", title_text="rank", dtick=1 if deepest <= 20 else None, zeroline=False)
+    figure.update_yaxes(autorange="reversed", title_text="rank", dtick=1 if deepest <= 30 else None, zeroline=False)
     figure.update_xaxes(title_text="model")
     figure.update_layout(
-        title={"text": f"Rank of each candidate in the top {top} of any model"},
-        height=max(360, 28 * min(deepest, 40) + 160),
-        legend={"title": {"text": "candidate (✓ gold relevant)"}},
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        title={"text": html.escape(f"Rank of the top {top} of {reference} and of the right answers (✓)")
+               .replace(" and of", "<br>and of"), "font": {"size": 15}},
+        height=max(360, ROW_PX * deepest + 170), showlegend=False,
+        margin={"l": 10, "r": 7 * LABEL_CHARS + 20, "t": 70, "b": 10},
     )
     return figure
 
@@ -260,6 +274,48 @@ def disagreements(
     return chosen.drop(columns="_largest").head(most)
 
 
+def _with_interval(mean: float, low: float, high: float) -> str:
+    if math.isnan(mean):
+        return ""
+    return f"{mean:.3f}" if math.isnan(low) else f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def means_table(comparison: SplitComparison) -> pd.DataFrame:
+    """One row per model (reference first), one column per metric: the mean and its 95% bootstrap
+    interval as one cell, "0.670 [0.641, 0.699]", as a paper prints it."""
+    result = comparison.significance
+    table = pd.DataFrame(index=pd.Index(result.systems, name="model"))
+    for metric in result.metrics:
+        table[significance.METRIC_LABELS.get(metric, metric)] = [
+            _with_interval(result.means.at[name, metric], result.ci_low.at[name, metric], result.ci_high.at[name, metric])
+            for name in result.systems
+        ]
+    return table
+
+
+def pairs_summary(comparison: SplitComparison) -> pd.DataFrame:
+    """The columns of ``summary_table`` that decide, as text: one row per pair ("model vs
+    reference"), mean Δ, wins/ties/losses, both tests' Holm-adjusted p-values, the minimum detectable
+    difference and the verdict. Undefined values are blank, never "None"."""
+    table = summary_table(comparison)
+    return pd.DataFrame(
+        {
+            "mean Δ": [f"{value:+.3f}" for value in table["mean Δ"]],
+            "W/T/L": [f"{w}/{t}/{loss}" for w, t, loss in zip(table["wins"], table["ties"], table["losses"])],
+            "randomisation p (Holm)": [_p(value) for value in table["randomisation p (Holm)"]],
+            "t-test p (Holm)": [_p(value) for value in table["t-test p (Holm)"]],
+            "MDD": ["" if value is None or pd.isna(value) else f"{value:.3f}" for value in table["MDD"]],
+            "verdict": table["verdict"].tolist(),
+        },
+        index=pd.Index([f"{model} vs {vs}" for model, vs in zip(table["model"], table["vs"])], name="pair"),
+    )
+
+
+def _p(value: float | None) -> str:
+    text = significance.format_p(value)
+    return "" if text == "-" else text
+
+
 def summary_table(comparison: SplitComparison) -> pd.DataFrame:
     """Every pair of models on the comparison's metric: mean delta, W/T/L, both tests' p-values raw and
     Holm-adjusted over the pairs, the minimum detectable difference and the verdict in words."""
@@ -274,6 +330,12 @@ def selected_questions(points: Sequence[Mapping]) -> list[str]:
 
 def _label(metric: str) -> str:
     return "AP" if metric == "map" else significance.METRIC_LABELS.get(metric, metric)
+
+
+def chart_title(text: str) -> str:
+    """``text`` escaped and wrapped onto lines of at most ``TITLE_CHARS`` characters (plotly does
+    not wrap titles: a long one was cut at the chart's edge)."""
+    return "<br>".join(html.escape(line) for line in textwrap.wrap(text, TITLE_CHARS, break_long_words=True))
 
 
 def delta_figure(comparison: SplitComparison, model: str) -> go.Figure:
@@ -291,31 +353,36 @@ def delta_figure(comparison: SplitComparison, model: str) -> go.Figure:
         hovertemplate="%{hovertext}<br>Δ %{y:+.3f}<extra></extra>",
     ))
     figure.update_layout(
-        title={"text": html.escape(f"Δ {label} per question: {model} − {reference}, sorted (click a bar to open it)")},
-        xaxis_title="questions, largest win first", yaxis_title=f"Δ {label}", height=360, clickmode="event+select",
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        title={"text": chart_title(f"Δ {label} per question: {model} − {reference}, largest win first")},
+        xaxis_title="questions, largest win first", yaxis_title=f"Δ {label}", height=380, clickmode="event+select",
+        title_font={"size": 15}, margin={"l": 10, "r": 10, "t": 80, "b": 10},
     )
     return figure
 
 
 def scatter_figure(comparison: SplitComparison, model: str) -> go.Figure:
     """The reference's per-question metric (x) against ``model``'s (y), one point per question (its
-    qid as customdata), with the diagonal: points above it are questions ``model`` wins."""
+    qid as customdata), with the diagonal: points above it are questions ``model`` wins. Many
+    questions share a point (AP 1.0 against 1.0): a point's size grows with how many, and its hover
+    says so."""
     table = comparison.per_question
     reference, label = comparison.models[0], _label(comparison.metric)
+    shared = table.groupby([reference, model])[reference].transform("size")  # questions at each point
     figure = go.Figure()
     figure.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line={"dash": "dot", "color": "#999"},
                                 hoverinfo="skip", showlegend=False))
     figure.add_trace(go.Scatter(
         x=table[reference].tolist(), y=table[model].tolist(), mode="markers", showlegend=False,
-        marker={"size": 9, "opacity": 0.7}, customdata=[[qid] for qid in table.index],
-        hovertext=[html.escape(f"{qid}: {text}") for qid, text in zip(table.index, table["question"])],
+        marker={"size": [8 + 4 * math.sqrt(n - 1) for n in shared], "opacity": 0.6, "line": {"width": 1, "color": "#fff"}},
+        customdata=[[qid] for qid in table.index],
+        hovertext=[html.escape(f"{qid}: {text}" + (f" ({n} questions at this point)" if n > 1 else ""))
+                   for qid, text, n in zip(table.index, table["question"], shared)],
         hovertemplate="%{hovertext}<br>%{x:.3f} → %{y:.3f}<extra></extra>",
     ))
     figure.update_layout(
-        title={"text": html.escape(f"{label} per question: {reference} (x) against {model} (y)")},
+        title={"text": chart_title(f"{label} per question: {reference} (x) against {model} (y)")},
         xaxis={"title": html.escape(f"{label} {reference}"), "range": [-0.05, 1.05]},
         yaxis={"title": html.escape(f"{label} {model}"), "range": [-0.05, 1.05], "scaleanchor": "x"},
-        height=420, clickmode="event+select", margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        height=440, clickmode="event+select", title_font={"size": 15}, margin={"l": 10, "r": 10, "t": 80, "b": 10},
     )
     return figure
