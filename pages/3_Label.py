@@ -807,7 +807,7 @@ datasets = require_datasets(store)
 # back only what this session judged.
 st.session_state.setdefault(HOLDER, f"session-{uuid.uuid4().hex}")
 left, right = st.columns(2)
-dataset = pick_dataset(left, datasets, key="label_dataset")
+dataset = pick_dataset(left, datasets, key="label_dataset", store=store)
 actor = current_actor()
 if actor.signed_in:  # team mode: a label's annotator is the signed-in user, never a typed name
     right.text_input("Annotator", value=actor.name, disabled=True, key="signed_in_annotator")
