@@ -26,7 +26,7 @@ def test_compare_two_models_on_a_question(running_app, page, screenshot_dir):
     question.press("Enter")  # commits the value (a rerun) before the click
     page.get_by_role("button", name="Compare", exact=True).click()
     expect(page.get_by_text("Rankings side by side")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    for model in ("bm25", "overlap"):  # the default pair: the baselines, ready on a fresh store
+    for model in ("smcnn", "bm25"):  # the default pair: the demo's trained model (`make run`), then a baseline
         # The list headers, and the same name heading the candidate explained through each model.
         expect(page.locator("strong").get_by_text(model, exact=True)).to_have_count(2)
     # Both lists put the answer first: one list item per model.
