@@ -138,7 +138,8 @@ else:
                 confirmed = st.checkbox(f"Promote version {chosen} although it is significantly worse on DEV",
                                         key=f"train_confirm_{model}_{chosen}")
     already = in_use is not None and in_use["promoted"] and in_use["version"] == chosen
-    if middle.button(f"Promote for {dataset}", key="train_promote", disabled=already or not confirmed):
+    unconfirmed = None if confirmed else f"Version {chosen} is significantly worse on DEV: confirm below first."
+    if middle.button(f"Promote for {dataset}", key="train_promote", disabled=already or not confirmed, help=unconfirmed):
         try:
             store.promote(model, int(chosen), dataset, actor=actor)
             st.rerun()

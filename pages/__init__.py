@@ -335,9 +335,10 @@ def preset_model(key: str, dataset: str | None, model: str) -> None:
     st.session_state[f"{key}__dataset"] = dataset
 
 
-CLEAN_LABEL = "Only questions with a correct and a wrong candidate"
-CLEAN_HELP = ("The WikiQA/TrecQA \"clean\" convention, as `--clean` on the command line; off (the default), "
-              "every question with labels counts and one without a correct candidate scores 0.")
+CLEAN_LABEL = "Clean questions only"
+CLEAN_HELP = ("Only questions with a correct and a wrong candidate: the WikiQA/TrecQA \"clean\" convention, "
+              "as `--clean` on the command line. Off (the default), every question with labels counts, and one "
+              "without a correct candidate scores 0.")
 
 
 def pick_clean(container, key: str) -> bool:

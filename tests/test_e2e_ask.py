@@ -70,7 +70,7 @@ def test_the_demo_smcnn_answers_the_first_typed_question(running_app, page):
     choose(page, "Model", "bm25")
     page.get_by_role("button", name="Rank", exact=True).click()
     expect(page.get_by_text(re.compile(r"^bm25 on demo · \d+ candidates"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    expect(page.get_by_text("its IDF comes from this pool", exact=False)).to_be_visible()
+    expect(page.get_by_text("statistics of this pool only: its IDF comes from the", exact=False)).to_be_visible()
     expect(page.get_by_text("for bm25 fitted on WikiQA", exact=False)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     assert "Traceback" not in page.content()
 

@@ -107,9 +107,9 @@ class Ranking:
         moved = sum(s.rank != s.candidate.first_stage_rank for s in staged)
         change = (f" Here {moved} of {len(staged)} candidates moved from their first-stage rank (rank change)."
                   if staged else "")
-        return (f"{self.model} ({self.ranker.title}) is computed over the {len(self.scored)} candidates being "
-                f"reranked, not over the collection the first stage searched: its IDF comes from this pool, so a "
-                f"word that most candidates share counts for little, and the order can move far from the "
+        return (f"{self.model} scores with statistics of this pool only: its IDF comes from the "
+                f"{len(self.scored)} candidates being reranked, not from the collection the first stage searched, so "
+                f"a word that most candidates share counts for little, and the order can move far from the "
                 f"first-stage ranks (a right answer at first-stage rank 1 may drop).{change}")
 
     def table(self, stored_labels: Mapping[str, int] | None = None) -> pd.DataFrame:

@@ -227,11 +227,13 @@ class VersionCheck:
 
     def summary(self, dataset: str) -> str:
         """One line naming both versions, the question set and the test."""
+        shown = format_p(self.p_value)
+        p_value = shown if shown.startswith("<") else f"= {shown}"
         verdict = "significantly worse" if self.significantly_worse else (
             "no significant difference" if self.p_value is None or self.p_value >= ALPHA else "significantly better")
         return (f"Version {self.version} against version {self.promoted} (promoted for {dataset}) on {dataset} DEV, "
                 f"gold labels, all {self.questions} questions (clean off): MAP {self.map_version:.4f} vs "
-                f"{self.map_promoted:.4f}, Δ {self.delta:+.4f}; paired randomisation test p = {format_p(self.p_value)}: "
+                f"{self.map_promoted:.4f}, Δ {self.delta:+.4f}; paired randomisation test p {p_value}: "
                 f"{verdict}; {len(self.worse)} questions got worse.")
 
 
