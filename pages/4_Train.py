@@ -118,6 +118,7 @@ if versions.empty:
     st.info("No version registered yet: retrain above.")
 else:
     st.dataframe(versions, hide_index=True)
+    st.caption(retraining.VERSION_METRICS_NOTE)
     numbers = versions["version"].tolist()
     in_use = store.promoted_model(model, dataset)
     left, middle, right = st.columns([2, 1, 1])

@@ -39,6 +39,11 @@ GOLD_CHOICES: dict[str, bool | list[str]] = {
     "dev only (select on gold, train on stored labels)": ["dev"],
     "none": False,
 }
+VERSION_METRICS_NOTE = (
+    "dev MAP (kept best) and dev MRR: the weights training kept (its best evaluation), on every DEV question "
+    "with the labels that job trained with (clean off); test MAP (gold): every TEST question with gold labels "
+    "(clean off). The card below a chosen version compares it with the promoted one on DEV with gold labels."
+)
 METRIC_COLUMNS = {"dev_map": "dev MAP (kept best)", "test_gold_map": "test MAP (gold)", "dev_mrr": "dev MRR"}
 
 
