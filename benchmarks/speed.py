@@ -620,6 +620,8 @@ def render(results: dict[str, Any]) -> list[str]:
                   f"{walk['hold_seconds']} s idle. Target (issues 22, 32): under 1 GB.{_load_note(walk)}", "",
                   "| page | dataset | seconds to ready | resident MB |", "|---|---|---|---|"]
         lines += [f"| {s['page']} | {s['dataset']} | {s['seconds']:.1f} | {s['resident_mb']:.0f} |" for s in walk["steps"]]
+        if "machine" in walk:  # the walk may run on another day or machine than the parts above
+            lines += ["", f"Walk machine: {machine_line(walk['machine'])}."]
         lines += ["", f"Held after the walk: {walk['held_resident_mb']:.0f} MB; peak {walk['peak_resident_mb']:.0f} MB "
                   f"({'under' if walk['peak_resident_mb'] < 1024 else 'over'} 1 GB).", ""]
     if results.get("batch"):
@@ -677,7 +679,7 @@ def main() -> None:
                 elif part == "label":
                     results["label"] = {**run_label(), "load_average": load_average}
                 elif part == "walk":
-                    results["walk"] = {**run_walk(), "load_average": load_average}
+                    results["walk"] = {**run_walk(), "load_average": load_average, "machine": machine()}
                 elif part == "batch":
                     from qa_core.data.importers import load_wikiqa
 
