@@ -62,7 +62,8 @@ fused = stored_runs.fusion_tags(store, dataset)
 models = right.multiselect(
     "Models (the first is the reference)",
     names + fused,
-    default=workbench.default_models(store, names, dataset, 2),
+    # Read from the store once per session (the box keeps the choice after).
+    default=None if "models" in st.session_state else workbench.default_models(store, names, dataset, 2),
     max_selections=compare.MAX_MODELS,
     key="models",
     help="fusion:… entries are fused runs kept by the Fuse these button; they compare on a whole split.",

@@ -127,8 +127,12 @@ else:
         st.session_state[f"train_version_{model}"] = numbers[0]
     chosen = left.selectbox("Version", numbers, key=f"train_version_{model}")
     st.dataframe(retraining.comparison(store, model, int(chosen), dataset))
-    check = version_check(store, model, int(chosen), dataset, in_use["id"] if in_use else None,
-                          workbench.dataset_version(store, dataset))
+    try:
+        check = version_check(store, model, int(chosen), dataset, in_use["id"] if in_use else None,
+                              workbench.dataset_version(store, dataset))
+    except InputError as error:  # a checkpoint missing or refused: said, and nothing to compare
+        check = None
+        st.warning(workbench.as_markdown(f"Version {chosen} was not compared with the promoted one on DEV: {error}"))
     confirmed = True
     if check is not None:
         with st.container(border=True):
