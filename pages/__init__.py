@@ -355,7 +355,7 @@ def pick_clean(container, key: str) -> bool:
 
 def question_set(clean: bool, questions: int, split: str) -> str:
     """The question set a number was computed over, said beside it."""
-    return f"{questions} {'clean ' if clean else ''}{split.upper()} questions{'' if clean else ' (clean off)'}"
+    return f"{questions} {'clean ' if clean else ''}questions ({split}{'' if clean else ', clean off'})"
 
 
 def require_datasets(store: Store) -> list[str]:
