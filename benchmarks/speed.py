@@ -344,8 +344,9 @@ def resident_mb(leader: int) -> float:
 def run_walk(hold_seconds: int = 30) -> dict[str, Any]:
     """WikiQA and TrecQA imported beside the demo, the app started, then one Chromium session walks
     every page on each dataset as a user would (Ask ranks a TEST question from a link, Errors, a
-    whole-split Compare of two models, Label, Train), and the server's resident memory is read after
-    each page and once more after ``hold_seconds`` idle. Target (issue 22): under 1 GB."""
+    whole-split Compare of three models: the demo's SM-CNN, promoted for every dataset, bm25 and
+    overlap; Label and its agreement dashboard, Train), and the server's resident memory is read after
+    each page and once more after ``hold_seconds`` idle. Target (issues 22, 32): under 1 GB."""
     from playwright.sync_api import expect
 
     from db.store import Store
@@ -361,6 +362,8 @@ def run_walk(hold_seconds: int = 30) -> dict[str, Any]:
     with app_server(folder) as (url, server), chromium() as browser:
         store = Store(env["RERANK_LAB_DB"])
         first_test = {name: store.load_dataset(name).split("test")[0].qid for name in store.dataset_names()}
+        for name in ("wikiqa", "trecqa"):  # a trained model beside the baselines on each, for Compare's three
+            store.promote("smcnn", store.promoted_model("smcnn", "demo")["version"], name)
         store.close()
         page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
 
@@ -378,10 +381,17 @@ def run_walk(hold_seconds: int = 30) -> dict[str, Any]:
             visit("Errors", dataset, page.get_by_text("Worst questions"))
             page.get_by_role("link", name="Compare").click()
             page.get_by_text("Whole split").click()
+            models = page.get_by_test_id("stMultiSelect")  # the defaults (smcnn, bm25) and a third: overlap
+            expect(models).to_be_visible(timeout=600_000)
+            models.click()
+            page.get_by_role("option", name="overlap", exact=True).click()
+            page.keyboard.press("Escape")
             page.get_by_role("button", name="Compare on the split").click()
-            visit("Compare", dataset, page.get_by_text("Means with 95% bootstrap intervals"))
+            visit("Compare (3 models)", dataset, page.get_by_text("Means with 95% bootstrap intervals"))
             page.get_by_role("link", name="Label").click()
             visit("Label", dataset, page.get_by_text("Annotator").first)
+            page.get_by_text("Agreement", exact=True).click()
+            visit("Label dashboard", dataset, page.get_by_text("Share of pairs judged by two annotators"))
             page.get_by_role("link", name="Train").click()
             visit("Train", dataset, page.get_by_role("heading", name=re.compile("^Versions of")))
         time.sleep(hold_seconds)
@@ -603,11 +613,14 @@ def render(results: dict[str, Any]) -> list[str]:
         lines += ["### Server memory after a walk of every page", "",
                   "WikiQA and TrecQA imported beside the demo, the app started with `make run`, one Chromium session "
                   "walks every page on each dataset (Ask ranks a TEST question with BM25 from a link, Errors with "
-                  "the default model, Compare of the first two models on the whole TEST split, Label, Train); "
+                  "the default model, Compare of three models on the whole TEST split: the demo's SM-CNN, promoted "
+                  "for every dataset, bm25 and overlap; Label and its agreement dashboard, Train); "
                   "resident memory (VmRSS) of the server's process session after each page and after "
-                  f"{walk['hold_seconds']} s idle. Target (issue 22): under 1 GB.{_load_note(walk)}", "",
+                  f"{walk['hold_seconds']} s idle. Target (issues 22, 32): under 1 GB.{_load_note(walk)}", "",
                   "| page | dataset | seconds to ready | resident MB |", "|---|---|---|---|"]
         lines += [f"| {s['page']} | {s['dataset']} | {s['seconds']:.1f} | {s['resident_mb']:.0f} |" for s in walk["steps"]]
+        if "machine" in walk:  # the walk may run on another day or machine than the parts above
+            lines += ["", f"Walk machine: {machine_line(walk['machine'])}."]
         lines += ["", f"Held after the walk: {walk['held_resident_mb']:.0f} MB; peak {walk['peak_resident_mb']:.0f} MB "
                   f"({'under' if walk['peak_resident_mb'] < 1024 else 'over'} 1 GB).", ""]
     if results.get("batch"):
@@ -665,7 +678,7 @@ def main() -> None:
                 elif part == "label":
                     results["label"] = {**run_label(), "load_average": load_average}
                 elif part == "walk":
-                    results["walk"] = {**run_walk(), "load_average": load_average}
+                    results["walk"] = {**run_walk(), "load_average": load_average, "machine": machine()}
                 elif part == "batch":
                     from qa_core.data.importers import load_wikiqa
 

@@ -61,6 +61,7 @@ from db.users import UserStore
 from qa_core.access import Actor, Permission, acting_name
 from qa_core.config import check_dataset_name
 from qa_core.data.exporters import write_jsonl, write_qrels
+from qa_core.text.normalise import visible_text
 from qa_core.types import Candidate, Dataset, InputError, Question
 
 __all__ = ["MAX_LABEL", "MIN_LABEL", "CandidateRecord", "ImportReport", "LabelRecord", "QrelsImport", "Store"]
@@ -204,7 +205,9 @@ class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore
             record(session, who, "delete_dataset", name)
 
     def load_dataset(self, name: str, split: str | None = None) -> Dataset:
-        """Rebuild the in-memory dataset (gold labels in ``Candidate.label``), in import order."""
+        """Rebuild the in-memory dataset (gold labels in ``Candidate.label``), in import order;
+        texts as shown and tokenised (``qa_core.text.normalise``: direction controls and zero-width
+        characters neutralised), the stored texts unchanged."""
         with self.session_scope() as session:
             dataset = dataset_row(session, name)
             question_query = select(QuestionRow).where(
@@ -213,7 +216,7 @@ class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore
             if split is not None:
                 question_query = question_query.where(QuestionRow.split == split)
             questions = {
-                row.id: Question(qid=row.qid, text=row.text, split=row.split)
+                row.id: Question(qid=row.qid, text=visible_text(row.text), split=row.split)
                 for row in session.scalars(question_query.order_by(QuestionRow.position, QuestionRow.id))
             }
             candidate_query = (
@@ -228,7 +231,7 @@ class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore
                 questions[row.question_id].candidates.append(
                     Candidate(
                         doc_id=row.doc_id,
-                        text=row.text,
+                        text=visible_text(row.text),
                         label=row.gold_label,
                         first_stage_rank=row.first_stage_rank,
                         first_stage_score=row.first_stage_score,
@@ -265,7 +268,8 @@ class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore
             ).order_by(CandidateRow.position, CandidateRow.id)
             if split is not None:
                 query = query.where(QuestionRow.split == split)
-            return [CandidateRecord(*row) for row in session.execute(query)]
+            return [CandidateRecord(row[0], row[1], row[2], visible_text(row[3]), visible_text(row[4]), row[5])
+                    for row in session.execute(query)]
 
     def set_first_stage(
         self, dataset: str, run: Mapping[str, Sequence[tuple[str, int, float]]], *, actor: Actor | None = None
@@ -611,9 +615,15 @@ class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore
 
     @staticmethod
     def _rollback_row(session: Session, name: str, scope: str) -> ModelVersionRow | None:
-        history = promotions(session, name, scope)
-        current = history[0].version_id if history else None
-        earlier = next((p.version_id for p in history if p.version_id != current), None)
+        """The version promoted before the current one, a roll back undoing the promotion it rolled
+        back (a stack): after 1, 4 and a roll back to 1, nothing is left to roll back to (not 4)."""
+        stack: list[int] = []
+        for promotion in reversed(promotions(session, name, scope)):  # oldest first
+            if promotion.action == "rollback" and stack:
+                stack.pop()
+            if not stack or stack[-1] != promotion.version_id:
+                stack.append(promotion.version_id)
+        earlier = next((v for v in reversed(stack[:-1]) if v != stack[-1]), None)
         return None if earlier is None else session.get(ModelVersionRow, earlier)
 
     # ------------------------------------------------------------------ runs

@@ -18,6 +18,7 @@ from pages import (
     pick_dataset,
     pick_model,
     preload_elements,
+    preset_model,
     question_input,
     require_datasets,
 )
@@ -53,14 +54,14 @@ if params and st.session_state.get(APPLIED_KEY) != params:
     if request.dataset is not None:
         st.session_state["dataset"] = request.dataset
     if request.model is not None:
-        st.session_state["model"] = request.model
+        preset_model("model", request.dataset or st.session_state.get("dataset"), request.model)
     if request.question_index is not None:
         st.session_state["source"] = PICKED
         st.session_state["picked"] = request.question_index
         rank_now = True
 
 left, right = st.columns(2)
-dataset = pick_dataset(left, datasets, key="dataset")
+dataset = pick_dataset(left, datasets, key="dataset", store=store)
 model = pick_model(right, store, dataset, key="model")
 dataset_version = workbench.dataset_version(store, dataset)
 
@@ -153,6 +154,8 @@ if state is not None:
     if result.tied():
         st.caption(f"{result.tied()} of {len(table)} candidates share their score with another (marked tied): "
                    "their order is the tie rule's, doc id descending, as trec_eval orders them.")
+    if result.pool_note() is not None:
+        st.info(workbench.as_markdown(result.pool_note()))
     key = f"r{state['id']}"
     picked = st.dataframe(
         table[SHOWN_COLUMNS],

@@ -20,10 +20,12 @@ from pages import (
     explain_candidate,
     get_questions,
     open_store,
+    pick_clean,
     pick_dataset,
     pick_label_rule,
     preload_elements,
     question_input,
+    question_set,
     require_datasets,
     split_run,
 )
@@ -56,13 +58,14 @@ url, store = open_store()
 datasets = require_datasets(store)
 
 left, right = st.columns([1, 2])
-dataset = pick_dataset(left, datasets, key="dataset")
+dataset = pick_dataset(left, datasets, key="dataset", store=store)
 names = workbench.model_names(store, dataset)
 fused = stored_runs.fusion_tags(store, dataset)
 models = right.multiselect(
     "Models (the first is the reference)",
     names + fused,
-    default=names[:2],
+    # Read from the store once per session (the box keeps the choice after).
+    default=None if "models" in st.session_state else workbench.default_models(store, names, dataset, 2),
     max_selections=compare.MAX_MODELS,
     key="models",
     help="fusion:… entries are fused runs kept by the Fuse these button; they compare on a whole split.",
@@ -139,9 +142,7 @@ else:
     left, middle, right = st.columns(3)
     split = left.selectbox("Split", splits, index=splits.index("test") if "test" in splits else 0, key="split")
     metric = middle.selectbox("Metric", METRICS, key="metric")
-    clean = right.checkbox(
-        "Clean questions only", key="clean", help="Only questions with a relevant and a non-relevant candidate"
-    )
+    clean = pick_clean(right, key="clean")
     rule = pick_label_rule(st, key="labels")
     chosen = evaluation_labels(store, dataset, rule, loaded=questions).split(split)
     source = st.radio("Compare", [MODELS, SEEDS], horizontal=True, key="runs_source")
@@ -197,7 +198,8 @@ else:
         st.caption(workbench.as_markdown(
             f"Δ = model − vs per question; a win is Δ > 0. {result.significance.describe()} "
             + ("Seed runs: each model's per-question values averaged over its runs. " if not result.runs else "")
-            + ("Questions with a relevant and a non-relevant candidate. " if result.clean else "Questions with labels. ")
+            + f"Over {question_set(result.clean, result.significance.questions, shown_split)} of {shown_dataset}"
+            + (" (a relevant and a non-relevant candidate each). " if result.clean else " (every question with labels). ")
             + describe(shown_rule)
         ))
         st.table(compare.pairs_summary(result))

@@ -695,13 +695,15 @@ def overlap_setting(store, dataset: str, annotator: str | None) -> None:
 
 
 def settle(store, conflict: labeling.Conflict, grade: int, reviewer: str) -> None:
-    """Button callback: the reviewer's final grade of the conflict on screen."""
+    """Button callback: the reviewer's final grade of the conflict on screen. Its note belongs to
+    this conflict only, so the box is emptied for the next one."""
     note = st.session_state.get("adjudication_note") or None
     try:
         store.adjudicate(conflict.candidate_id, grade, reviewer, note, actor=current_actor())
     except InputError as error:
         st.session_state[NOTICE] = f"Not settled: {error}"
         return
+    st.session_state["adjudication_note"] = ""
     st.session_state[NOTICE] = f"Settled {conflict.qid} / {conflict.doc_id} as {grade} ({GRADE_NAMES[grade]})."
 
 
@@ -754,13 +756,16 @@ def review_view(store, dataset: str, reviewer: str | None) -> None:
         hide_index=True,
         key="conflicts",
     )
+    by_candidate = {c.candidate_id: c for c in conflicts}
+    # The options are the conflicts themselves (not positions): once one is settled its choice is
+    # gone, so the box moves on with the card instead of keeping the settled pair's name.
     picked = st.selectbox(
         "Conflict to settle",
-        range(len(conflicts)),
-        format_func=lambda i: f"{conflicts[i].qid} / {conflicts[i].doc_id}",
+        list(by_candidate),
+        format_func=lambda candidate_id: f"{by_candidate[candidate_id].qid} / {by_candidate[candidate_id].doc_id}",
         key="conflict",
     )
-    conflict = conflicts[picked]
+    conflict = by_candidate[picked]
     with st.container(border=True):
         st.markdown(f"**Question:** {workbench.as_markdown(conflict.question)}")
         st.markdown(f"**Candidate:** {workbench.as_markdown(conflict.candidate)}")
@@ -783,7 +788,7 @@ def take_name() -> None:
     the run, or the page says why it is refused."""
     typed = st.session_state.get("new_annotator", "")
     st.session_state[NAME_ERROR] = None
-    if not typed.strip():
+    if not typed:  # a box emptied again; one of spaces only is refused below, with the reason
         return
     try:
         name = labeling.annotator_name(typed)
@@ -802,7 +807,7 @@ datasets = require_datasets(store)
 # back only what this session judged.
 st.session_state.setdefault(HOLDER, f"session-{uuid.uuid4().hex}")
 left, right = st.columns(2)
-dataset = pick_dataset(left, datasets, key="label_dataset")
+dataset = pick_dataset(left, datasets, key="label_dataset", store=store)
 actor = current_actor()
 if actor.signed_in:  # team mode: a label's annotator is the signed-in user, never a typed name
     right.text_input("Annotator", value=actor.name, disabled=True, key="signed_in_annotator")

@@ -27,7 +27,7 @@ actor = current_actor()
 datasets = require_datasets(store)
 
 left, middle, right = st.columns(3)
-dataset = pick_dataset(middle, datasets, key="train_dataset")
+dataset = pick_dataset(middle, datasets, key="train_dataset", store=store)
 model = pick_model(left, store, dataset, key="train_model", options=registry.trainable())
 seed = int(right.number_input("Seed", min_value=0, value=1, step=1, key="train_seed"))
 left, right = st.columns(2)
@@ -95,6 +95,13 @@ def show_job(job_id: int, was_active: bool) -> None:
         st.success(f"Job {job_id} finished: {job['model']} version {version['version']} registered (not promoted).")
 
 
+@st.cache_data(show_spinner="Scoring DEV with both versions…", max_entries=32)
+def version_check(_store, model: str, version: int, dataset: str, promoted_id: int | None, dataset_version: str):
+    """``retraining.check_against_promoted``, once per (version, promoted version, dataset
+    version): scoring DEV with two checkpoints takes seconds."""
+    return retraining.check_against_promoted(_store, model, version, dataset)
+
+
 job_id = st.session_state.get(JOB_KEY)
 if job_id is not None:
     st.subheader("Training")
@@ -110,6 +117,7 @@ if versions.empty:
     st.info("No version registered yet: retrain above.")
 else:
     st.dataframe(versions, hide_index=True)
+    st.caption(retraining.VERSION_METRICS_NOTE)
     numbers = versions["version"].tolist()
     in_use = store.promoted_model(model, dataset)
     left, middle, right = st.columns([2, 1, 1])
@@ -118,8 +126,24 @@ else:
         st.session_state[f"train_version_{model}"] = numbers[0]
     chosen = left.selectbox("Version", numbers, key=f"train_version_{model}")
     st.dataframe(retraining.comparison(store, model, int(chosen), dataset))
+    try:
+        check = version_check(store, model, int(chosen), dataset, in_use["id"] if in_use else None,
+                              workbench.dataset_version(store, dataset))
+    except InputError as error:  # a checkpoint missing or refused: said, and nothing to compare
+        check = None
+        st.warning(workbench.as_markdown(f"Version {chosen} was not compared with the promoted one on DEV: {error}"))
+    confirmed = True
+    if check is not None:
+        with st.container(border=True):
+            (st.warning if check.significantly_worse else st.info)(workbench.as_markdown(check.summary(dataset)))
+            if not check.worse.empty:
+                st.dataframe(check.worse, hide_index=True, key="train_worse")
+            if check.significantly_worse:
+                confirmed = st.checkbox(f"Promote version {chosen} although it is significantly worse on DEV",
+                                        key=f"train_confirm_{model}_{chosen}")
     already = in_use is not None and in_use["promoted"] and in_use["version"] == chosen
-    if middle.button(f"Promote for {dataset}", key="train_promote", disabled=already):
+    unconfirmed = None if confirmed else f"Version {chosen} is significantly worse on DEV: confirm below first."
+    if middle.button(f"Promote for {dataset}", key="train_promote", disabled=already or not confirmed, help=unconfirmed):
         try:
             store.promote(model, int(chosen), dataset, actor=actor)
             st.rerun()

@@ -15,9 +15,11 @@ from pages import (
     current_ranker,
     get_questions,
     open_store,
+    pick_clean,
     pick_dataset,
     pick_label_rule,
     pick_model,
+    question_set,
     require_datasets,
     split_run,
 )
@@ -47,7 +49,7 @@ url, store = open_store()
 datasets = require_datasets(store)
 
 left, middle, right = st.columns(3)
-dataset = pick_dataset(left, datasets, key="dataset")
+dataset = pick_dataset(left, datasets, key="dataset", store=store)
 dataset_version = workbench.dataset_version(store, dataset)
 splits = list(store.dataset_summary(dataset)["questions"])
 split_options = [*splits, ALL_SPLITS]
@@ -56,12 +58,7 @@ split = middle.selectbox(  # keyed per dataset: another dataset's split never ca
 )
 model = pick_model(right, store, dataset, key="model")
 left, right = st.columns([1, 2])
-clean = left.toggle(
-    "Only questions with a correct and a wrong candidate",
-    value=True,
-    key="clean",
-    help="The WikiQA/TrecQA convention; off, a question without a correct candidate scores 0.",
-)
+clean = pick_clean(left, key="clean")
 rule = pick_label_rule(right, key="labels")
 
 ranker = current_ranker(store, url, model, dataset)
@@ -86,6 +83,9 @@ columns = st.columns(len(metrics) + 1)
 columns[0].metric("Questions", len(table))
 for column, metric in zip(columns[1:], metrics):
     column.metric(f"mean {metric}", f"{table[metric].mean():.4f}")
+st.caption(workbench.as_markdown(
+    f"Means over {question_set(clean, len(table), split)} of {dataset}, "
+    f"{workbench.version_in_use(store, model, dataset)}."))
 
 st.subheader("Worst questions")
 st.caption(

@@ -307,14 +307,20 @@ def _with_identity_in_sidebar(store: Store, actor: Actor) -> Actor:
     return actor
 
 
-LAST_DATASET = "last_dataset"
+LAST_DATASET, LAST_MODEL, LAST_CLEAN = "last_dataset", "last_model", "last_clean"
 
 
-def pick_dataset(container, datasets: Sequence[str], key: str) -> str:
-    """The dataset select box of a page, starting on the dataset last used on any page (pages keep
-    their own widget keys, which Streamlit forgets on leaving the page)."""
-    if key not in st.session_state and st.session_state.get(LAST_DATASET) in datasets:
-        st.session_state[key] = st.session_state[LAST_DATASET]
+def pick_dataset(container, datasets: Sequence[str], key: str, store: Store | None = None) -> str:
+    """The dataset select box of a page, starting on the dataset last used: on any page of this
+    session (pages keep their own widget keys, which Streamlit forgets on leaving the page), else,
+    in a fresh tab, the one a model was last trained on or promoted for (docs/architecture.md,
+    "What a page shows")."""
+    if key not in st.session_state:
+        remembered = st.session_state.get(LAST_DATASET)
+        if remembered not in datasets and store is not None:
+            remembered = workbench.last_used_dataset(store, datasets)
+        if remembered in datasets:
+            st.session_state[key] = remembered
     dataset = container.selectbox("Dataset", datasets, key=key)
     st.session_state[LAST_DATASET] = dataset
     return dataset
@@ -322,13 +328,49 @@ def pick_dataset(container, datasets: Sequence[str], key: str) -> str:
 
 def pick_model(container, store: Store, dataset: str, key: str, options: Sequence[str] | None = None) -> str:
     """A page's model select box over ``options`` (default: every model, those ready for ``dataset``
-    first), starting on the model last promoted for it; the version in use is said under it."""
+    first). It starts on the model last used for ``dataset`` (this session's, else the store's last
+    trained or promoted) and goes there again when the dataset changes, so another dataset's choice
+    never carries over; the version in use is said under it."""
     options = list(options) if options is not None else workbench.model_names(store, dataset)
-    if st.session_state.get(key) not in options:
-        st.session_state[key] = workbench.default_model(store, options, dataset)
+    for_dataset = f"{key}__dataset"
+    if st.session_state.get(key) not in options or st.session_state.get(for_dataset) != dataset:
+        remembered = st.session_state.get(LAST_MODEL)
+        st.session_state[key] = (remembered[1] if remembered and remembered[0] == dataset and remembered[1] in options
+                                 else workbench.default_model(store, options, dataset))
+        st.session_state[for_dataset] = dataset
     model = container.selectbox("Model", options, key=key)
+    st.session_state[LAST_MODEL] = (dataset, model)
     container.caption(workbench.as_markdown(workbench.version_in_use(store, model, dataset)))
     return model
+
+
+def preset_model(key: str, dataset: str | None, model: str) -> None:
+    """Choose ``model`` in ``pick_model``'s box ``key`` for ``dataset`` before it is drawn (a link)."""
+    st.session_state[key] = model
+    st.session_state[f"{key}__dataset"] = dataset
+
+
+CLEAN_LABEL = "Clean questions only"
+CLEAN_HELP = ("Only questions with a correct and a wrong candidate: the WikiQA/TrecQA \"clean\" convention, "
+              "as `--clean` on the command line. Off (the default), every question with labels counts, and one "
+              "without a correct candidate scores 0.")
+
+
+def pick_clean(container, key: str) -> bool:
+    """The question set every metric of a page is computed over: every question with labels (the
+    default, as the CLI's ``evaluate`` and trec_eval) or the clean ones. One control with one
+    default on every page, and the choice carries over between pages, so the same model and split
+    give the same number on Compare, Errors and the command line."""
+    if key not in st.session_state:
+        st.session_state[key] = st.session_state.get(LAST_CLEAN, False)
+    clean = container.toggle(CLEAN_LABEL, key=key, help=CLEAN_HELP)
+    st.session_state[LAST_CLEAN] = clean
+    return clean
+
+
+def question_set(clean: bool, questions: int, split: str) -> str:
+    """The question set a number was computed over, said beside it."""
+    return f"{questions} {'clean ' if clean else ''}questions ({split}{'' if clean else ', clean off'})"
 
 
 def require_datasets(store: Store) -> list[str]:
@@ -439,7 +481,7 @@ def show_counterfactual(result: ranking.Ranking, rank: int, key: str) -> None:
 def show_trust(result: ranking.Ranking, rank: int, dataset: str) -> None:
     """How far to trust this heatmap: the model's measured faithfulness, and the same test live on
     this candidate (its score without its top-weighted words, and with only them, against random)."""
-    measured = trust.measured_line(result.model, dataset)
+    measured = trust.measured_line(result.model, dataset, result.ranker.capabilities.trainable)
     if measured is not None:
         st.caption(workbench.as_markdown(measured))
     test = result.deletion_test(rank)

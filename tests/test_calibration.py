@@ -22,6 +22,7 @@ from qa_core.services.labeling.calibration import (
     calibration_result,
     gold_pairs,
     results_table,
+    shown_order,
 )
 from qa_core.services.labeling.dashboard import build_dashboard, dashboard_csv
 from qa_core.types import Candidate, Dataset, InputError, Question
@@ -53,6 +54,18 @@ def test_gold_pairs_alternate_relevant_and_not_in_a_stable_seeded_order() -> Non
     few = [record(0, 1), record(1, 0), record(2, 0), record(3, 0)]
     assert [r.gold_label for r in gold_pairs(few, 4)] == [1, 0, 0, 0]  # one class ran out: the other fills
     assert binary_gold(records) and not binary_gold([record(0, 3), record(1, 0)])
+
+
+def test_each_annotator_has_an_own_order_that_a_fixed_pattern_of_keys_cannot_learn() -> None:
+    records = [record(n, 1 if n % 4 == 0 else 0) for n in range(40)]
+    chosen = gold_pairs(records, 6)
+    orders = {name: shown_order(chosen, name) for name in ("ann", "bob", "cy", "dee", "eve")}
+    assert all(sorted(order) == sorted(chosen) for order in orders.values())  # the same pairs
+    assert orders["ann"] == shown_order(list(reversed(chosen)), "ann")  # stable: a run resumes in order
+    assert len({tuple(r.candidate_id for r in order) for order in orders.values()}) > 1  # orders differ
+    # "Relevant first, then alternating" (1 0 1 0 1 0 pressed blindly) is not everyone's gold.
+    pattern = [1, 0, 1, 0, 1, 0]
+    assert not all([r.gold_label for r in order] == pattern for order in orders.values())
 
 
 def test_binary_gold_compares_relevance_with_hand_computed_agreement_and_kappa() -> None:
@@ -121,7 +134,7 @@ def test_calibration_runs_stores_its_judgements_apart_from_labels_and_reports(st
 
     ann = Calibration.build(store, "cal", "ann", holder="tab1")
     bob = Calibration.build(store, "cal", "bob")
-    assert ann.due == bob.due and ann.total == 3  # every annotator sees the same gold pairs
+    assert sorted(ann.due) == sorted(bob.due) and ann.total == 3  # every annotator judges the same gold pairs
     assert {r.qid for r in ann.due} <= {"q0", "q1", "q2", "q3"}  # TRAIN only, never TEST
     shown = datetime.now(UTC) - timedelta(seconds=7)
     first = ann.current
@@ -147,6 +160,11 @@ def test_calibration_runs_stores_its_judgements_apart_from_labels_and_reports(st
     assert store.current_labels("cal") == {}
     assert training_labels(store, "cal").counts()["labels"] == 0
     assert report_from_labels(store.current_labels("cal")).annotators == []
+
+    for candidate in store.candidate_rows("cal")[:5]:  # cy labelled 5 pairs before calibration was on
+        store.add_label(candidate.candidate_id, "cy", 1)
+    assert Calibration.build(store, "cal", "cy").current is None  # not new: straight to work
+    assert Calibration.build(store, "cal", "dee").total == 5  # new: calibrates
 
     store.set_calibration("cal", False, 5, "lead")  # off: bob, who never started, goes straight to work
     assert Calibration.build(store, "cal", "bob").current is None

@@ -60,6 +60,16 @@ def test_the_demo_smcnn_answers_the_first_typed_question(running_app, page):
     expect(shown).to_have_text(FIRST_ANSWER)
     expect(page.locator(".rl-highlighted", has_text="Answer, saliency per word").first).to_be_visible(
         timeout=BROWSER_TIMEOUT_MS)
+    # The stored faithfulness result is another model's (the benchmark's, on WikiQA): said so (issue 32).
+    expect(page.get_by_text("Not measured on demo. Measured on WikiQA TEST", exact=False)).to_be_visible()
+    expect(page.get_by_text("not the version on screen", exact=False)).to_be_visible()
+
+    # BM25 as a reranker says that its IDF comes from the pool, not the first stage's collection.
+    choose(page, "Model", "bm25")
+    page.get_by_role("button", name="Rank", exact=True).click()
+    expect(page.get_by_text(re.compile(r"^bm25 on demo · \d+ candidates"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_text("statistics of this pool only: its IDF comes from the", exact=False)).to_be_visible()
+    expect(page.get_by_text("for bm25 fitted on WikiQA", exact=False)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     assert "Traceback" not in page.content()
 
 

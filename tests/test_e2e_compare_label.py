@@ -26,11 +26,11 @@ def test_compare_two_models_on_a_question(running_app, page, screenshot_dir):
     question.press("Enter")  # commits the value (a rerun) before the click
     page.get_by_role("button", name="Compare", exact=True).click()
     expect(page.get_by_text("Rankings side by side")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    for model in ("bm25", "overlap"):  # the default pair: the baselines, ready on a fresh store
+    for model in ("smcnn", "bm25"):  # the default pair: the demo's trained model (`make run`), then a baseline
         # The list headers, and a tab explaining the candidate through each model.
         expect(page.locator("strong").get_by_text(model, exact=True)).to_have_count(1)
         expect(page.get_by_role("tab", name=re.compile(rf"^{model} · #\d+ · score"))).to_have_count(1)
-    # Both lists hold the answer near the top: one list item per model.
+    # Both lists put the answer first: one list item per model.
     expect(page.locator("li", has_text=DEMO_ANSWER)).to_have_count(2)
     expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     assert "Traceback" not in page.content()

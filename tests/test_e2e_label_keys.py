@@ -178,3 +178,20 @@ def test_calibration_with_the_keyboard_only(running_app, page):
     finally:
         store.set_calibration("demo", False, 2, "e2e-lead")  # the other browser tests label without it
         store.close()
+
+
+def test_a_grade_pressed_at_once_after_typing_a_new_name_is_not_lost(running_app, page):
+    """Issue 32: in a fresh tab, a name typed and a grade pressed at once; the run that draws the
+    first pair (and maps the digits) has not arrived yet when the digit does, so the key waits for it."""
+    from playwright.sync_api import expect
+
+    annotator = f"e2e-first-key-{uuid.uuid4().hex[:8]}"
+    open_label_page_as(page, running_app.url, annotator)  # ends with Enter in the name box
+    page.keyboard.press("2")  # at once: no wait for the pair
+    expect(page.get_by_text(re.compile(r"^Labelled demo-\d+ / demo-\d+-\d+ as 2"))).to_be_visible(
+        timeout=BROWSER_TIMEOUT_MS)
+    store = Store(running_app.database_url)
+    try:
+        assert [label.value for label in store.current_label_records("demo", annotator)] == [2]
+    finally:
+        store.close()

@@ -4,6 +4,7 @@ TEST metric unless the training-label rule is chosen, and every place says which
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -29,20 +30,26 @@ def flip_a_test_answer(url: str) -> str:
     return question.qid
 
 
-def errors_map(rule: LabelRule) -> float:
+def errors_map(rule: LabelRule, clean: bool | None = False, dataset: str = "demo") -> float:
+    """Errors' mean AP (``clean`` None: the page's default question set, untouched)."""
     app = open_page(LANDING)
     app.switch_page(ERRORS).run()
+    app.selectbox(key="dataset").select(dataset).run()
     app.selectbox(key="model").select("overlap").run()
-    app.toggle(key="clean").set_value(False).run()
+    if clean is not None:
+        app.toggle(key="clean").set_value(clean).run()
     app.radio(key="labels").set_value(rule).run()
     assert not app.exception, app.exception
     return float(app.dataframe[0].value["AP"].mean())
 
 
-def compare_map(rule: LabelRule) -> float:
+def compare_map(rule: LabelRule, clean: bool | None = None, dataset: str = "demo") -> float:
     app = open_page(COMPARE)
+    app.selectbox(key="dataset").select(dataset).run()
     app.multiselect(key="models").set_value(["overlap", "bm25"]).run()
     app.radio(key="view").set_value("Whole split").run()
+    if clean is not None:
+        app.toggle(key="clean").set_value(clean).run()
     app.radio(key="labels").set_value(rule).run()
     app.button(key="compare_split").click().run()
     assert not app.exception, app.exception
@@ -74,6 +81,24 @@ def test_compare_errors_and_the_cli_agree_under_each_rule(flipped, capsys, tmp_p
     assert max(gold.values()) - min(gold.values()) < 1e-9, gold
     assert max(training.values()) - min(training.values()) < 1e-9, training
     assert training["cli"] != gold["cli"], "the TEST label counts only under the training-label rule"
+
+
+def test_compare_and_errors_give_the_same_map_by_default_and_when_clean(store_url):
+    """On a dataset where clean matters (5 TEST questions without a correct answer)."""
+    demo = load_demo()
+    unanswered = {q.qid for q in demo.split("test")[:5]}
+    mixed = dataclasses.replace(demo, name="mixed", questions=[
+        dataclasses.replace(q, candidates=[dataclasses.replace(c, label=0) for c in q.candidates])
+        if q.qid in unanswered else q for q in demo.questions])
+    store = Store(store_url)
+    workbench.ensure_demo(store)
+    store.import_dataset(mixed)
+    store.close()
+    default = errors_map(LabelRule.GOLD, clean=None, dataset="mixed")
+    assert default == pytest.approx(compare_map(LabelRule.GOLD, dataset="mixed"), abs=1e-12)
+    clean = errors_map(LabelRule.GOLD, clean=True, dataset="mixed")
+    assert clean == pytest.approx(compare_map(LabelRule.GOLD, clean=True, dataset="mixed"), abs=1e-12)
+    assert clean != pytest.approx(default)  # the two question sets differ here
 
 
 def test_the_cli_compare_names_its_rule(flipped, capsys):

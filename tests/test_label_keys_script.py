@@ -96,3 +96,21 @@ def test_the_script_installs_once_per_tab(keys_page):
     keys_page.keyboard.press("2")
     assert clicks(keys_page) == {"grade-2": 1}  # one listener, one press
 
+
+
+def test_a_key_the_next_run_maps_waits_for_that_run_after_a_name_is_committed(keys_page):
+    """Issue 32: a new name typed and Enter (a rerun on its way), then a digit at once, before the
+    run that draws the first pair and maps the digits: the digit waits for that run's keys."""
+    keys_page.keyboard.press("n")
+    keys_page.keyboard.type("ann")
+    keys_page.keyboard.press("Enter")
+    keys_page.keyboard.press("4")  # not mapped yet
+    assert clicks(keys_page) == {}
+    keys_page.evaluate("""() => { window.rerankLabKeys = {...window.rerankLabKeys, "4": [["#grade-4"], "click"]}; }""")
+    keys_page.add_script_tag(content=SCRIPT)  # the next run: its keys, then the script again
+    keys_page.evaluate(ADD_BUTTON, "grade-4")
+    keys_page.wait_for_function("window.clicks['grade-4'] === 1")
+    keys_page.keyboard.press("7")  # no rerun on its way: an unmapped key is left to the page
+    keys_page.add_script_tag(content=SCRIPT)
+    keys_page.wait_for_timeout(200)
+    assert clicks(keys_page) == {"grade-4": 1}

@@ -26,7 +26,7 @@ def metrics(app) -> dict[str, str]:
     return {m.label: m.value for m in app.metric}
 
 
-@pytest.mark.parametrize("name", ["\u200b", "\u200b\u200c\ufeff", "\u3164", " \u2060 "])
+@pytest.mark.parametrize("name", ["\u200b", "\u200b\u200c\ufeff", "\u3164", " \u2060 ", "   "])
 def test_invisible_annotator_names_are_refused(store_url, name):
     app = open_page(LABEL)
     app.text_input(key="new_annotator").input(name).run()

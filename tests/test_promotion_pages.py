@@ -13,7 +13,7 @@ from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.services import workbench
 from qa_core.services.experiments import train_ranker
-from tests.pages import ASK, LANDING, TRAIN, open_page
+from tests.pages import ASK, COMPARE, LANDING, TRAIN, open_page
 
 pytestmark = pytest.mark.usefixtures("both_modes")  # local mode, and team mode as the admin
 
@@ -94,3 +94,18 @@ def test_roll_back_on_the_train_page_stays_within_its_dataset(store):
     assert store.promoted_model("smcnn", OTHER)["version"] == 2
     assert store.promoted_model("smcnn", "demo")["version"] == 1  # the demo's promotion is untouched
     assert store.rollback_target("smcnn", "demo") is None
+
+
+def test_pages_start_on_the_trained_model_and_errors_follows_a_dataset_change(store):
+    errors = open_page(LANDING)
+    errors.switch_page(ERRORS).run()
+    errors.selectbox(key="dataset").select("demo").run()
+    assert errors.selectbox(key="model").value == "smcnn"  # last promoted for the demo, not the first name
+    errors.selectbox(key="model").select("bm25").run()
+    errors.selectbox(key="dataset").select(OTHER).run()
+    assert not errors.exception, errors.exception
+    assert errors.selectbox(key="model").value == "smcnn"  # the other dataset's own, not the demo's choice
+    assert "smcnn version 2" in captions(errors)
+
+    compare = open_page(COMPARE)
+    assert compare.multiselect(key="models").value[0] == "smcnn"  # trained models first, then a baseline

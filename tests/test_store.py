@@ -504,7 +504,12 @@ def test_rollback_promotes_the_previously_promoted_version(store: Store) -> None
     assert store.rollback_target("smcnn", "demo")["version"] == 1
     assert store.rollback("smcnn", "demo")["version"] == 1  # not 2, which was never promoted
     assert store.promoted_model("smcnn", "demo")["version"] == 1
-    assert store.rollback("smcnn", "demo")["version"] == 3
+    assert store.rollback_target("smcnn", "demo") is None  # a roll back is not undone by the next one
+    store.promote("smcnn", 2, "demo")
+    store.promote("smcnn", 3, "demo")
+    assert store.rollback("smcnn", "demo")["version"] == 2
+    assert store.rollback_target("smcnn", "demo")["version"] == 1  # back through the promotions, one by one
+    store.promote("smcnn", 3, "demo")
     assert [v["promoted_for"] for v in store.model_versions("smcnn")] == [[], [], ["demo"]]
     version_id = store.promoted_model("smcnn", "demo")["id"]
     assert store.model_version(version_id)["checkpoint_path"] == "/ckpt/3.pt"

@@ -311,3 +311,40 @@ def test_restored_case_is_the_same_in_every_process():
         for seed in ("1", "2")
     }
     assert outputs == {"[['Who', 'wrote', 'Hamlet', '?'], ['Shakespeare', 'wrote', 'Hamlet', '.']]\n"}
+
+
+# ------------------------------------------------------------------ hidden characters (issue 32)
+
+
+def test_direction_controls_and_zero_width_characters_are_neutralised_for_display_and_tokens(
+    cache: ParseCache, tmp_path: Path
+) -> None:
+    from sqlalchemy import select
+
+    from db.models import CandidateRow, QuestionRow
+    from db.store import Store
+    from qa_core.classifiers.analysis import QuestionAnalyzer
+    from qa_core.text.normalise import visible_text
+    from qa_core.types import Candidate, Dataset, Question
+
+    assert visible_text("the \u202elive\u202c one") == "the live one"  # shown as typed, not "evil"
+    assert visible_text("who\u200bdiscovered") == "who discovered"
+    assert visible_text("peni\u00adcil\u2060lin\ufeff") == "penicillin"
+    assert visible_text("\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645") == "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # ZWNJ shapes Persian
+
+    hidden = "who\u200bdiscovered penicillin"
+    (parsed,) = parse_many([hidden], cache=cache)
+    assert parsed.tokens[:2] == ("who", "discovered")  # two words, not one
+    analyzer = QuestionAnalyzer()  # the rule fallback reads the parse
+    assert analyzer.analyse(hidden).qclass == analyzer.analyse("who discovered penicillin").qclass is not None
+
+    store = Store(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    store.import_dataset(Dataset("rtl", [Question("q1", hidden, [Candidate("a", "\u202elive\u202c bacteria", label=1)])]))
+    (question,) = store.load_dataset("rtl").questions
+    assert question.text == "who discovered penicillin" and question.candidates[0].text == "live bacteria"
+    (record,) = store.candidate_rows("rtl")
+    assert (record.question, record.candidate) == ("who discovered penicillin", "live bacteria")
+    with store.session_scope() as session:  # the store keeps the text as imported
+        assert session.scalar(select(CandidateRow.text)) == "\u202elive\u202c bacteria"
+        assert session.scalar(select(QuestionRow.text)) == hidden
+    store.close()

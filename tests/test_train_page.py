@@ -56,6 +56,10 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     wait_for_outcome(app)
     assert not app.error, [e.value for e in app.error]
     assert "version 1 registered" in app.success[0].value
+    # The status line says which number is which: the last evaluation, and the kept best (the table's).
+    status = app.get("progress")[0].proto.text
+    kept = Store(store_url).model_versions("smcnn")[0]["metrics"]["dev_map"]
+    assert "last evaluation dev MAP" in status and f"kept the best: version 1, dev MAP {kept:.4f}" in status, status
     store = Store(store_url)
     job = store.jobs("smcnn")[0]
     assert job["status"] == "succeeded" and store.job_events(job["id"]), "the live curve reads these events"
@@ -87,7 +91,8 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     rollback.click().run()
     assert not app.exception, app.exception
     assert store.promoted_model("smcnn", "demo")["version"] == 1
-    assert app.button(key="train_rollback").label == "Roll back demo to version 2"
+    after = app.button(key="train_rollback")  # 2 was rolled back: it is not offered as the way back
+    assert after.label == "Roll back" and after.disabled
 
 
 @pytest.mark.parametrize("runner", ["process", "worker"])

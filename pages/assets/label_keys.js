@@ -5,9 +5,16 @@
 // their binding ran after the button was drawn: a key whose element this run drew but the tab has
 // not shown yet (the first button of a tab comes a beat after the rest) is pressed once it shows.
 (function () {
+  if (window.rerankLabKeysInstalled) {  // a later run: its keys are set; a key that waited for them goes now
+    if (window.rerankLabKeysArrived) window.rerankLabKeysArrived();
+    return;
+  }
   const doc = window.document;
   const WAIT_MS = 3000;  // a key waits this long for its element; the next key cancels it
+  const RUN_WAIT_MS = 15000;  // a key waits this long for a rerun's keys (a rerun under load takes seconds)
+  let releasing = null;  // the text box Enter just committed, until the blur below has left it
   const release = () => {
+    releasing = null;
     const active = doc.activeElement;
     if (active && active !== doc.body && typeof active.blur === "function") active.blur();
   };
@@ -16,11 +23,13 @@
     el && (el.tagName === "INPUT" || el.tagName === "TEXTAREA" || el.tagName === "SELECT" || el.isContentEditable);
   const find = (selectors) => selectors.map((selector) => doc.querySelector(selector)).find((found) => found);
   const press = (element, action) => { if (action === "focus") element.focus(); else element.click(); };
-  if (window.rerankLabKeysInstalled) return;
   window.rerankLabKeysInstalled = true;
 
   let waiting = null;  // {observer, timer} of a key whose element is not shown yet
+  let unmapped = null;  // {key, timer} of a key the next run's keys may map (see below)
+  let committedAt = -Infinity;  // when Enter last committed a text box (a rerun is on its way)
   const stopWaiting = () => {
+    if (unmapped) { clearTimeout(unmapped.timer); unmapped = null; }
     if (!waiting) return;
     waiting.observer.disconnect();
     clearTimeout(waiting.timer);
@@ -46,6 +55,25 @@
     const type = event.target && event.target.type;
     if (type === "radio" || type === "checkbox") later();
   }, true);
+  // A key this run's keys do not map while a rerun is on its way (the app is running, or Enter has
+  // just committed a text box): the run that draws the buttons has not set its keys yet. A fresh
+  // tab's first digit after typing a new name came before the run that maps the digits and was lost
+  // (issue 32); it now waits for that run's keys (RUN_WAIT_MS at most; the next key cancels it).
+  const rerunning = () =>
+    performance.now() - committedAt < RUN_WAIT_MS ||
+    doc.querySelector('[data-test-script-state="running"]') !== null;
+  window.rerankLabKeysArrived = () => {
+    if (!unmapped) return;
+    const key = unmapped.key;
+    clearTimeout(unmapped.timer);
+    unmapped = null;
+    const entry = (window.rerankLabKeys || {})[key];
+    if (!entry) return;
+    const [selectors, action] = entry;
+    const element = find(selectors);
+    if (element) press(element, action); else pressWhenShown(selectors, action);
+  };
+
   doc.addEventListener("keydown", (event) => {
     const target = event.target;
     stopWaiting();  // a new key: the one before it no longer waits
@@ -55,11 +83,20 @@
       // select box; on a closed select box it opens the list, which keeps the focus.
       const combobox = target.getAttribute("role") === "combobox";
       if (!combobox || target.getAttribute("aria-expanded") === "true") later();
+      if (!combobox) { committedAt = performance.now(); releasing = target; }
       return;
     }
-    if (typing(target) || event.ctrlKey || event.metaKey || event.altKey || event.key.length !== 1) return;
-    const entry = (window.rerankLabKeys || {})[event.key.toLowerCase()];
-    if (!entry) return;
+    // A key right after Enter belongs to the page even while the box still has the focus (the blur
+    // is a task away, and a busy tab runs input events first): it is not typed into the box.
+    if ((typing(target) && target !== releasing) || event.ctrlKey || event.metaKey || event.altKey || event.key.length !== 1) return;
+    const key = event.key.toLowerCase();
+    const entry = (window.rerankLabKeys || {})[key];
+    if (!entry) {
+      if (!rerunning()) return;
+      if (target === releasing) event.preventDefault();
+      unmapped = { key, timer: setTimeout(() => { unmapped = null; }, RUN_WAIT_MS) };
+      return;
+    }
     const [selectors, action] = entry;
     event.preventDefault();
     event.stopPropagation();  // Streamlit's shortcut listener on the document does not see it: one press

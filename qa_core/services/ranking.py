@@ -103,6 +103,21 @@ class Ranking:
     def summary(self) -> AnalysisSummary | None:
         return None if self.analysis is None else summarise(self.question, self.analysis)
 
+    def pool_note(self) -> str | None:
+        """For a pool-dependent model (BM25 as a reranker), why its order differs from the first
+        stage's though both may be "BM25": its statistics come from this pool, not the collection.
+        ``None`` for any other model."""
+        if not self.ranker.capabilities.pool_dependent:
+            return None
+        staged = [s for s in self.scored if s.candidate.first_stage_rank is not None]
+        moved = sum(s.rank != s.candidate.first_stage_rank for s in staged)
+        change = (f" Here {moved} of {len(staged)} candidates moved from their first-stage rank (rank change)."
+                  if staged else "")
+        return (f"{self.model} scores with statistics of this pool only: its IDF comes from the "
+                f"{len(self.scored)} candidates being reranked, not from the collection the first stage searched, so "
+                f"a word that most candidates share counts for little, and the order can move far from the "
+                f"first-stage ranks (a right answer at first-stage rank 1 may drop).{change}")
+
     def table(self, stored_labels: Mapping[str, int] | None = None) -> pd.DataFrame:
         """The ranked candidates as a table (``RESULT_COLUMNS``; missing values are ``<NA>``).
 

@@ -10,13 +10,17 @@ Errors and Label load the version promoted for their dataset, so a promotion is 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from qa_core.evaluation import qrels_from_questions
 from qa_core.rankers import registry
+from qa_core.services.experiments import score_questions
 from qa_core.services.jobs import progress_fraction
 from qa_core.services.labeling.training_labels import ResolvedLabel, TrainingLabels, training_labels
+from qa_core.significance import ALPHA, format_p, per_query, randomisation_test
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -35,7 +39,12 @@ GOLD_CHOICES: dict[str, bool | list[str]] = {
     "dev only (select on gold, train on stored labels)": ["dev"],
     "none": False,
 }
-METRIC_COLUMNS = {"dev_map": "dev MAP", "test_gold_map": "test MAP (gold)", "dev_mrr": "dev MRR"}
+VERSION_METRICS_NOTE = (
+    "dev MAP (kept best) and dev MRR: the weights training kept (its best evaluation), on every DEV question "
+    "with the labels that job trained with (clean off); test MAP (gold): every TEST question with gold labels "
+    "(clean off). The card below a chosen version compares it with the promoted one on DEV with gold labels."
+)
+METRIC_COLUMNS = {"dev_map": "dev MAP (kept best)", "test_gold_map": "test MAP (gold)", "dev_mrr": "dev MRR"}
 
 
 SETTING_LABELS = {"max_epochs": "Epochs (at most; early stopping on dev MAP may end sooner)"}
@@ -96,6 +105,7 @@ class JobStatus:
     job: dict[str, Any]
     events: pd.DataFrame
     fraction: float
+    kept: dict[str, Any] | None = None  # the version the job registered (its metrics: the kept best)
 
     @property
     def active(self) -> bool:
@@ -109,9 +119,14 @@ class JobStatus:
         if not self.events.empty:
             last = self.events.iloc[-1]
             of = "" if pd.isna(last["total"]) else f" of {int(last['total'])}"
-            dev = "" if pd.isna(last["dev_map"]) else f", dev MAP {last['dev_map']:.4f}"
+            dev = "" if pd.isna(last["dev_map"]) else f", last evaluation dev MAP {last['dev_map']:.4f}"
             where = f", {last['unit']} {int(last['step'])}{of}{dev}"
-        return f"job {job['id']}: {job['status']}{phase}{where}"
+        kept = ""
+        if self.kept is not None and (self.kept["metrics"] or {}).get("dev_map") is not None:
+            # Early stopping keeps the best evaluation's weights: that is the version's dev MAP.
+            kept = (f"; kept the best: version {self.kept['version']}, dev MAP {self.kept['metrics']['dev_map']:.4f} "
+                    "(the versions table's number)")
+        return f"job {job['id']}: {job['status']}{phase}{where}{kept}"
 
 
 EVENT_COLUMNS = ["id", "created_at", "step", "total", "unit", "batch", "loss", "dev_map"]
@@ -127,7 +142,8 @@ def job_status(store: Store, job_id: int) -> JobStatus:
         ],
         columns=EVENT_COLUMNS,
     )
-    return JobStatus(job, frame, progress_fraction(job, [r.event for r in recorded]))
+    kept = store.model_version(job["model_version_id"]) if job["model_version_id"] is not None else None
+    return JobStatus(job, frame, progress_fraction(job, [r.event for r in recorded]), kept)
 
 
 def training_figure(events: pd.DataFrame) -> go.Figure:
@@ -188,3 +204,66 @@ def comparison(store: Store, model: str, version: int, dataset: str) -> pd.DataF
         {name: [metrics.get(key) for key in METRIC_COLUMNS] for name, metrics in columns.items()},
         index=list(METRIC_COLUMNS.values()),
     )
+
+
+DEV_SPLIT = "dev"  # versions are compared where they were selected, never on TEST
+
+
+@dataclass(frozen=True)
+class VersionCheck:
+    """A version against the one promoted for a dataset, on that dataset's DEV questions with gold
+    labels (every such question; clean off): the card the Train page shows before a promotion."""
+
+    version: int
+    promoted: int
+    questions: int
+    map_version: float
+    map_promoted: float
+    p_value: float | None  # paired randomisation test (qa_core.significance), two-sided
+    worse: pd.DataFrame  # the questions whose AP dropped: qid, question, AP promoted, AP version, Δ AP
+
+    @property
+    def delta(self) -> float:
+        return self.map_version - self.map_promoted
+
+    @property
+    def significantly_worse(self) -> bool:
+        return self.delta < 0 and self.p_value is not None and self.p_value < ALPHA
+
+    def summary(self, dataset: str) -> str:
+        """One line naming both versions, the question set and the test."""
+        shown = format_p(self.p_value)
+        p_value = shown if shown.startswith("<") else f"= {shown}"
+        verdict = "significantly worse" if self.significantly_worse else (
+            "no significant difference" if self.p_value is None or self.p_value >= ALPHA else "significantly better")
+        return (f"Version {self.version} against version {self.promoted} (promoted for {dataset}) on {dataset} DEV, "
+                f"gold labels, all {self.questions} questions (clean off): MAP {self.map_version:.4f} vs "
+                f"{self.map_promoted:.4f}, Δ {self.delta:+.4f}; paired randomisation test p {p_value}: "
+                f"{verdict}; {len(self.worse)} questions got worse.")
+
+
+def check_against_promoted(store: Store, model: str, version: int, dataset: str) -> VersionCheck | None:
+    """``version`` of ``model`` against the version promoted for ``dataset`` on its DEV split
+    (``None``: nothing promoted there, the version is the promoted one, or no DEV question has a
+    relevant gold answer). Both checkpoints are scored on the same questions."""
+    promoted = store.promoted_model(model, dataset)
+    if promoted is None or not promoted["promoted"] or promoted["version"] == version:
+        return None
+    chosen = next(v for v in store.model_versions(model) if v["version"] == version)
+    questions = [q for q in store.load_dataset(dataset, split=DEV_SPLIT).questions
+                 if any(c.label is not None for c in q.candidates)]
+    if not any((c.label or 0) > 0 for q in questions for c in q.candidates):
+        return None
+    qrels = qrels_from_questions(questions)
+    runs = {name: score_questions(registry.load(Path(record["checkpoint_path"])), questions)
+            for name, record in (("promoted", promoted), ("version", chosen))}
+    values = per_query(runs, qrels)
+    before, after = values["promoted"]["map"], values["version"]["map"]
+    texts = {q.qid: q.text for q in questions}
+    delta = after - before
+    dropped = delta[delta < 0].sort_values()
+    worse = pd.DataFrame({"qid": dropped.index, "question": [texts[qid] for qid in dropped.index],
+                          f"AP version {promoted['version']}": before[dropped.index].to_numpy(),
+                          f"AP version {version}": after[dropped.index].to_numpy(), "Δ AP": dropped.to_numpy()})
+    return VersionCheck(version, promoted["version"], len(questions), float(after.mean()), float(before.mean()),
+                        randomisation_test(after.to_numpy(), before.to_numpy()).p_value, worse)

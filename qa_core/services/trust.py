@@ -21,9 +21,11 @@ def _measured(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def measured_line(model: str, dataset: str, path: Path = RESULTS) -> str | None:
-    """One sentence on ``model``'s measured faithfulness: on ``dataset`` when it is a benchmark
-    dataset, else on WikiQA (then TrecQA). ``None`` when the model was not measured."""
+def measured_line(model: str, dataset: str, trained: bool, path: Path = RESULTS) -> str | None:
+    """One sentence on ``model``'s measured faithfulness, naming where it was measured: on
+    ``dataset`` when it is a benchmark dataset, else on WikiQA (then TrecQA), said to be another
+    dataset. ``trained``: the model has versions, so the measured one (trained by the benchmark) is
+    never the version on screen, and the line says so. ``None`` when the model was not measured."""
     measured = _measured(path).get("datasets", {})
     for name in (dataset, "wikiqa", "trecqa"):
         entry = measured.get(name, {}).get("models", {}).get(model)
@@ -35,12 +37,20 @@ def measured_line(model: str, dataset: str, path: Path = RESULTS) -> str | None:
         share = 100 / summary["score_range"]
         p = summary["comprehensiveness_p"]
         verdict = "beat" if entry["beats_random"] else "do not beat"
+        where = f"{NAMES.get(name, name)} TEST ({summary['pairs']:,} pairs)"
+        if trained:
+            whose = (f"a {model} that benchmarks/faithfulness.py trained on {NAMES.get(name, name)}, not the version "
+                     "on screen")
+        else:
+            whose = model if name == dataset else f"{model} fitted on {NAMES.get(name, name)}"
+        prefix = "" if name == dataset else f"Not measured on {dataset}. "
         return (
-            f"Measured on {NAMES.get(name, name)} TEST ({summary['pairs']:,} pairs): deleting the top "
-            f"{SHOWN_FRACTION:.0%} of words by this model's weights lowers its score by "
+            f"{prefix}Measured on {where} for {whose}: deleting the top "
+            f"{SHOWN_FRACTION:.0%} of words by its weights lowers its score by "
             f"{summary['comprehensiveness'] * share:.0f}% of its score range, {SHOWN_FRACTION:.0%} random words "
             f"by {summary['random_comprehensiveness'] * share:.0f}% ({_p(p)}); its heatmaps {verdict} random "
-            f"words at p < 0.01 (comprehensiveness and sufficiency at every k measured)."
+            f"words at p < 0.01 (comprehensiveness and sufficiency at every k measured). This candidate's own "
+            f"test is below."
         )
     return None
 

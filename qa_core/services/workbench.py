@@ -12,6 +12,7 @@ import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ import pandas as pd
 from qa_core import config
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
+from qa_core.text.normalise import visible_text
 from qa_core.types import (
     MAX_CANDIDATE_CHARS,
     MAX_QUESTION_CHARS,
@@ -141,20 +143,48 @@ def model_names(store: Store | None = None, dataset: str | None = None) -> list[
     return sorted(names, key=lambda name: (not ready(name), name))
 
 
-def default_model(store: Store, names: Sequence[str], dataset: str | None = None) -> str | None:
-    """The one of ``names`` promoted most recently (for ``dataset``, when given): what the user last
-    put to work; else the first of ``names``."""
-    latest = None
+def _naive_utc(when: datetime) -> datetime:
+    """A stored time comparable with any other (the store keeps UTC; a driver may add the zone)."""
+    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo is not None else when
+
+
+def usage(store: Store) -> list[tuple[datetime, str, str]]:
+    """``(when, dataset, model)`` of what was done with a model on a dataset, newest first: versions
+    registered (the dataset trained on), promotions (the dataset promoted for) and the newest
+    training jobs. What "last used" means on every page (docs/architecture.md, "What a page shows")."""
+    events = []
     for version in store.model_versions():
-        if version["name"] not in names:
-            continue
-        scopes = version["promoted_for"] if dataset is None else [s for s in version["promoted_for"] if s == dataset]
-        for scope in scopes:
+        trained_on = (version["training_data"] or {}).get("dataset")
+        if trained_on:
+            events.append((_naive_utc(version["created_at"]), trained_on, version["name"]))
+        for scope in version["promoted_for"]:
             history = store.promotion_history(version["name"], scope)
-            when = history[0]["promoted_at"] if history else None
-            if when is not None and (latest is None or when > latest[0]):
-                latest = (when, version["name"])
-    return latest[1] if latest is not None else (names[0] if names else None)
+            if history and history[0].get("promoted_at") is not None:
+                events.append((_naive_utc(history[0]["promoted_at"]), scope, version["name"]))
+    events += [(_naive_utc(job["created_at"]), job["dataset"], job["model"]) for job in store.jobs(limit=5)]
+    return sorted(events, key=lambda event: event[0], reverse=True)
+
+
+def last_used_dataset(store: Store, datasets: Sequence[str]) -> str | None:
+    """The one of ``datasets`` a model was last trained on, promoted for or queued for (else None)."""
+    return next((dataset for _, dataset, _ in usage(store) if dataset in datasets), None)
+
+
+def default_model(store: Store, names: Sequence[str], dataset: str | None = None) -> str | None:
+    """The one of ``names`` last used (trained, promoted, queued; on ``dataset`` when given): what
+    the user last put to work; else the first of ``names``."""
+    used = (model for _, on, model in usage(store) if model in names and dataset in (None, on))
+    return next(used, names[0] if names else None)
+
+
+def default_models(store: Store, names: Sequence[str], dataset: str, count: int) -> list[str]:
+    """``count`` of ``names`` to compare first: the trained models ``dataset`` has a version of, last
+    used first, then the baselines (Compare starts on trained models when they exist)."""
+    trained = [name for name in names if registry.ranker_class(name).capabilities.trainable
+               and store.promoted_model(name, dataset) is not None]
+    used = [model for _, on, model in usage(store) if on == dataset and model in trained]
+    ordered = list(dict.fromkeys([*used, *trained, *names]))
+    return ordered[:count]
 
 
 def train_command(name: str, dataset: str | None = None) -> str:
@@ -176,7 +206,8 @@ def version_in_use(store: Store, name: str, dataset: str) -> str:
         return f"checkpoint {name}"
     capabilities = registry.ranker_class(name).capabilities
     if not capabilities.trainable:
-        fitted = f"; IDF from {dataset}'s training split" if capabilities.learns_statistics else ""
+        fitted = (f"; IDF from {dataset}'s training split" if capabilities.learns_statistics
+                  else "; statistics (IDF) from the pool it reranks" if capabilities.pool_dependent else "")
         return f"{name}: nothing to train{fitted}"
     record = store.promoted_model(name, dataset)
     if record is None:
@@ -234,7 +265,7 @@ def looks_like_path(name: str) -> bool:
 def _checked_text(text: str | None, what: str, limit: int, hint: str) -> str:
     """``text`` stripped of surrounding whitespace; ``InputError`` naming ``what`` if it is empty
     (with ``hint`` on what to do) or longer than ``limit`` characters."""
-    value = (text or "").strip()
+    value = visible_text(text or "").strip()
     if not value:
         raise InputError(f"{what} is empty: {hint}")
     if len(value) > limit:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qa_core.config import parse_cache_path
+from qa_core.text.normalise import visible_text
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -322,8 +323,11 @@ def default_cache() -> ParseCache:
 
 
 def parse_many(texts: Sequence[str], batch_size: int = 256, cache: ParseCache | None = None) -> list[Parsed]:
-    """Parse texts in order; only distinct texts missing from the cache go through ``nlp.pipe``."""
+    """Parse texts in order; only distinct texts missing from the cache go through ``nlp.pipe``.
+    Each is first made ``visible_text`` (a zero-width space splits words, direction controls go),
+    as everything the pages show is."""
     cache = cache if cache is not None else default_cache()
+    texts = [visible_text(text) for text in texts]
     keys = [text_key(text) for text in texts]
     found = cache.get_many(keys)
     todo = {key: text for key, text in zip(keys, texts) if key not in found}

@@ -4,16 +4,20 @@ with gold, before real work (Label Studio's and Prodigy's "ground truth" onboard
 The rules (docs/annotation.md):
 
 - **When**: while calibration is on for the dataset (``Store.set_calibration``, by whoever manages
-  it), an annotator without a calibration record there judges the gold pairs in the graded mode
-  before any real pair. A run keeps the settings it started under (its size), so changing the
+  it), a new annotator there (no calibration record, and fewer current labels in the dataset than
+  the run has pairs: one who has already labelled that much is not new) judges the gold pairs in
+  the graded mode before any real pair. A run keeps the settings it started under (its size), so changing the
   number later does not move anyone's finish line; a finished run is never asked again, and a run
   left half-way goes on where it stopped (while calibration is on).
 - **Which pairs** (``gold_pairs``): the dataset's pairs with a gold label, from its TRAIN split
   (every split when it has no TRAIN pair with gold: TEST is never shown unless there is nothing
-  else), ranked by a stable hash of (``SEED``, qid, doc_id), so every annotator sees the same pairs
-  in the same order, and a re-import that keeps the ids keeps them. The pairs alternate
-  relevant (gold > 0) and not relevant, relevant first, while both last, so kappa has both
-  classes to work with; the rest fill from whichever class remains.
+  else), ranked by a stable hash of (``SEED``, qid, doc_id), so every annotator judges the same
+  pairs, and a re-import that keeps the ids keeps them. The set takes relevant (gold > 0) and not
+  relevant pairs in turn while both last, so kappa has both classes to work with; the rest fill
+  from whichever class remains.
+- **In which order** (``shown_order``): a hash of (``SEED``, annotator, qid, doc_id), so each
+  annotator's order is their own and cannot be learnt: a fixed pattern of keys (relevant first,
+  then alternating) does not score 100%. It is stable, so a run left half-way resumes in order.
 - **The result** (``calibration_result``): on the gold scale. Binary gold (every gold label 0 or 1,
   as WikiQA and TrecQA) is compared with the grade as training reads it (relevant when grade > 0,
   ``training_labels``); graded gold (0..4) with the grade itself. Reported: the pairs judged,
@@ -46,9 +50,9 @@ SEED = 0
 CALIBRATION_SPLIT = "train"
 
 
-def _rank(record: CandidateRecord, seed: int) -> bytes:
-    """A stable hash of (seed, qid, doc_id): the same on every machine and in every process."""
-    return hashlib.blake2b(f"{seed}:{record.qid}/{record.doc_id}".encode(), digest_size=8).digest()
+def _rank(record: CandidateRecord, seed: int, annotator: str = "") -> bytes:
+    """A stable hash of (seed, annotator, qid, doc_id): the same on every machine and in every process."""
+    return hashlib.blake2b(f"{seed}:{annotator}:{record.qid}/{record.doc_id}".encode(), digest_size=8).digest()
 
 
 def gold_pairs(records: Sequence[CandidateRecord], n: int, seed: int = SEED) -> list[CandidateRecord]:
@@ -62,6 +66,11 @@ def gold_pairs(records: Sequence[CandidateRecord], n: int, seed: int = SEED) -> 
             if group and len(chosen) < n:
                 chosen.append(group.pop(0))
     return chosen
+
+
+def shown_order(pairs: Sequence[CandidateRecord], annotator: str, seed: int = SEED) -> list[CandidateRecord]:
+    """``pairs`` in ``annotator``'s own order (see the module docstring)."""
+    return sorted(pairs, key=lambda r: _rank(r, seed, annotator))
 
 
 def binary_gold(records: Sequence[CandidateRecord]) -> bool:
@@ -181,9 +190,11 @@ class Calibration:
         settings = store.calibration_settings(dataset)
         settings_id, run = (judgements[0].settings_id, judgements[0].run_pairs) if judgements else (
             settings.settings_id, settings.pairs)
-        if not settings.enabled or len(judgements) >= run:
+        if not settings.enabled or len(judgements) >= run or (
+            not judgements and len(store.current_label_records(dataset, annotator)) >= run
+        ):
             return cls(store, dataset, annotator, None, [], 0, judgements, holder, actor)
-        chosen = gold_pairs(calibration_records(store, dataset), run)
+        chosen = shown_order(gold_pairs(calibration_records(store, dataset), run), annotator)
         judged = {j.candidate_id for j in judgements}
         return cls(store, dataset, annotator, settings_id, [r for r in chosen if r.candidate_id not in judged],
                    len(chosen), judgements, holder, actor)

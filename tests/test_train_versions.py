@@ -1,0 +1,73 @@
+"""The Train page's version card through AppTest (issue 32): a version retrained on bad labels is
+compared with the promoted one on DEV (MAP difference, paired randomisation test, the questions that
+got worse), promoting it asks for a confirmation, and roll back names the version it goes back to.
+A fresh session opens on the model and dataset last used, not on the alphabetically first."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from db.store import Store
+from qa_core.data.demo import load_demo
+from qa_core.services import retraining, workbench
+from qa_core.services.experiments import train_ranker
+from tests.pages import TRAIN, open_page
+
+TINY = {"max_epochs": 1, "filters": 8}
+
+
+@pytest.fixture(scope="module")
+def good_and_bad(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two tiny SM-CNNs: one trained on the demo's gold labels, one on every label flipped (the
+    wrong answers marked right), as a retraining on noisy labels could leave it."""
+    folder = tmp_path_factory.mktemp("versions")
+    demo = load_demo()
+    flipped = dataclasses.replace(demo, questions=[
+        dataclasses.replace(q, candidates=[dataclasses.replace(c, label=1 - c.label) for c in q.candidates])
+        for q in demo.questions
+    ])
+    paths = folder / "good.pt", folder / "bad.pt"
+    for dataset, path in zip((demo, flipped), paths):
+        train_ranker("smcnn", dataset, seed=1, model_config=TINY, checkpoint=path, progress=False)
+    return paths
+
+
+def test_a_worse_version_is_compared_on_dev_and_its_promotion_confirmed(store_url, good_and_bad):
+    store = Store(store_url)
+    workbench.ensure_demo(store)
+    good, bad = good_and_bad
+    store.register_model("smcnn", "smcnn", str(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
+    store.register_model("smcnn", "smcnn", str(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
+
+    check = retraining.check_against_promoted(store, "smcnn", 2, "demo")
+    assert (check.version, check.promoted, check.questions) == (2, 1, 28)  # the demo's DEV split
+    assert check.delta < 0 and check.p_value < 0.05 and check.significantly_worse
+    assert len(check.worse) > 0 and (check.worse["Δ AP"] < 0).all()
+    assert retraining.check_against_promoted(store, "smcnn", 1, "demo") is None  # the promoted one itself
+
+    app = open_page(TRAIN)  # a fresh session: smcnn, last trained and promoted, not attention_lstm
+    assert app.selectbox(key="train_model").value == "smcnn"
+    assert app.selectbox(key="train_version_smcnn").value == 2
+    (warning,) = [w.value for w in app.warning if "significantly worse" in w.value]
+    assert "Version 2 against version 1 (promoted for demo) on demo DEV" in warning
+    assert f"Δ {check.delta:+.4f}" in warning and "28 questions (clean off)" in warning
+    assert "randomisation" in warning
+    worse = next(d.value for d in app.dataframe if "Δ AP" in d.value.columns)
+    assert worse["qid"].tolist() == check.worse["qid"].tolist()
+    promote = app.button(key="train_promote")
+    assert promote.disabled, "a significantly worse version is not promoted without a confirmation"
+    app.checkbox(key="train_confirm_smcnn_2").check().run()
+    app.button(key="train_promote").click().run()
+    assert not app.exception, app.exception
+    assert store.promoted_model("smcnn", "demo")["version"] == 2
+
+    rollback = app.button(key="train_rollback")
+    assert rollback.label == "Roll back demo to version 1"
+    rollback.click().run()
+    assert store.promoted_model("smcnn", "demo")["version"] == 1
+    again = app.button(key="train_rollback")  # after 1, 2 and a roll back to 1: nothing earlier than 1
+    assert again.label == "Roll back" and again.disabled
+    store.close()
