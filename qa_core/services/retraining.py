@@ -17,6 +17,7 @@ import pandas as pd
 
 from qa_core.evaluation import qrels_from_questions
 from qa_core.rankers import registry
+from qa_core.services import viz
 from qa_core.services.experiments import score_questions
 from qa_core.services.jobs import progress_fraction
 from qa_core.services.labeling.training_labels import ResolvedLabel, TrainingLabels, training_labels
@@ -44,7 +45,7 @@ VERSION_METRICS_NOTE = (
     "with the labels that job trained with (clean off); test MAP (gold): every TEST question with gold labels "
     "(clean off). The card below a chosen version compares it with the promoted one on DEV with gold labels."
 )
-METRIC_COLUMNS = {"dev_map": "dev MAP (kept best)", "test_gold_map": "test MAP (gold)", "dev_mrr": "dev MRR"}
+METRIC_COLUMNS = {"dev_map": viz.VERSION_DEV_MAP, "test_gold_map": viz.VERSION_TEST_MAP, "dev_mrr": "dev MRR"}
 
 
 SETTING_LABELS = {"max_epochs": "Epochs (at most; early stopping on dev MAP may end sooner)"}

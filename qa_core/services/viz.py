@@ -145,6 +145,10 @@ TICK_RATIO = 1.5  # neighbouring ticks on the version curve's log axis are at le
 DATASET_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
 
+# The columns of retraining.versions_table (its METRIC_COLUMNS) that the version curve draws.
+VERSION_DEV_MAP, VERSION_TEST_MAP = "dev MAP (kept best)", "test MAP (gold)"
+
+
 def version_curve_figure(versions: pd.DataFrame, model: str) -> go.Figure | None:
     """The Train page's versions of ``model`` (``retraining.versions_table``) as MAP against the TRAIN
     labels each was trained on: one colour per dataset (versions of different datasets are never
@@ -158,7 +162,7 @@ def version_curve_figure(versions: pd.DataFrame, model: str) -> go.Figure | None
     figure = go.Figure()
     for (dataset, group), colour in zip(rows.groupby("dataset", sort=True), itertools.cycle(DATASET_COLOURS)):
         name = html.escape(str(dataset) or "no dataset")
-        for column, dash, symbol in (("dev MAP", "solid", "circle"), ("test MAP (gold)", "dash", "diamond")):
+        for column, dash, symbol in ((VERSION_DEV_MAP, "solid", "circle"), (VERSION_TEST_MAP, "dash", "diamond")):
             points = group.dropna(subset=[column]).sort_values(["train labels", "version"])
             if points.empty:
                 continue
@@ -180,10 +184,10 @@ def version_curve_figure(versions: pd.DataFrame, model: str) -> go.Figure | None
     counts = sorted(float(c) for c in rows["train labels"].unique())
     if len(counts) <= 8 and all(high / low >= TICK_RATIO for low, high in zip(counts, counts[1:])):
         figure.update_xaxes(tickmode="array", tickvals=counts, ticktext=[f"{int(c):,}" for c in counts])
-    in_use = rows[rows["in use for"].fillna("").astype(str) != ""].dropna(subset=["dev MAP"])
+    in_use = rows[rows["in use for"].fillna("").astype(str) != ""].dropna(subset=[VERSION_DEV_MAP])
     if not in_use.empty:
         figure.add_trace(go.Scatter(
-            x=in_use["train labels"].tolist(), y=in_use["dev MAP"].tolist(), mode="markers", name="in use (promoted)",
+            x=in_use["train labels"].tolist(), y=in_use[VERSION_DEV_MAP].tolist(), mode="markers", name="in use (promoted)",
             marker={"symbol": "circle-open", "size": 18, "color": "#d62728", "line": {"width": 3}},
             customdata=[html.escape(f"version {v}, in use for {scopes}") for v, scopes in zip(in_use["version"], in_use["in use for"])],
             hovertemplate="%{customdata}<extra></extra>",
