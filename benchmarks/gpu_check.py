@@ -34,6 +34,7 @@ import platform
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ if str(ROOT) not in sys.path:
 from qa_core.device import describe  # noqa: E402
 from qa_core.text import contextual, nlp, vectors  # noqa: E402
 from qa_core.training import loop  # noqa: E402
-from qa_core.types import Candidate  # noqa: E402
+from qa_core.types import Candidate, InputError  # noqa: E402
 
 BUNDLE_FORMAT = 1
 MAX_BUNDLE_BYTES = 50 * 2**20  # what a node takes along besides the source tree (about 60 MiB in all)
@@ -60,7 +61,7 @@ FP32_TOLERANCE = 1e-4  # largest |device score - CPU score| in fp32
 EXPLAIN_TOLERANCE = 1e-5  # |explanation score - ranked score|: a 1-row forward against a batched one
 EPOCH_MAP_POINTS = 1.0  # DEV MAP points (x100) an epoch on the device may differ from the CPU's
 AUTOCAST_DTYPES = (torch.bfloat16, torch.float16)
-TIMED_PASSES = 3
+TIMED_PASSES = 3  # timed scoring passes per device, after one warm-up
 
 
 # ---------------------------------------------------------------------------------------- bundle files
@@ -79,9 +80,12 @@ def load_part(path: Path) -> dict[str, Any]:
     return torch.load(io.BytesIO(gzip.decompress(path.read_bytes())), map_location="cpu", weights_only=True)
 
 
-def bundle_bytes(bundle: Path) -> int:
-    """What the node must take along: every file of the bundle."""
-    return sum(path.stat().st_size for path in bundle.iterdir() if path.is_file())
+def bundle_bytes(bundle: Path, limit: int = MAX_BUNDLE_BYTES) -> int:
+    """What the node must take along: every file of the bundle; ``InputError`` over ``limit``."""
+    total = sum(path.stat().st_size for path in bundle.iterdir() if path.is_file())
+    if total > limit:
+        raise InputError(f"the bundle {bundle} is {total / 2**20:.1f} MiB, over {limit / 2**20:.0f} MiB")
+    return total
 
 
 # ---------------------------------------------------------------------------------------- metrics
@@ -120,24 +124,26 @@ def on(device: torch.device, inputs: dict[str, torch.Tensor]) -> dict[str, torch
     return {name: tensor.to(device) for name, tensor in inputs.items()}
 
 
-def timed_predict(ranker: Any, inputs: dict[str, torch.Tensor], device: torch.device) -> tuple[np.ndarray, float]:
-    """Scores and pairs/s over ``TIMED_PASSES`` passes after one warm-up (predict returns CPU arrays,
-    so every pass ends synchronised)."""
+def timed_predict(ranker: Any, inputs: dict[str, torch.Tensor], device: torch.device, passes: int) -> tuple[np.ndarray, float]:
+    """Scores and pairs/s over ``passes`` passes after one warm-up (predict returns CPU arrays, so
+    every pass ends synchronised)."""
     scores = ranker.predict(inputs)
     started = time.perf_counter()
-    for _ in range(TIMED_PASSES):
+    for _ in range(passes):
         ranker.predict(inputs)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    seconds = (time.perf_counter() - started) / TIMED_PASSES
+    seconds = (time.perf_counter() - started) / passes
     return scores, len(scores) / seconds
 
 
-def check_scores(part: dict[str, Any], ranker: Any, cpu_ranker: Any, device: torch.device, pools: dict[str, Any]) -> dict[str, Any]:
+def check_scores(
+    part: dict[str, Any], ranker: Any, cpu_ranker: Any, device: torch.device, pools: dict[str, Any], passes: int
+) -> dict[str, Any]:
     """fp32 against the bundle's CPU scores, autocast in bf16 and fp16 (reported), pairs/s."""
     inputs, reference = part["test"]["inputs"], part["test"]["scores"].numpy()
-    scores, device_rate = timed_predict(ranker, inputs, device)
-    node_cpu_scores, cpu_rate = timed_predict(cpu_ranker, inputs, torch.device("cpu"))
+    scores, device_rate = timed_predict(ranker, inputs, device, passes)
+    node_cpu_scores, cpu_rate = timed_predict(cpu_ranker, inputs, torch.device("cpu"), passes)
     reference_map = mean_average_precision(reference, pools)
     fp32 = {
         "max_abs_diff": float(np.abs(scores - reference).max()),
@@ -237,7 +243,7 @@ def driver_version() -> str | None:
     return None
 
 
-def run_check(bundle: Path, device: torch.device, out: Path) -> dict[str, Any]:
+def run_check(bundle: Path, device: torch.device, out: Path, passes: int = TIMED_PASSES) -> dict[str, Any]:
     """Every check for every ranker of the bundle; writes and returns the result."""
     started = time.perf_counter()
     manifest = json.loads((bundle / MANIFEST).read_text())
@@ -247,15 +253,18 @@ def run_check(bundle: Path, device: torch.device, out: Path) -> dict[str, Any]:
     provide_request_inputs(request)
     torch.manual_seed(manifest["seed"])
     rankers: dict[str, Any] = {}
+    rows = slice(request["first_row"], request["first_row"] + len(request["candidates"]))
     for entry in manifest["rankers"]:
         part = load_part(bundle / entry["file"])
-        ranker = ranker_from(entry, part["state"], device)
-        cpu_ranker = ranker_from(entry, part["state"], torch.device("cpu"))
-        result = check_scores(part, ranker, cpu_ranker, device, pools["test"])
-        result["epoch"] = check_epoch(entry, part, device, pools["dev"], manifest["seed"])
-        rows = slice(request["first_row"], request["first_row"] + len(request["candidates"]))
-        result["request"] = check_request(ranker, request, part["test"]["scores"].numpy()[rows])
-        result["passed"] = all(result[key]["passed"] for key in ("fp32", "epoch", "request"))
+        try:
+            ranker = ranker_from(entry, part["state"], device)
+            cpu_ranker = ranker_from(entry, part["state"], torch.device("cpu"))
+            result = check_scores(part, ranker, cpu_ranker, device, pools["test"], passes)
+            result["epoch"] = check_epoch(entry, part, device, pools["dev"], manifest["seed"])
+            result["request"] = check_request(ranker, request, part["test"]["scores"].numpy()[rows])
+            result["passed"] = all(result[key]["passed"] for key in ("fp32", "epoch", "request"))
+        except Exception:  # one GPU run is precious: record the failure and check the other rankers
+            result = {"error": traceback.format_exc(limit=-3), "passed": False}
         rankers[entry["name"]] = result
         print(f"{entry['name']}: {'passed' if result['passed'] else 'FAILED'}", flush=True)
     payload = {
@@ -290,6 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--bundle", type=Path, required=True)
     run.add_argument("--device", default="cuda", help="cuda, cuda:1 or cpu")
     run.add_argument("--out", type=Path, required=True)
+    run.add_argument("--passes", type=int, default=TIMED_PASSES, help="timed scoring passes per device")
     args = parser.parse_args(argv)
     if args.command == "make":
         from benchmarks.gpu_bundle import make_bundle  # the whole project: only where the bundle is made
@@ -300,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda, but torch sees no CUDA device here")
-    result = run_check(args.bundle, device, args.out)
+    result = run_check(args.bundle, device, args.out, args.passes)
     print(f"{args.out / RESULT}: {'passed' if result['passed'] else 'FAILED'} in {result['seconds']} s")
     return 0 if result["passed"] else 1
 
