@@ -285,6 +285,64 @@ def run_check(bundle: Path, device: torch.device, out: Path, passes: int = TIMED
     return payload
 
 
+SECTION_INTRO = """## GPU check
+
+Script: `benchmarks/gpu_check.py`. **The CUDA path of the neural rankers is verified only by this check,
+and it has not run on a GPU yet (last looked at 2026-11-26: no GPU machine was available).** Every
+result below that names a CPU is the same check run with `--device cpu`: it shows that the check works
+and what it measures, not that CUDA does. Until a GPU row is here, read "GPU reranking" as untested.
+
+On a CPU machine with the whole project: `python benchmarks/gpu_check.py make --bundle gpu_bundle`
+(WikiQA TEST, DEV, and 150 TRAIN questions; one checkpoint per neural ranker, trained one epoch).
+Copy the source tree and `gpu_bundle/` to the node; there, with only Python, torch, numpy, pandas,
+scipy and scikit-learn: `python benchmarks/gpu_check.py run --bundle gpu_bundle --device cuda --out
+out` (exit status 0 when every ranker passed; `out/gpu_check.json` holds everything). Then, back here,
+`python benchmarks/gpu_check.py report --result out/gpu_check.json` and `python benchmarks/report.py`
+put the rows below. Per ranker it checks: fp32 scores on the device against the bundle's CPU scores
+(largest difference <= 1e-4); autocast bfloat16 and float16 (difference and TEST MAP change,
+reported); pairs/s on the device and on the node's CPU in the same run; one training epoch from the
+checkpoint on the bundle's encoded TRAIN batches on the device and on the CPU (loss finite, DEV MAP
+within 1 point); the request path of one TEST question (`score_pools`, then `explain` of the best
+candidate: its score equals the ranked score within 1e-5). `tests/test_gpu_check.py` makes a small
+demo bundle and runs the check with `--device cpu` in a Python that holds only the node's packages.
+"""
+
+
+def section(result: dict[str, Any] | None) -> list[str]:
+    """The docs' section: what the check is, and the rows of one run when there is one."""
+    lines = [SECTION_INTRO]
+    if result is None:
+        return lines
+    bundle = result["bundle"]
+    lines += [
+        f"### {result['device']}, {result['date'][:10]}",
+        "",
+        f"Driver {result['driver'] or '-'}, CUDA {result['cuda'] or '-'}, torch {result['torch']}, Python {result['python']}; "
+        f"bundle: {bundle['data']}, {bundle['total_bytes'] / 2**20:.1f} MiB, made {bundle['made'][:10]}; "
+        f"{result['seconds']:.0f} s in all; {'every ranker passed' if result['passed'] else 'NOT every ranker passed'}.",
+        "",
+        "| ranker | fp32 max diff | bf16 diff / MAP change | fp16 diff / MAP change | device pairs/s | CPU pairs/s "
+        "| epoch loss | DEV MAP device / CPU | explain diff | passed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, checks in result["rankers"].items():
+        if "error" in checks:
+            lines.append(f"| `{name}` | error: {checks['error'].splitlines()[-1]} |||||||| no |")
+            continue
+        mixed = [
+            f"{c['max_abs_diff']:.1e} / {100 * c['map_change']:+.2f}" if "max_abs_diff" in c else "no kernel"
+            for c in (checks["autocast"]["bfloat16"], checks["autocast"]["float16"])
+        ]
+        speed, epoch = checks["speed"], checks["epoch"]
+        lines.append(
+            f"| `{name}` | {checks['fp32']['max_abs_diff']:.1e} | {mixed[0]} | {mixed[1]} | "
+            f"{speed['device_pairs_per_second']:,} | {speed['cpu_pairs_per_second']:,} | {epoch['device']['loss']:.4f} | "
+            f"{epoch['device']['dev_map']:.4f} / {epoch['cpu']['dev_map']:.4f} | {checks['request']['difference']:.1e} | "
+            f"{'yes' if checks['passed'] else 'no'} |"
+        )
+    return [*lines, "", "MAP changes in points (x100) of TEST MAP against the bundle's CPU scores.", ""]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -300,7 +358,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--device", default="cuda", help="cuda, cuda:1 or cpu")
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--passes", type=int, default=TIMED_PASSES, help="timed scoring passes per device")
+    report = commands.add_parser("report", help="write the docs' section (benchmarks/results/gpu_check.md)")
+    report.add_argument("--result", type=Path, default=None, help="a run's gpu_check.json (none: the text alone)")
     args = parser.parse_args(argv)
+    if args.command == "report":
+        result = json.loads(args.result.read_text()) if args.result else None
+        path = ROOT / "benchmarks" / "results" / "gpu_check.md"
+        path.write_text("\n".join(section(result)))
+        print(path)
+        return 0
     if args.command == "make":
         from benchmarks.gpu_bundle import make_bundle  # the whole project: only where the bundle is made
 
