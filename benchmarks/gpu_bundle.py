@@ -115,7 +115,7 @@ def make_bundle(bundle: Path, data: str, train_questions: int | None, eval_quest
     entries = []
     for name in neural_rankers():
         cls = registry.ranker_class(name)
-        entry = {"name": name, "class": f"{cls.__module__}:{cls.__qualname__}", "file": f"{name}.pt.gz"}
+        entry = {"name": name, "class": f"{cls.__module__}:{cls.__qualname__}", "file": f"{name}.pt.xz"}
         entry["bytes"] = save_part(ranker_part(name, train, dev, test, epochs, seed), bundle / entry["file"])
         entries.append(entry)
     manifest = {

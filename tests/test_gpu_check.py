@@ -97,7 +97,7 @@ def test_make_and_run_on_the_cpu_with_only_the_nodes_packages(bundle: Path, tmp_
     for name, checks in result["rankers"].items():
         assert checks["fp32"]["max_abs_diff"] == 0.0, name  # the same code on the same CPU
         assert set(checks["autocast"]) == {"bfloat16", "float16"}, name
-        assert checks["speed"]["pairs"] == sum(load_part(bundle / "pools.pt.gz")["test"]["sizes"].tolist())
+        assert checks["speed"]["pairs"] == sum(load_part(bundle / "pools.pt.xz")["test"]["sizes"].tolist())
         assert np.isfinite(checks["epoch"]["device"]["loss"]), name
         assert checks["epoch"]["dev_map_difference_points"] == 0.0, name
         assert checks["request"]["difference"] <= 1e-6, name
@@ -126,7 +126,7 @@ def test_rankers_follow_rerank_lab_device(bundle: Path, monkeypatch: pytest.Monk
     """Training jobs build their ranker with ``registry.create``, scoring jobs and pages load one with
     ``registry.load`` (jobs inherit the environment); both take ``RERANK_LAB_DEVICE``. ``meta`` stands
     in for a GPU: a device torch has on every machine."""
-    state = load_part(bundle / "smcnn.pt.gz")["state"]
+    state = load_part(bundle / "smcnn.pt.xz")["state"]
     path = registry.save(registry.ranker_class("smcnn").from_state(state), bundle.parent / "smcnn.pt")
     monkeypatch.setenv("RERANK_LAB_DEVICE", "meta")
     assert default_device() == torch.device("meta")
@@ -143,7 +143,7 @@ def test_rankers_follow_rerank_lab_device(bundle: Path, monkeypatch: pytest.Monk
 
 
 def test_mixed_precision_is_off_unless_asked(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    part = load_part(bundle / "smcnn.pt.gz")
+    part = load_part(bundle / "smcnn.pt.xz")
     ranker = registry.ranker_class("smcnn").from_state(part["state"])
     reference = part["test"]["scores"].numpy()
     assert np.array_equal(ranker.predict(part["test"]["inputs"]), reference)
