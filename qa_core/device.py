@@ -46,7 +46,8 @@ def autocast_dtype(device: torch.device) -> torch.dtype:
 
 def precision(device: torch.device) -> contextlib.AbstractContextManager[object]:
     """``torch.autocast`` on ``device`` when ``amp_enabled()``, else nothing. Off by default: scores
-    then move by about 1e-3 (benchmarks/gpu_check.py reports by how much and what it does to MAP)."""
+    then move, by up to 2e-2 in bfloat16 (benchmarks/gpu_check.py reports how much and what it does
+    to MAP, per ranker)."""
     if not amp_enabled():
         return contextlib.nullcontext()
     return torch.autocast(device.type, dtype=autocast_dtype(device))
