@@ -471,7 +471,7 @@ def _add_batch_score_parser(commands) -> None:
     run.add_argument("--workers", type=int, default=2, help="parsing processes (local; 0: none) or Ray parsing actors")
     run.add_argument("--scorers", type=int, default=None, help="Ray scoring actors (default: one per GPU, else one)")
     run.add_argument("--chunk-pairs", type=int, default=CHUNK_PAIRS, help="pairs per chunk (whole queries)")
-    run.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: the GPU when there is one)")
+    run.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: RERANK_LAB_DEVICE, else the GPU when there is one; a Ray actor: the GPU Ray gave it)")
     run.add_argument("--amp", action="store_true", help="score under torch.autocast (float16 on CUDA)")
     run.add_argument("--tag", default=None, help="run tag (default: the model's name)")
     run.add_argument("--quiet", action="store_true", help="no progress notes or Ray logs on stderr")

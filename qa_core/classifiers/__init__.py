@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, Self
 
 import torch
-from spacy.tokens import Doc
 from torch import nn
 from torch.nn import functional as F
 
@@ -61,6 +60,8 @@ def syntax_ids(token_lists: Sequence[Sequence[str]], labels: SyntaxLabels | None
     order of ``labels`` (default: the pipeline's ``syntax_labels``; 0: padding, or a label not
     listed). spaCy tags the tokens as given (no re-tokenisation), so the ids line up with the word
     ids."""
+    from spacy.tokens import Doc  # imported on use: the rankers' GPU check runs where spaCy is not
+
     labels = labels if labels is not None else syntax_labels()
     index = {name: {label: i for i, label in enumerate(values, start=1)} for name, values in labels.items()}
     nlp = get_nlp()

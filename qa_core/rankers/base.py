@@ -49,10 +49,12 @@ class Capabilities:
     its ``explain`` fills. ``reads``: what it reads besides the two texts (a page says so, a batch
     job must supply it). ``pool_dependent``: a candidate's score
     depends on the rest of its pool (BM25's IDF is the pool's), so an edited candidate must be
-    scored inside its pool; otherwise a pair's score is its own.
+    scored inside its pool; otherwise a pair's score is its own. ``neural``: a torch network that
+    ``to(device)`` moves, so it scores and trains on a GPU (``benchmarks/gpu_check.py`` checks each).
     """
 
     trainable: bool = False
+    neural: bool = False
     learns_statistics: bool = False
     pool_dependent: bool = False
     training_settings: tuple[str, ...] = ()

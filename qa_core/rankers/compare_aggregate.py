@@ -231,9 +231,9 @@ class CompareAggregateRanker(AnalysisReadingRanker):
         """The score itself: the listwise loss only orders a pool's scores."""
         return output.double()
 
-    def training_batches(self, examples: Sequence[tuple[Pair, int]]) -> loop.BatchFactory:
+    def batches(self, inputs: dict[str, torch.Tensor], groups: torch.Tensor, labels: torch.Tensor) -> loop.BatchFactory:
         """Whole question pools (questions by text), ``batch_size`` questions a batch."""
-        return QuestionBatches(*self.grouped_examples(examples), self.config.batch_size)
+        return QuestionBatches(inputs, groups, labels, self.config.batch_size)
 
     def extra_inputs(self, pairs: Sequence[Pair]) -> dict[str, torch.Tensor]:
         """The enabled channels' inputs, row- and position-aligned with the word ids."""

@@ -187,9 +187,9 @@ class GlobalLocalRanker(NeuralRanker):
         """The score is the cosine itself."""
         return output.double()
 
-    def training_batches(self, examples: Sequence[tuple[Pair, int]]) -> loop.BatchFactory:
+    def batches(self, inputs: dict[str, torch.Tensor], groups: torch.Tensor, labels: torch.Tensor) -> loop.BatchFactory:
         """Triples of one question's correct candidate and a sampled incorrect one (questions by text)."""
-        batches = PairwiseBatches(*self.grouped_examples(examples), self.config.batch_size)
+        batches = PairwiseBatches(inputs, groups, labels, self.config.batch_size)
         if not batches.triples:
             raise InputError(
                 f"{self.name} learns from questions with both a correct and an incorrect candidate; "

@@ -25,8 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from qa_core.device import default_device
-from qa_core.evaluation import evaluate, qrels_from_questions, run_from_scores
+from qa_core.device import default_device, precision
 from qa_core.nn.encoders import WordEmbedding
 from qa_core.rankers.base import (
     CandidateInput,
@@ -93,13 +92,9 @@ def spread(values: Sequence[float], positions: Sequence[int], length: int) -> li
     return weights
 
 
-def binary_targets(pairs_with_labels: Sequence[tuple[Pair, int]]) -> torch.Tensor:
-    """Graded labels as {0, 1} class ids (relevant: grade > 0)."""
-    return torch.tensor([int(label > 0) for _, label in pairs_with_labels], dtype=torch.long)
-
-
 NEURAL = Capabilities(
     trainable=True,
+    neural=True,
     training_settings=("max_epochs",),
     explains=frozenset({"answer_weights", "question_weights", "links"}),
 )
@@ -157,10 +152,15 @@ class NeuralRanker(Ranker):
         return nn.CrossEntropyLoss()
 
     def training_batches(self, examples: Sequence[tuple[Pair, int]]) -> loop.BatchFactory:
-        """Pointwise mini-batches of (inputs, class id); pairwise models override this."""
-        inputs = self.encode([pair for pair, _ in examples])
-        targets = binary_targets(examples).to(self._device)
-        return TensorBatches({k: v.to(self._device) for k, v in inputs.items()}, targets, self.config.batch_size)
+        """The mini-batches ``fit`` trains on: ``batches`` of the encoded examples."""
+        return self.batches(*self.grouped_examples(examples))
+
+    def batches(self, inputs: dict[str, torch.Tensor], groups: torch.Tensor, labels: torch.Tensor) -> loop.BatchFactory:
+        """Pointwise mini-batches of (inputs, class id: relevant when label > 0) from encoded
+        examples (``grouped_examples``); pairwise and listwise models override this. Apart from
+        ``training_batches`` so that encoded examples train without their texts (benchmarks/gpu_check.py)."""
+        targets = (labels > 0).long().to(self._device)
+        return TensorBatches(inputs, targets, self.config.batch_size)
 
     def grouped_examples(
         self, examples: Sequence[tuple[Pair, int]]
@@ -218,7 +218,7 @@ class NeuralRanker(Ranker):
         """Append GloVe rows for unseen words that GloVe knows (frozen tables only)."""
         with self._grow_lock:
             unseen = sorted(w for w in words if w not in self.vocabulary)
-            vectors = glove_vectors(unseen)
+            vectors = glove_vectors(unseen) if unseen else {}  # nothing new: GloVe is not even opened
             if not vectors:
                 return
             embedding: WordEmbedding = self.model().embedding
@@ -238,12 +238,13 @@ class NeuralRanker(Ranker):
     # ------------------------------------------------------------------ scoring
 
     def predict(self, inputs: dict[str, torch.Tensor]) -> np.ndarray:
-        """Relevance per row in batches of ``score_batch_size``, in eval mode, without autograd."""
+        """Relevance per row in batches of ``score_batch_size``, in eval mode, without autograd (under
+        autocast when ``RERANK_LAB_AMP`` is on: ``qa_core.device.precision``)."""
         model = self.model()
         model.eval()
         count, step = len(inputs["question"]), self.config.score_batch_size
         chunks = []
-        with torch.inference_mode():
+        with torch.inference_mode(), precision(self._device):
             for start in range(0, count, step):
                 batch = {name: tensor[start : start + step].to(self._device) for name, tensor in inputs.items()}
                 chunks.append(self.relevance(model(**batch)).cpu())
@@ -261,7 +262,8 @@ class NeuralRanker(Ranker):
         pool), marking where the model stopped reading a long answer."""
         self.model()
         pair = self.pool_pairs([(question, [candidate_at(candidates, index)])])[0]
-        explanation = self.explain_pair(pair)
+        with precision(self._device):  # as the ranked score was computed
+            explanation = self.explain_pair(pair)
         read = token_positions(pair.answer)
         if len(read) > self.config.max_answer_len:
             explanation.answer_tokens_read = read[self.config.max_answer_len - 1] + 1
@@ -284,6 +286,8 @@ class NeuralRanker(Ranker):
         The vocabulary covers the train and dev texts (no labels involved), the IDF table the train
         candidates. Returns the loop's report plus the pair and vocabulary counts.
         """
+        from qa_core.evaluation import evaluate, qrels_from_questions, run_from_scores  # ir-measures: not on a GPU node
+
         examples_of = [(q, c) for q in train for c in q.candidates if c.label is not None]
         dev_questions = [q for q in dev if any(c.label is not None for c in q.candidates)]
         if not examples_of:

@@ -212,12 +212,13 @@ def score_chunk(ranker: Ranker, rows: Sequence[PairRow], parsed: Mapping[str, Pa
     each query is one pool of ``Candidate`` records (first-stage rank and URL included)."""
     import torch  # here: Ray's parsing actors import this module and need no torch
 
+    from qa_core.device import autocast_dtype
+
     default_cache().remember(dict(parsed))  # score_pools finds them in memory
     groups = [list(g) for _, g in itertools.groupby(rows, key=lambda row: row.qid)]
     pools = [(group[0].question, _pool(group)) for group in groups]
     device = torch.device(ranker.device)
-    precision = (torch.autocast(device.type, dtype=torch.float16 if device.type == "cuda" else torch.bfloat16)
-                 if amp else contextlib.nullcontext())
+    precision = torch.autocast(device.type, dtype=autocast_dtype(device)) if amp else contextlib.nullcontext()
     with precision:
         scores = np.concatenate(ranker.score_pools(pools)) if pools else np.zeros(0)
     run: Run = {}

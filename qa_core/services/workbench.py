@@ -82,14 +82,15 @@ def masked_url(url: str) -> str:
 
 
 def device_label() -> str:
-    """``GPU (<name>)`` when torch sees CUDA, else ``CPU``: where neural rankers run."""
-    import torch
+    """Where neural rankers run (``RERANK_LAB_DEVICE``, else CUDA when torch sees it, else the CPU):
+    ``GPU (<name>, <memory> GiB)`` or ``CPU``, with `` · mixed precision`` when ``RERANK_LAB_AMP`` is on."""
+    from qa_core.device import amp_enabled, default_device, describe
 
-    from qa_core.device import default_device
-
-    if default_device().type == "cuda":
-        return f"GPU ({torch.cuda.get_device_name(0)})"
-    return "CPU"
+    try:
+        label = describe(default_device())
+    except InputError as error:
+        return str(error)
+    return f"{label} · mixed precision" if amp_enabled() else label
 
 
 def datasets_overview(store: Store) -> pd.DataFrame:

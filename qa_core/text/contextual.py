@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -41,10 +41,20 @@ def token_vectors(texts: Sequence[str], batch_size: int = 256) -> list[np.ndarra
         docs = (nlp.make_doc(text[:MAX_CHARS]) for text in missing.values())
         for key, doc in zip(missing, tok2vec.pipe(docs, batch_size=batch_size)):
             known[key] = np.asarray(doc.tensor, dtype=np.float16).reshape(len(doc), CONTEXT_DIM)
+    _keep({key: known[key] for key in keys})
+    return [known[key] for key in keys]
+
+
+def remember(vectors: Mapping[str, np.ndarray]) -> None:
+    """Keep texts' rows (text -> ``token_vectors`` row block) computed elsewhere, as if computed here:
+    for a machine without spaCy (``benchmarks/gpu_check.py`` brings them to its GPU node)."""
+    _keep({text_key(text): np.asarray(rows, dtype=np.float16) for text, rows in vectors.items()})
+
+
+def _keep(rows_by_key: Mapping[str, np.ndarray]) -> None:
     with _lock:
-        for key in keys:
-            _remembered[key] = known[key]
+        for key, rows in rows_by_key.items():
+            _remembered[key] = rows
             _remembered.move_to_end(key)
         while len(_remembered) > REMEMBERED_TEXTS:
             _remembered.popitem(last=False)
-    return [known[key] for key in keys]

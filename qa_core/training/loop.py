@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from qa_core.training.batching import Batch
 from qa_core.training.events import ProgressCallback, TrainingEvent
@@ -86,8 +85,12 @@ def train(
     model.train()
     for epoch in range(1, max_epochs + 1):
         total = len(batches) if hasattr(batches, "__len__") else None  # a factory may know its batch count
-        bar = tqdm(batches(generator), total=total, desc=f"epoch {epoch}/{max_epochs}", disable=not progress, leave=False)
-        for inputs, targets in bar:
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm  # imported on use: the rankers' GPU check runs where tqdm is not
+
+            bar = tqdm(batches(generator), total=total, desc=f"epoch {epoch}/{max_epochs}", leave=False)
+        for inputs, targets in bar if bar is not None else batches(generator):
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(model(**inputs), targets)
             loss.backward()
@@ -96,7 +99,8 @@ def train(
             batches_seen += 1
             if batches_seen % eval_every == 0:
                 check(epoch)
-                bar.set_postfix(dev_map=f"{history[-1]['dev_map']:.4f}", best=f"{best_map:.4f}")
+                if bar is not None:
+                    bar.set_postfix(dev_map=f"{history[-1]['dev_map']:.4f}", best=f"{best_map:.4f}")
         if pending_losses:
             check(epoch)
         if epoch - best_epoch >= patience:
