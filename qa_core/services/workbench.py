@@ -345,6 +345,15 @@ def candidates_for_question(
     ]
 
 
+def candidates_origin(store: Store, dataset: str, qid: str | None) -> str:
+    """How a ranked pool was found, for a caption: a dataset question's own candidates (``qid``), or
+    BM25 over the dataset's whole collection (a typed question)."""
+    if qid is not None:
+        return f"question {qid}'s own candidates"
+    size = len(_collection(store, dataset).index)
+    return f"BM25's best of the dataset's {size:,} unique sentences (question words dropped, words stemmed)"
+
+
 def dataset_questions(store: Store, dataset: str) -> list[Question]:
     """The dataset's questions with their own candidate pools and gold labels, in import order."""
     return store.load_dataset(dataset).questions
