@@ -33,7 +33,7 @@ _SAVED_FORMAT = 1
 # Words that say what kind of answer a question wants but never occur in that answer's content:
 # wh-words, auxiliaries and the pronouns/verbs of question phrasing, on top of bm25s' English list
 # (Lucene's 33 words, which lacks "what", "who", "how", "does"...). Without them "what is the
-# capital of australia" ranks "Ada Lovelace wrote what is often called ..." above the answer.
+# capital of australia" ranks "Ada Lovelace wrote what is often called ..." second on the demo corpus.
 QUESTION_WORDS = (
     "what", "which", "who", "whom", "whose", "when", "where", "why", "how",
     "is", "am", "was", "were", "been", "being", "do", "does", "did", "done", "has", "have", "had",
@@ -186,12 +186,12 @@ def saved_index(
         except _UNREADABLE as error:
             warnings.warn(f"the saved BM25 index {target} could not be used ({error}); rebuilding it",
                           IndexRebuiltWarning, stacklevel=2)
+            shutil.rmtree(target, ignore_errors=True)
     index = BM25Index.build(docs(), analysis)
     folder.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".building-", dir=folder))  # dot: never taken for an index
     index.save(staging)
     (staging / _MANIFEST_FILE).write_text(json.dumps(manifest), encoding="utf-8")
-    shutil.rmtree(target, ignore_errors=True)
     try:
         staging.rename(target)
     except OSError:  # another process saved the same index meanwhile: keep theirs
