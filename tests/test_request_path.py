@@ -9,10 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from db.store import Store
 from qa_core.services import workbench
 from qa_core.text.nlp import ParseCache, parse_many
-from qa_core.types import Candidate, Dataset, Question
+from qa_core.types import Candidate, Dataset, InputError, Question
 
 
 def _dataset(answer: str) -> Dataset:
@@ -54,6 +56,8 @@ def test_bm25_index_is_saved_once_per_version_and_loaded_by_another_process(tmp_
         workbench.candidates_for_question(store, "tiny", "hamlet")
         folder = workbench.index_folder(store, "tiny")
         (first,) = folder.iterdir()
+        with pytest.raises(InputError, match="question words such as 'who' or 'is' are not searched"):
+            workbench.candidates_for_question(store, "tiny", "who was it?")
         child = subprocess.run([sys.executable, "-c", _SECOND_PROCESS, url], capture_output=True, text=True,
                                env=os.environ, check=False)
         assert (child.returncode, child.stdout.strip()) == (0, "Shakespeare wrote Hamlet."), child.stderr

@@ -329,8 +329,8 @@ def candidates_for_question(
     hits = collection.index.search(question, k)
     if not hits:
         raise InputError(
-            f"no sentence of dataset {dataset!r} shares a word with the question; "
-            "try other words or pick one of the dataset's questions"
+            f"no sentence of dataset {dataset!r} shares a word with the question (question words such as "
+            "'who' or 'is' are not searched); try other words or pick one of the dataset's questions"
         )
     return [
         Candidate(
