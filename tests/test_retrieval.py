@@ -98,8 +98,9 @@ def test_question_words_and_inflections_do_not_decide_the_first_stage() -> None:
     assert "letters" in dict(BM25Index.build(docs).search("capital"))
 
 
-DEMO = [(f"{q.qid}/{c.doc_id}", c.text) for q in load_demo().questions for c in q.candidates]
-DEMO_QUERIES = [q.text for q in load_demo().questions[:40]] + ["", "the of", "xylophone"]
+DEMO_QUESTIONS = load_demo().questions
+DEMO = [(f"{q.qid}/{c.doc_id}", c.text) for q in DEMO_QUESTIONS for c in q.candidates]
+DEMO_QUERIES = [q.text for q in DEMO_QUESTIONS[:40]] + ["", "the of", "xylophone"]
 
 
 def _must_not_build(*args, **kwargs):
