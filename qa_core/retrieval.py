@@ -56,6 +56,14 @@ class Analysis:
         """A stable text form (saved with an index; another analysis never reads it)."""
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
 
+    def describe(self) -> str:
+        """What it does in a few words, for a page saying how candidates were found."""
+        return ", ".join((
+            "question words dropped" if set(QUESTION_WORDS) <= set(self.stopwords) else "question words kept",
+            f"{self.stemmer} stemmer" if self.stemmer else "no stemmer",
+            f"k1 {self.k1:g}, b {self.b:g}",
+        ))
+
     @classmethod
     def from_key(cls, key: str) -> Analysis:
         fields = json.loads(key)

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from db.store import Store
 from qa_core.data.demo import load_demo
+from qa_core.retrieval import FIRST_STAGE
 from qa_core.services import workbench
 from qa_core.services.evaluation_labels import LabelRule
 from qa_core.services.experiments import train_ranker
@@ -102,7 +103,8 @@ def test_typed_question_ranks_the_answer_first(store_url, model):
     assert table["first_stage_rank"].notna().all()
     assert any("Running on: " in caption.value for caption in app.caption)
     collection = len(workbench.collection_sentences(Store(store_url).load_dataset("demo")))
-    assert f"{len(table)} candidates, BM25's best of the dataset's {collection:,} unique sentences" in markdown(app)
+    assert (f"{len(table)} candidates, BM25's best of the dataset's {collection:,} unique sentences "
+            f"({FIRST_STAGE.describe()})") in markdown(app)
 
 
 def test_dataset_question_shows_gold_labels(store_url):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from qa_core.data.demo import load_demo
-from qa_core.retrieval import PLAIN, BM25Index, IndexRebuiltWarning, bm25_scores, saved_index
+from qa_core.retrieval import FIRST_STAGE, PLAIN, BM25Index, IndexRebuiltWarning, bm25_scores, saved_index
 
 CORPUS = [
     ("d1", "Mark Twain was born in Florida, Missouri, in 1835."),
@@ -96,6 +96,8 @@ def test_question_words_and_inflections_do_not_decide_the_first_stage() -> None:
     assert BM25Index.build(docs).search(query)[0][0] == "canberra"
     assert "letters" not in dict(BM25Index.build(docs, PLAIN).search("capital"))
     assert "letters" in dict(BM25Index.build(docs).search("capital"))
+    assert PLAIN.describe() == "question words kept, no stemmer, k1 1.5, b 0.75"
+    assert FIRST_STAGE.describe().startswith("question words dropped, english stemmer, k1 ")
 
 
 DEMO_QUESTIONS = load_demo().questions

@@ -350,8 +350,8 @@ def candidates_origin(store: Store, dataset: str, qid: str | None) -> str:
     BM25 over the dataset's whole collection (a typed question)."""
     if qid is not None:
         return f"question {qid}'s own candidates"
-    size = len(_collection(store, dataset).index)
-    return f"BM25's best of the dataset's {size:,} unique sentences (question words dropped, words stemmed)"
+    index = _collection(store, dataset).index
+    return f"BM25's best of the dataset's {len(index):,} unique sentences ({index.analysis.describe()})"
 
 
 def dataset_questions(store: Store, dataset: str) -> list[Question]:
