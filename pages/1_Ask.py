@@ -147,7 +147,8 @@ if state is not None:
     st.subheader("Ranked candidates")
     st.markdown(
         f"**{workbench.as_markdown(result.model)}** on **{workbench.as_markdown(state['dataset'])}** · "
-        f"{len(table)} candidates · question: {workbench.as_markdown(result.question)}"
+        f"{len(table)} candidates, {workbench.as_markdown(workbench.candidates_origin(store, state['dataset'], result.qid))}"
+        f" · question: {workbench.as_markdown(result.question)}"
     )
     summary = result.summary() or state["store_analysis"]
     st.markdown(analysis_line(summary, read_by_model=result.analysis is not None))

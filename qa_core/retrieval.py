@@ -1,59 +1,127 @@
 """BM25 over candidate sentences with bm25s (first-stage retrieval and the BM25 baseline ranker).
 
-Tokenisation is ``bm25s.tokenize``: lowercase, words of two or more word characters, bm25s'
-English stopword list, no stemming (no stemmer package is installed, so "born" and "birth" or
-"capital" and "capitals" do not match). Scoring uses bm25s' defaults (Lucene BM25, k1=1.5, b=0.75).
+Tokenisation is ``bm25s.tokenize``: lowercase, words of two or more word characters, a stop list,
+optionally PyStemmer's Snowball stemmer (bm25s' recommended one). What is used is an
+``Analysis``: the first stage over a whole collection (``BM25Index``) uses ``FIRST_STAGE``, chosen
+on DEV by recall@50 of right answers (``benchmarks/first_stage.py``); the BM25 baseline ranker's
+pool scores (``bm25_scores``) keep ``PLAIN``, bm25s' defaults, so its reported results stand.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
 import json
-from collections.abc import Sequence
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import bm25s
 import numpy as np
+import Stemmer
+from bm25s.stopwords import STOPWORDS_EN
 
 from qa_core import ordering
 
-STOPWORDS = "en"
 _DOC_IDS_FILE = "doc_ids.json"
+_ANALYSIS_FILE = "analysis.json"
+_MANIFEST_FILE = "manifest.json"  # written last: a saved index without it is incomplete
+_SAVED_FORMAT = 1
+
+# Words that say what kind of answer a question wants but never occur in that answer's content:
+# wh-words, auxiliaries and the pronouns/verbs of question phrasing, on top of bm25s' English list
+# (Lucene's 33 words, which lacks "what", "who", "how", "does"...). Without them "what is the
+# capital of australia" ranks "Ada Lovelace wrote what is often called ..." second on the demo corpus.
+QUESTION_WORDS = (
+    "what", "which", "who", "whom", "whose", "when", "where", "why", "how",
+    "is", "am", "was", "were", "been", "being", "do", "does", "did", "done", "has", "have", "had",
+    "can", "could", "would", "should", "shall", "may", "might", "must",
+    "many", "much", "i", "me", "my", "we", "you", "your", "he", "she", "his", "her", "its", "them",
+    "name", "called", "tell", "about", "from",
+)
 
 
-def _tokenize(texts: Sequence[str]) -> list[list[str]]:
-    return bm25s.tokenize(list(texts), stopwords=STOPWORDS, return_ids=False, show_progress=False)
+@dataclass(frozen=True)
+class Analysis:
+    """How text becomes BM25 terms and how they are weighted: part of a saved index's key."""
+
+    stopwords: tuple[str, ...] = STOPWORDS_EN
+    stemmer: str | None = None  # a Snowball language of PyStemmer, e.g. "english"
+    k1: float = 1.5
+    b: float = 0.75
+
+    def key(self) -> str:
+        """A stable text form (saved with an index; another analysis never reads it)."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    def describe(self) -> str:
+        """What it does in a few words, for a page saying how candidates were found."""
+        return ", ".join((
+            "question words dropped" if set(QUESTION_WORDS) <= set(self.stopwords) else "question words kept",
+            f"{self.stemmer} stemmer" if self.stemmer else "no stemmer",
+            f"k1 {self.k1:g}, b {self.b:g}",
+        ))
+
+    @classmethod
+    def from_key(cls, key: str) -> Analysis:
+        fields = json.loads(key)
+        return cls(**{**fields, "stopwords": tuple(fields["stopwords"])})
 
 
-def _fit(texts: Sequence[str]) -> bm25s.BM25 | None:
+PLAIN = Analysis()
+# Chosen on WikiQA and TrecQA DEV by mean recall@50 out of 100 settings (benchmarks/first_stage.py,
+# docs/benchmarks.md): the stop list and the stemmer carry the gain; k1 and b move it by a question or two.
+FIRST_STAGE = Analysis(stopwords=STOPWORDS_EN + QUESTION_WORDS, stemmer="english", k1=2.0, b=0.3)
+
+
+@functools.cache
+def _stemmer(language: str) -> Stemmer.Stemmer:
+    return Stemmer.Stemmer(language)
+
+
+def _tokenize(texts: Sequence[str], analysis: Analysis, *, ids: bool) -> bm25s.tokenization.Tokenized | list[list[str]]:
+    stemmer = _stemmer(analysis.stemmer) if analysis.stemmer else None
+    return bm25s.tokenize(
+        list(texts), stopwords=list(analysis.stopwords), stemmer=stemmer, return_ids=ids, show_progress=False
+    )
+
+
+def _fit(texts: Sequence[str], analysis: Analysis) -> bm25s.BM25 | None:
     """A bm25s index of the texts; None when they hold no indexable token at all (bm25s fails then)."""
-    tokenized = bm25s.tokenize(list(texts), stopwords=STOPWORDS, show_progress=False)
+    tokenized = _tokenize(texts, analysis, ids=True)
     if not any(tokenized.ids):
         return None
-    retriever = bm25s.BM25()
+    retriever = bm25s.BM25(k1=analysis.k1, b=analysis.b)
     retriever.index(tokenized, show_progress=False)
     return retriever
 
 
-def _query_tokens(retriever: bm25s.BM25 | None, query: str) -> list[str]:
+def _query_tokens(retriever: bm25s.BM25 | None, query: str, analysis: Analysis) -> list[str]:
     """The query's tokens that occur in the corpus (others cannot score)."""
     vocab = retriever.vocab_dict if retriever is not None else {}
-    return [token for token in _tokenize([query])[0] if token and token in vocab]
+    return [token for token in _tokenize([query], analysis, ids=False)[0] if token and token in vocab]
 
 
 class BM25Index:
     """A bm25s index of (doc_id, text) pairs; results come back as (doc_id, score)."""
 
-    def __init__(self, doc_ids: Sequence[str], retriever: bm25s.BM25 | None):
-        """``retriever`` is None for a corpus without any indexable token (nothing can match)."""
+    def __init__(self, doc_ids: Sequence[str], retriever: bm25s.BM25 | None, analysis: Analysis = FIRST_STAGE):
+        """``retriever`` is None for a corpus without any indexable token (nothing can match);
+        ``analysis`` is the one it was built with (queries are analysed the same way)."""
         self.doc_ids = list(doc_ids)
+        self.analysis = analysis
         self._retriever = retriever
 
     @classmethod
-    def build(cls, docs: Sequence[tuple[str, str]]) -> BM25Index:
+    def build(cls, docs: Sequence[tuple[str, str]], analysis: Analysis = FIRST_STAGE) -> BM25Index:
         doc_ids = [doc_id for doc_id, _ in docs]
         if len(set(doc_ids)) != len(doc_ids):
             raise ValueError("doc ids must be distinct")
-        return cls(doc_ids, _fit([text for _, text in docs]))
+        return cls(doc_ids, _fit([text for _, text in docs], analysis), analysis)
 
     def __len__(self) -> int:
         return len(self.doc_ids)
@@ -65,7 +133,7 @@ class BM25Index:
 
         Empty, stopword-only or out-of-vocabulary queries give an empty list, never an error.
         """
-        tokens = _query_tokens(self._retriever, query)
+        tokens = _query_tokens(self._retriever, query, self.analysis)
         if not tokens or k <= 0:
             return []
         scores = self._retriever.get_scores(tokens)
@@ -79,20 +147,74 @@ class BM25Index:
         if self._retriever is not None:
             self._retriever.save(str(directory), show_progress=False)
         (directory / _DOC_IDS_FILE).write_text(json.dumps(self.doc_ids), encoding="utf-8")
+        (directory / _ANALYSIS_FILE).write_text(self.analysis.key(), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path | str) -> BM25Index:
+    def load(cls, directory: Path | str, *, mmap: bool = False) -> BM25Index:
+        """The index ``save`` wrote; ``mmap``: its arrays memory-mapped (shared by the processes
+        reading it, paged in as queries touch them) instead of read into memory."""
         directory = Path(directory)
         doc_ids = json.loads((directory / _DOC_IDS_FILE).read_text(encoding="utf-8"))
-        has_index = (directory / "params.index.json").exists()
-        retriever = bm25s.BM25.load(str(directory), show_progress=False) if has_index else None
-        return cls(doc_ids, retriever)
+        analysis = Analysis.from_key((directory / _ANALYSIS_FILE).read_text(encoding="utf-8"))
+        if not (directory / "params.index.json").exists():
+            return cls(doc_ids, None, analysis)
+        retriever = bm25s.BM25.load(str(directory), mmap=mmap, show_progress=False)
+        if retriever.scores["num_docs"] != len(doc_ids):
+            raise ValueError(f"{len(doc_ids)} doc ids for {retriever.scores['num_docs']} indexed documents")
+        return cls(doc_ids, retriever, analysis)
 
 
-def bm25_scores(query: str, texts: Sequence[str]) -> np.ndarray:
+class IndexRebuiltWarning(UserWarning):
+    """A saved index could not be read (corrupt, incomplete or not ours) and was built again."""
+
+
+# What reading a damaged or foreign saved index raises (json, numpy and bm25s' own checks).
+_UNREADABLE = (OSError, ValueError, KeyError, TypeError, EOFError)
+
+
+def saved_index(
+    folder: Path, version: str, docs: Callable[[], Sequence[tuple[str, str]]], analysis: Analysis = FIRST_STAGE
+) -> BM25Index:
+    """The index of one version of a collection, built once and shared through ``folder``.
+
+    Saved with bm25s' own format under a name derived from ``version`` and ``analysis`` (with a
+    manifest of both, checked on load) and loaded memory-mapped by every later process. Without
+    one for this version and analysis, it is built from ``docs()`` and saved atomically; the
+    indexes of other versions or analyses in ``folder`` are then deleted, never read. A saved index
+    that cannot be read, or whose manifest names another version, is rebuilt with an
+    ``IndexRebuiltWarning``.
+    """
+    manifest = {"format": _SAVED_FORMAT, "version": version, "analysis": analysis.key()}
+    target = folder / hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:24]
+    if target.exists():
+        try:
+            saved = json.loads((target / _MANIFEST_FILE).read_text(encoding="utf-8"))
+            if saved != manifest:
+                raise ValueError(f"it was saved for {saved!r}")
+            return BM25Index.load(target, mmap=True)
+        except _UNREADABLE as error:
+            warnings.warn(f"the saved BM25 index {target} could not be used ({error}); rebuilding it",
+                          IndexRebuiltWarning, stacklevel=2)
+            shutil.rmtree(target, ignore_errors=True)
+    index = BM25Index.build(docs(), analysis)
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=folder))  # dot: never taken for an index
+    index.save(staging)
+    (staging / _MANIFEST_FILE).write_text(json.dumps(manifest), encoding="utf-8")
+    try:
+        staging.rename(target)
+    except OSError:  # another process saved the same index meanwhile: keep theirs
+        shutil.rmtree(staging, ignore_errors=True)
+    for other in folder.iterdir():
+        if other != target and not other.name.startswith("."):
+            shutil.rmtree(other, ignore_errors=True)
+    return index
+
+
+def bm25_scores(query: str, texts: Sequence[str], analysis: Analysis = PLAIN) -> np.ndarray:
     """BM25 score of every text for the query, with IDF statistics from this pool alone (float64)."""
-    retriever = _fit(texts)
-    tokens = _query_tokens(retriever, query)
+    retriever = _fit(texts, analysis)
+    tokens = _query_tokens(retriever, query, analysis)
     if not tokens:
         return np.zeros(len(texts))
     return retriever.get_scores(tokens).astype(np.float64)

@@ -11,6 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 from db.store import Store
 from qa_core.data.demo import load_demo
+from qa_core.retrieval import FIRST_STAGE
+from qa_core.services import workbench
 from qa_core.services.evaluation_labels import LabelRule
 from qa_core.services.experiments import train_ranker
 from qa_core.types import Candidate, Dataset, Question
@@ -117,6 +119,9 @@ def test_typed_question_ranks_the_answer_first(store_url, model):
     assert any(DEMO_ANSWER in text for text in table.loc[best, "text"])
     assert table["first_stage_rank"].notna().all()
     assert any("Running on: " in caption.value for caption in app.caption)
+    collection = len(workbench.collection_sentences(Store(store_url).load_dataset("demo")))
+    assert (f"{len(table)} candidates, BM25's best of the dataset's {collection:,} unique sentences "
+            f"({FIRST_STAGE.describe()})") in markdown(app)
 
 
 def test_dataset_question_shows_gold_labels(store_url):
@@ -195,6 +200,7 @@ def test_link_opens_the_question_ranked_with_class_focus_and_arcs(store_url):
     table = app.dataframe[0].value
     assert len(table) == 6 and table["gold_label"].notna().all()
     text = markdown(app)
+    assert f"6 candidates, question {SISTINE}'s own candidates" in text
     assert "Who painted the ceiling of the Sistine Chapel?" in text
     # Word overlap reads no question analysis: the class and focus shown are the store's, said so.
     assert "Question class: **HUM** · focus: **Who**" in text and "this model does not read them" in text

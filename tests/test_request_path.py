@@ -4,12 +4,17 @@ key still changes on a re-import, and the parse cache's long-lived connections s
 from __future__ import annotations
 
 import multiprocessing
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from db.store import Store
 from qa_core.services import workbench
 from qa_core.text.nlp import ParseCache, parse_many
-from qa_core.types import Candidate, Dataset, Question
+from qa_core.types import Candidate, Dataset, InputError, Question
 
 
 def _dataset(answer: str) -> Dataset:
@@ -27,6 +32,40 @@ def test_reimport_changes_dataset_version_and_rebuilds_candidates(database_url: 
         store.import_dataset(_dataset("Hamlet was written around 1600."), replace=True)
         assert workbench.dataset_version(store, "tiny") != first
         assert workbench.candidates_for_question(store, "tiny", "hamlet")[0].text == "Hamlet was written around 1600."
+    finally:
+        store.close()
+
+
+# A second process (a server restart, a replica) with BM25Index.build forbidden: it must load the index.
+_SECOND_PROCESS = """
+import sys
+from db.store import Store
+from qa_core.retrieval import BM25Index
+from qa_core.services import workbench
+BM25Index.build = None
+print(workbench.candidates_for_question(Store(sys.argv[1]), "tiny", "who wrote hamlet")[0].text)
+"""
+
+
+def test_bm25_index_is_saved_once_per_version_and_loaded_by_another_process(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    store = Store(url)
+    try:
+        store.import_dataset(_dataset("Shakespeare wrote Hamlet."))
+        workbench.candidates_for_question(store, "tiny", "hamlet")
+        folder = workbench.index_folder(store, "tiny")
+        (first,) = folder.iterdir()
+        with pytest.raises(InputError, match="question words such as 'who' or 'is' are not searched"):
+            workbench.candidates_for_question(store, "tiny", "who was it?")
+        child = subprocess.run([sys.executable, "-c", _SECOND_PROCESS, url], capture_output=True, text=True,
+                               env=os.environ, check=False)
+        assert (child.returncode, child.stdout.strip()) == (0, "Shakespeare wrote Hamlet."), child.stderr
+
+        store.import_dataset(_dataset("Hamlet was written around 1600."), replace=True)
+        assert workbench.candidates_for_question(store, "tiny", "hamlet")[0].text == "Hamlet was written around 1600."
+        (rebuilt,) = folder.iterdir()
+        assert rebuilt != first  # the re-import's index replaced the stale one
     finally:
         store.close()
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qa_core.retrieval import BM25Index, bm25_scores
+from qa_core.data.demo import load_demo
+from qa_core.retrieval import FIRST_STAGE, PLAIN, BM25Index, IndexRebuiltWarning, bm25_scores, saved_index
 
 CORPUS = [
     ("d1", "Mark Twain was born in Florida, Missouri, in 1835."),
@@ -77,5 +78,68 @@ def test_bm25_scores_of_a_pool() -> None:
     np.testing.assert_array_equal(bm25_scores("", pool), np.zeros(len(pool)))
     assert bm25_scores("Twain", []).shape == (0,)
     # The same scores as searching an index of the pool
-    by_id = dict(BM25Index.build(CORPUS).search("Where was Mark Twain born?"))
+    by_id = dict(BM25Index.build(CORPUS, PLAIN).search("Where was Mark Twain born?"))
     np.testing.assert_allclose([by_id.get(doc_id, 0.0) for doc_id, _ in CORPUS], scores, rtol=1e-6)
+
+
+def test_question_words_and_inflections_do_not_decide_the_first_stage() -> None:
+    """bm25s' stop list keeps "what", so a rare "what" outweighs the question's content words;
+    without a stemmer "capitals" misses "capital"."""
+    docs = [("lovelace", "Ada Lovelace wrote what is often called the first computer program."),
+            ("canberra", "Canberra is the capital city of Australia, chosen in 1908 between Sydney and Melbourne."),
+            ("coal", "Australia exports coal."), ("states", "Australia has six states."),
+            ("tax", "The capital gains tax."), ("letters", "Capitals start sentences."),
+            ("cricket", "Australia won the cricket match."), ("island", "Australia is an island."),
+            ("venture", "Venture capital funds start-ups."), ("punishment", "Capital punishment is banned.")]
+    query = "what is the capital of australia"
+    assert BM25Index.build(docs, PLAIN).search(query)[0][0] == "lovelace"
+    assert BM25Index.build(docs).search(query)[0][0] == "canberra"
+    assert "letters" not in dict(BM25Index.build(docs, PLAIN).search("capital"))
+    assert "letters" in dict(BM25Index.build(docs).search("capital"))
+    assert PLAIN.describe() == "question words kept, no stemmer, k1 1.5, b 0.75"
+    assert FIRST_STAGE.describe().startswith("question words dropped, english stemmer, k1 ")
+
+
+DEMO_QUESTIONS = load_demo().questions
+DEMO = [(f"{q.qid}/{c.doc_id}", c.text) for q in DEMO_QUESTIONS for c in q.candidates]
+DEMO_QUERIES = [q.text for q in DEMO_QUESTIONS[:40]] + ["", "the of", "xylophone"]
+
+
+def _must_not_build(*args, **kwargs):
+    raise AssertionError("built although a saved index was there")
+
+
+def test_saved_index_is_loaded_memory_mapped_with_the_in_memory_results(tmp_path: Path, monkeypatch) -> None:
+    in_memory = BM25Index.build(DEMO)
+    built = saved_index(tmp_path, "v1", lambda: DEMO)
+    monkeypatch.setattr(BM25Index, "build", _must_not_build)
+    loaded = saved_index(tmp_path, "v1", _must_not_build)
+    assert isinstance(loaded._retriever.scores["data"], np.memmap)
+    for query in DEMO_QUERIES:
+        assert loaded.search(query, 50) == built.search(query, 50) == in_memory.search(query, 50)
+
+
+def test_another_version_or_analysis_is_rebuilt_and_the_stale_index_deleted(tmp_path: Path) -> None:
+    saved_index(tmp_path, "v1", lambda: DEMO)
+    assert saved_index(tmp_path, "v2", lambda: CORPUS).doc_ids == [doc_id for doc_id, _ in CORPUS]
+    assert saved_index(tmp_path, "v2", lambda: CORPUS, PLAIN).analysis == PLAIN
+    assert len([p for p in tmp_path.iterdir()]) == 1
+
+
+@pytest.mark.parametrize("damage", ["manifest of another version", "truncated array", "missing doc ids"])
+def test_corrupt_or_foreign_saved_index_is_rebuilt_with_a_warning(tmp_path: Path, damage: str) -> None:
+    saved_index(tmp_path, "v1", lambda: DEMO)
+    (folder,) = tmp_path.iterdir()
+    if damage == "manifest of another version":
+        manifest = folder / "manifest.json"
+        manifest.write_text(manifest.read_text().replace('"v1"', '"v0"'))
+    elif damage == "truncated array":
+        array = folder / "data.csc.index.npy"
+        array.write_bytes(array.read_bytes()[:100])
+    else:
+        (folder / "doc_ids.json").unlink()
+    with pytest.warns(IndexRebuiltWarning, match="could not be used"):
+        rebuilt = saved_index(tmp_path, "v1", lambda: DEMO)
+    expected = BM25Index.build(DEMO)
+    assert all(rebuilt.search(q, 50) == expected.search(q, 50) for q in DEMO_QUERIES[:5])
+    assert saved_index(tmp_path, "v1", _must_not_build).search(DEMO_QUERIES[0]) == expected.search(DEMO_QUERIES[0])

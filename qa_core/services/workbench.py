@@ -6,6 +6,7 @@ pages only add widgets and caching around these calls.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 import threading
@@ -284,23 +285,44 @@ def check_candidate(text: str | None) -> str:
     return _checked_text(text, "the edited candidate", MAX_CANDIDATE_CHARS, "type the answer text to score")
 
 
+def sentence_key(text: str) -> str:
+    """What makes two candidate sentences the same sentence of a collection (case and spacing aside)."""
+    return " ".join(text.split()).lower()
+
+
+def collection_sentences(dataset: Dataset) -> dict[str, Candidate]:
+    """The dataset's unique candidate sentences (first occurrence kept), keyed ``qid/doc_id``: the
+    collection a typed question searches."""
+    sentences: dict[str, Candidate] = {}
+    seen: set[str] = set()
+    for question in dataset.questions:
+        for candidate in question.candidates:
+            key = sentence_key(candidate.text)
+            if key and key not in seen:
+                seen.add(key)
+                # doc_ids repeat across questions in many benchmarks; qid/doc_id does not.
+                doc_id = f"{question.qid}/{candidate.doc_id}"
+                sentences[doc_id] = Candidate(doc_id, candidate.text, source=candidate.source, url=candidate.url)
+    return sentences
+
+
+def index_folder(store: Store, dataset: str) -> Path:
+    """Where the dataset's BM25 index is saved: the data folder, per store and dataset (replicas
+    sharing the data folder share it)."""
+    place = hashlib.sha256(f"{store.engine.url}\0{dataset}".encode()).hexdigest()[:24]
+    return config.data_dir() / "bm25" / place
+
+
 class _Collection:
-    """A dataset's unique candidate sentences with their BM25 index."""
+    """A dataset's unique candidate sentences with their BM25 index (saved, built once per version)."""
 
-    def __init__(self, dataset: Dataset):
-        from qa_core.retrieval import BM25Index
+    def __init__(self, store: Store, dataset: str, version: str):
+        from qa_core.retrieval import saved_index
 
-        self.sentences: dict[str, Candidate] = {}
-        seen: set[str] = set()
-        for question in dataset.questions:
-            for candidate in question.candidates:
-                key = " ".join(candidate.text.split()).lower()
-                if key and key not in seen:
-                    seen.add(key)
-                    # doc_ids repeat across questions in many benchmarks; qid/doc_id does not.
-                    doc_id = f"{question.qid}/{candidate.doc_id}"
-                    self.sentences[doc_id] = Candidate(doc_id, candidate.text, source=candidate.source, url=candidate.url)
-        self.index: BM25Index = BM25Index.build([(doc_id, c.text) for doc_id, c in self.sentences.items()])
+        self.sentences = collection_sentences(store.load_dataset(dataset))
+        self.index: BM25Index = saved_index(
+            index_folder(store, dataset), version, lambda: [(doc_id, c.text) for doc_id, c in self.sentences.items()]
+        )
 
 
 _collections: dict[tuple[str, str, str], _Collection] = {}
@@ -317,10 +339,11 @@ def dataset_version(store: Store, dataset: str) -> str:
 
 def _collection(store: Store, dataset: str) -> _Collection:
     """The dataset's collection, built once per store, dataset and import (a re-import rebuilds it)."""
-    key = (str(store.engine.url), dataset, dataset_version(store, dataset))
+    version = dataset_version(store, dataset)
+    key = (str(store.engine.url), dataset, version)
     with _collections_lock:
         if key not in _collections:
-            _collections[key] = _Collection(store.load_dataset(dataset))
+            _collections[key] = _Collection(store, dataset, version)
         return _collections[key]
 
 
@@ -338,8 +361,8 @@ def candidates_for_question(
     hits = collection.index.search(question, k)
     if not hits:
         raise InputError(
-            f"no sentence of dataset {dataset!r} shares a word with the question; "
-            "try other words or pick one of the dataset's questions"
+            f"no sentence of dataset {dataset!r} shares a word with the question (question words such as "
+            "'who' or 'is' are not searched); try other words or pick one of the dataset's questions"
         )
     return [
         Candidate(
@@ -352,6 +375,15 @@ def candidates_for_question(
         )
         for position, (doc_id, score) in enumerate(hits, start=1)
     ]
+
+
+def candidates_origin(store: Store, dataset: str, qid: str | None) -> str:
+    """How a ranked pool was found, for a caption: a dataset question's own candidates (``qid``), or
+    BM25 over the dataset's whole collection (a typed question)."""
+    if qid is not None:
+        return f"question {qid}'s own candidates"
+    index = _collection(store, dataset).index
+    return f"BM25's best of the dataset's {len(index):,} unique sentences ({index.analysis.describe()})"
 
 
 def dataset_questions(store: Store, dataset: str) -> list[Question]:
