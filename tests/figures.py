@@ -8,6 +8,7 @@ import itertools
 import pandas as pd
 
 from qa_core.rankers.base import Explanation
+from qa_core.services import viz
 from qa_core.text.links import Link
 
 FIGURE_LENGTHS = (5, 20, 60, 150)
@@ -74,7 +75,7 @@ def versions_table() -> pd.DataFrame:
     return pd.DataFrame({
         "version": [5, 4, 3, 2, 1], "in use for": ["", "wikiqa", "", "demo", ""],
         "dataset": ["wikiqa", "wikiqa", "trecqa", "demo", "demo"], "train labels": [900, 300, 5000, 80, 40],
-        "dev MAP": [0.61, 0.55, 0.7, 0.8, 0.7], "test MAP (gold)": [0.6, 0.52, 0.68, 0.78, 0.69],
+        viz.VERSION_DEV_MAP: [0.61, 0.55, 0.7, 0.8, 0.7], viz.VERSION_TEST_MAP: [0.6, 0.52, 0.68, 0.78, 0.69],
     })
 
 

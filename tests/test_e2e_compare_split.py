@@ -36,7 +36,10 @@ def test_three_models_on_a_split_then_a_bar_opens_ask(running_app, page, screens
     expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
     # Click the tallest bar where a user would: plotly finds the bar under the mouse (its drag layer
     # is on top), selects it, and Streamlit reruns the page with that selection.
-    box = max((bar.bounding_box() for bar in bars.all()), key=lambda b: b["height"])
+    # (page_screenshots grew the viewport and gave it back, scrolled to the top: the chart may be below.)
+    tallest = max(bars.all(), key=lambda bar: bar.bounding_box()["height"])
+    tallest.scroll_into_view_if_needed()
+    box = tallest.bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     page.mouse.move(x, y)
     expect(delta.locator(".hoverlayer .hovertext")).to_be_visible()  # plotly knows which bar is under the mouse
