@@ -11,6 +11,7 @@ import streamlit as st
 
 from pages import (
     PICKED,
+    blank_missing,
     current_ranker,
     explain_candidate,
     get_questions,
@@ -159,7 +160,8 @@ if state is not None:
         st.info(workbench.as_markdown(result.pool_note()))
     key = f"r{state['id']}"
     picked = st.dataframe(
-        table[SHOWN_COLUMNS],
+        table[SHOWN_COLUMNS].assign(gold_label=blank_missing(table["gold_label"]),
+                                    stored_label=blank_missing(table["stored_label"])),
         hide_index=True,
         column_config={
             "rank": st.column_config.NumberColumn("rank", width="small"),
@@ -170,8 +172,8 @@ if state is not None:
             ),
             "first_stage_rank": st.column_config.NumberColumn("first-stage rank"),
             "rank_change": st.column_config.NumberColumn("rank change", help="first-stage rank − rank", format="%+d"),
-            "gold_label": st.column_config.NumberColumn("gold label", width="small"),
-            "stored_label": st.column_config.NumberColumn(
+            "gold_label": st.column_config.TextColumn("gold label", width="small"),
+            "stored_label": st.column_config.TextColumn(
                 "stored label", width="small", help="latest label in the store (Label page), if any"
             ),
             "text": st.column_config.TextColumn("candidate", width="large"),

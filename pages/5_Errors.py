@@ -8,10 +8,10 @@ gold, as Compare and the CLI); each worst question links to Ask with ``?dataset=
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from pages import (
+    blank_missing,
     current_ranker,
     get_questions,
     open_store,
@@ -96,9 +96,7 @@ st.caption(
 st.caption(workbench.as_markdown(errors.ties(run, qrels_from_questions(questions), profiles, clean=clean).describe()))
 shown = table.assign(
     ask=[workbench.ask_url(dataset, qid, model) for qid in table["qid"]],
-    # A question without a correct answer has no overlap: a blank cell (Streamlit writes "None" for a
-    # missing number, whatever the format), so the column is text; two decimals in [0, 1] sort as text.
-    overlap=["" if pd.isna(value) else f"{value:.2f}" for value in table["overlap"]],
+    overlap=blank_missing(table["overlap"], "{:.2f}"),  # none without a correct answer
 )
 st.dataframe(
     shown,

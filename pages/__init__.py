@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 from streamlit.errors import StreamlitSecretNotFoundError
@@ -141,6 +142,13 @@ def split_run(store: Store, url: str, ranker: Ranker, model: str, dataset: str, 
     while len(runs) > RUNS_KEPT:
         runs.popitem(last=False)
     return run
+
+
+def blank_missing(values: Sequence[Any], fmt: str = "{}") -> list[str]:
+    """A column's values as text, a missing one as a blank cell: Streamlit writes "None" for a missing
+    number whatever the column's format. For columns that still sort right as text (grades, decimals
+    in [0, 1])."""
+    return ["" if pd.isna(value) else fmt.format(value) for value in values]
 
 
 def pick_label_rule(container, key: str) -> LabelRule:

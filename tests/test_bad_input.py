@@ -468,7 +468,7 @@ def test_ask_shows_html_dataset_without_positives_escaped(env: Env):
     assert not app.exception, app.exception
     assert not app.error, [e.value for e in app.error]
     table = app.dataframe[0].value
-    assert list(table["gold_label"]) == [0, 0]
+    assert list(table["gold_label"]) == ["0", "0"]
     assert {f"{SCRIPT} was written by nobody", "<b>bold</b> claims about the script"} == set(table["text"])
     shown = markdown(app)
     assert "&lt;img src=x onerror=\"alert(1)\"&gt;" in shown and ESCAPED_SCRIPT in shown
