@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import os
 import platform
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +79,16 @@ def write_section(name: str, lines: list[str]) -> Path:
     path = RESULTS / f"{name}.md"
     path.write_text("\n".join(lines).rstrip() + "\n")
     return path
+
+
+def measure_or_render(name: str, description: str, measure: Callable[[], dict[str, Any]],
+                      render_section: Callable[[dict[str, Any]], list[str]]) -> None:
+    """The command line of a benchmark without settings: measure, save ``<name>.json`` and its
+    section, or with ``--render`` only rewrite the section from the saved results."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--render", action="store_true", help="only rewrite the markdown from the saved results")
+    args = parser.parse_args()
+    results = json.loads((RESULTS / f"{name}.json").read_text()) if args.render else measure()
+    if not args.render:
+        print(write_result(name, results))
+    print(write_section(name, render_section(results)))

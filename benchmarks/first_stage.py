@@ -14,12 +14,10 @@ recall@50 (then recall@10); TEST is read once, for bm25s' defaults (before) and 
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import statistics
 
-from common import RESULTS, machine, machine_line, shared_datasets, write_result, write_section
+from common import machine, machine_line, measure_or_render, shared_datasets
 
 from qa_core.retrieval import PLAIN, QUESTION_WORDS, Analysis, BM25Index
 from qa_core.services.workbench import collection_sentences, sentence_key
@@ -156,14 +154,7 @@ def render_section(results: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--render", action="store_true", help="only rewrite the markdown from the saved results")
-    args = parser.parse_args()
-    stored = RESULTS / "first_stage.json"
-    results = json.loads(stored.read_text()) if args.render else measure()
-    if not args.render:
-        print(write_result("first_stage", results))
-    print(write_section("first_stage", render_section(results)))
+    measure_or_render("first_stage", __doc__, measure, render_section)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,10 @@ and, for comparison, the wh-word rules.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections import defaultdict
 
-from common import RESULTS, machine, machine_line, shared_datasets, write_result, write_section
+from common import machine, machine_line, measure_or_render, shared_datasets
 
 from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.rankers.cnn_overlap import answer_semantic_ids
@@ -124,14 +122,7 @@ def render_section(results: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--render", action="store_true", help="only rewrite the markdown from the saved results")
-    args = parser.parse_args()
-    stored = RESULTS / "semantic_overlap.json"
-    results = json.loads(stored.read_text()) if args.render else measure()
-    if not args.render:
-        print(write_result("semantic_overlap", results))
-    print(write_section("semantic_overlap", render_section(results)))
+    measure_or_render("semantic_overlap", __doc__, measure, render_section)
 
 
 if __name__ == "__main__":
