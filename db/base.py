@@ -30,6 +30,7 @@ from db.models import (
     StoreInfoRow,
 )
 from db.session import SQLITE_BUSY_TIMEOUT_MS, make_engine, read_only_engine, upgrade
+from qa_core import config
 from qa_core.checkpoints import register_checkpoint
 from qa_core.types import MAX_NAME_CHARS, InputError, StorageError
 
@@ -257,9 +258,11 @@ def insert_model_version(
     Two concurrent callers can pick the same version number: the unique constraint rejects one,
     which retries (``Store.register_model``) or fails its job. The checkpoint file gets the version
     id written into it, and its content hash is kept with the version (loading refuses a file with
-    another); a file that does not exist gets none.
+    another); a file that does not exist gets none. A file outside the data folder's models folder
+    is refused (``InputError``), so nothing is registered or promoted.
     """
     name, kind = check_name(name, "model name"), check_name(kind, "model kind")
+    config.inside_checkpoint_dir(checkpoint_path)
     version = 1 + (session.scalar(select(func.max(ModelVersionRow.version)).where(ModelVersionRow.name == name)) or 0)
     version_id = session.scalar(
         insert(ModelVersionRow)

@@ -136,10 +136,26 @@ def allow_plain_http() -> bool:
     return os.environ.get("RERANK_LAB_ALLOW_PLAIN_HTTP", "").strip().lower() in ("1", "true", "yes")
 
 
+CHECKPOINT_FOLDER = "models"
+"""The data folder's sub-folder where every trained model's checkpoint is written and registered."""
+
+
 def checkpoint_dir() -> Path:
-    path = data_dir() / "models"
+    path = data_dir() / CHECKPOINT_FOLDER
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def inside_checkpoint_dir(path: str | Path) -> Path:
+    """``path`` if it lies in the data folder's ``models`` folder once resolved (``..`` and symlinks
+    followed), else ``InputError``: the store registers only checkpoints written there
+    (``checkpoints.new_checkpoint_path``), so no version, promoted or not, makes the pages, jobs and
+    commands load a file from elsewhere on the machine."""
+    root = (data_dir() / CHECKPOINT_FOLDER).resolve()
+    if not Path(path).resolve().is_relative_to(root):
+        raise InputError(f"refused to register checkpoint {path}: it is outside the data folder's models folder "
+                         f"{root} (RERANK_LAB_DATA), where training writes checkpoints; nothing was registered")
+    return Path(path)
 
 
 def seed_runs_dir(dataset: str | None = None) -> Path:

@@ -28,6 +28,8 @@ from sqlalchemy.engine import make_url
 from xdist.scheduler import LoadFileScheduling
 
 from db.store import Store
+from qa_core import config
+from qa_core.checkpoints import new_checkpoint_path
 from qa_core.data.demo import load_demo
 from qa_core.types import Dataset
 from tests import ROOT
@@ -124,6 +126,27 @@ def isolated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def model_file(name: str) -> str:
+    """A checkpoint path in the current data folder's models folder, the only place the store
+    registers a checkpoint from (``config.inside_checkpoint_dir``); the file need not exist."""
+    return str(config.checkpoint_dir() / name)
+
+
+def copy_to_models(checkpoint: Path) -> str:
+    """A copy of ``checkpoint`` (trained once into a module's folder) under a new name in the data
+    folder's models folder, ready to register: the store refuses files elsewhere, and stamps the
+    version id into the file it registers, so each registration gets its own copy."""
+    return shutil.copy(checkpoint, new_checkpoint_path(checkpoint.stem))
+
+
+@pytest.fixture
+def models_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own data folder (as ``store_url`` and ``cli_env`` make it) and its models folder,
+    where the checkpoints a test registers must lie."""
+    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
+    return config.checkpoint_dir()
 
 
 @pytest.fixture

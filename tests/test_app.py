@@ -16,6 +16,7 @@ from qa_core.services import workbench
 from qa_core.services.evaluation_labels import LabelRule
 from qa_core.services.experiments import train_ranker
 from qa_core.types import Candidate, Dataset, Question
+from tests.conftest import copy_to_models
 from tests.pages import ASK, LANDING, markdown, open_page
 
 pytestmark = pytest.mark.usefixtures("both_modes")  # local mode, and team mode as the admin
@@ -73,7 +74,7 @@ def tiny_tree_kernel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def register(store_url: str, checkpoint: Path, model: str = "smcnn") -> None:
     store = Store(store_url)
-    store.register_model(model, model, str(checkpoint), {"dataset": "demo"}, {}, promote=True)
+    store.register_model(model, model, copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True)
     store.close()
 
 

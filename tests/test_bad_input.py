@@ -27,12 +27,14 @@ from sqlalchemy.engine import make_url
 from streamlit.testing.v1 import AppTest
 
 from db.store import Store
+from qa_core import config
 from qa_core.cli import main
 from qa_core.data.demo import load_demo
 from qa_core.data.importers import load_dataset, read_qrels, read_trec_run
 from qa_core.rankers import registry
 from qa_core.types import Candidate, Dataset, InputError, Question, StorageError
 from tests import ROOT
+from tests.conftest import model_file
 from tests.pages import ASK, LABEL, markdown, open_page
 
 SCRIPT = "<script>alert(1)</script>"
@@ -479,7 +481,7 @@ def test_ask_shows_html_dataset_without_positives_escaped(env: Env):
 def test_ask_reports_a_corrupt_checkpoint_and_keeps_the_store(env: Env):
     """A promoted version whose file was damaged (and no other version): an error on the page, the
     Rank button off, the registry and labels as they were."""
-    corrupt = _corrupt_checkpoint(env.folder)
+    corrupt = _corrupt_checkpoint(config.checkpoint_dir())  # registered only from the data folder
     store = Store(env.url)
     store.register_model("smcnn", kind="smcnn", checkpoint_path=str(corrupt), training_data={}, metrics={})
     store.close()
@@ -641,8 +643,8 @@ STORE_CASES: dict[str, tuple[Callable[[Store, int], object], str]] = {
     "annotator-with-nul": (lambda s, c: s.add_label(c, "ann\x00", 1), "NUL"),
     "note-with-nul": (lambda s, c: s.add_label(c, "ann", 1, note="fine\x00"), "NUL"),
     "adjudicator-too-long": (lambda s, c: s.adjudicate(c, 1, "r" * 300), "too long"),
-    "model-name-too-long": (lambda s, c: s.register_model("m" * 300, "smcnn", "/x.pt", {}, {}), "too long"),
-    "model-name-with-nul": (lambda s, c: s.register_model("m\x00", "smcnn", "/x.pt", {}, {}), "NUL"),
+    "model-name-too-long": (lambda s, c: s.register_model("m" * 300, "smcnn", model_file("x.pt"), {}, {}), "too long"),
+    "model-name-with-nul": (lambda s, c: s.register_model("m\x00", "smcnn", model_file("x.pt"), {}, {}), "NUL"),
     "queue-holder-too-long": (lambda s, c: s.claim_candidate(c, "ann", holder="h" * 300), "too long"),
     "job-dataset-name-too-long": (lambda s, c: s.create_job("smcnn", "d" * 300, {}), "too long"),
     "qrels-annotator-with-nul": (lambda s, c: s.import_qrels("demo", {"demo-01": {"demo-01-0": 1}}, "a\x00"), "NUL"),
@@ -847,7 +849,7 @@ def test_a_database_that_refuses_writes_is_one_sentence(refusing_store: str, cap
     try:
         candidate = store.find_candidate_id("demo", "demo-01", "demo-01-1")
         for write in (lambda: store.add_label(candidate, "bob", 1), lambda: store.import_dataset(load_demo(), replace=True),
-                      lambda: store.register_model("smcnn", "smcnn", "/x.pt", {}, {})):
+                      lambda: store.register_model("smcnn", "smcnn", model_file("x.pt"), {}, {})):
             with pytest.raises(StorageError, match="read-only, so nothing was saved"):
                 write()
         assert store.current_labels("demo") == {store.find_candidate_id("demo", "demo-01", "demo-01-0"): {"alice": 2}}

@@ -27,7 +27,7 @@ from qa_core.services.batch_chunks import BatchRequest
 from qa_core.services.experiments import train_ranker
 from qa_core.types import Dataset
 from tests import ROOT
-from tests.conftest import RayCluster, ray_processes
+from tests.conftest import RayCluster, copy_to_models, ray_processes
 
 QUERIES = 240  # WikiQA's TEST split has 237 questions and 2,341 pairs
 POOL = (8, 16)
@@ -127,7 +127,7 @@ def test_cli_scores_a_trec_run_from_the_store_on_a_cluster_it_starts_and_stops(c
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     store = Store(url)
     store.import_dataset(load_demo())
-    store.register_model("attention_lstm", "attention_lstm", checkpoint, {"dataset": "demo"}, {}, promote=True)
+    store.register_model("attention_lstm", "attention_lstm", copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True)
     store.close()
     first_stage = tmp_path / "bm25.run"
     first_stage.write_text("".join(f"{q.qid} Q0 {c.doc_id} {i} {20 - i} bm25\n"

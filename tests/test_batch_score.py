@@ -20,6 +20,7 @@ from qa_core.services import batch, workbench
 from qa_core.services.batch_chunks import BatchRequest, store_texts
 from qa_core.services.experiments import train_ranker
 from qa_core.types import Candidate
+from tests.conftest import copy_to_models
 
 QUESTIONS = 4  # demo test questions in the fixture: 4 x 6-7 pairs, cut into chunks of >= 5 pairs
 
@@ -132,7 +133,7 @@ def test_a_trained_model_scores_with_the_version_in_use_for_data(env: Path, chec
 
     store = Store(f"sqlite:///{env / 'store.sqlite'}")
     store.import_dataset(load_demo())
-    store.register_model("smcnn", "smcnn", checkpoint, {"dataset": "demo"}, {}, promote=True)
+    store.register_model("smcnn", "smcnn", copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True)
     pairs, out = write_pairs(env / "pairs.jsonl"), env / "smcnn.run"
     assert main(["batch-score", str(pairs), "--model", "smcnn", "--data", "demo", "--out", str(out), "--workers", "0",
                  "--quiet"]) == 0, capsys.readouterr().err

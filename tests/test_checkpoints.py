@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -144,13 +145,13 @@ def test_unfitting_content_is_one_clear_input_error(smcnn_file: Path, tmp_path: 
 
 @pytest.mark.parametrize("fault", ["runs-code", "empty-state", "extra-config-field", "other-tensor-shapes"])
 def test_the_previous_version_is_used_when_the_promoted_one_is_refused(
-    store: Store, smcnn_file: Path, tmp_path: Path, fault: str
+    store: Store, smcnn_file: Path, tmp_path: Path, models_dir: Path, fault: str
 ) -> None:
     marker = tmp_path / "ran"
     state = smcnn_state(smcnn_file)
     bad_state = {"config": RunsCode(marker)} if fault == "runs-code" else UNFITTING[fault][0](state)
-    bad = write_payload(tmp_path / "v2.pt", {"format": CHECKPOINT_FORMAT, "kind": "smcnn", "state": bad_state})
-    store.register_model("smcnn", "smcnn", smcnn_file, {"dataset": "demo"}, {}, promote=True)
+    bad = write_payload(models_dir / "v2.pt", {"format": CHECKPOINT_FORMAT, "kind": "smcnn", "state": bad_state})
+    store.register_model("smcnn", "smcnn", shutil.copy(smcnn_file, models_dir), {"dataset": "demo"}, {}, promote=True)
     store.register_model("smcnn", "smcnn", bad, {"dataset": "demo"}, {}, promote=True)
 
     loaded = load_promoted(store, "smcnn", "demo")
@@ -184,18 +185,18 @@ def test_numpy_arrays_are_refused_not_unpickled(tmp_path: Path) -> None:
 
 
 def test_a_file_that_is_not_the_registered_model_is_refused_and_only_its_own_kind_and_dataset_fall_back(
-    store: Store, smcnn_file: Path, tmp_path: Path
+    store: Store, smcnn_file: Path, models_dir: Path
 ) -> None:
     """Issue 33: a cnn_wo checkpoint copied over the promoted smcnn file was served as smcnn."""
     other_kind = {"format": CHECKPOINT_FORMAT, "kind": "cnn_wo", "name": "cnn_wo", "state": smcnn_state(smcnn_file)}
-    copied = tmp_path / "v2.pt"
+    copied = models_dir / "v2.pt"
     copied.write_bytes(smcnn_file.read_bytes())
-    store.register_model("smcnn", "smcnn", smcnn_file, {"dataset": "demo"}, {}, promote=True)
-    store.register_model("smcnn", "smcnn", tmp_path / "stray.pt", {"dataset": "demo"}, {})  # another kind's file
-    store.register_model("smcnn", "smcnn", tmp_path / "elsewhere.pt", {"dataset": "other"}, {})
+    store.register_model("smcnn", "smcnn", shutil.copy(smcnn_file, models_dir), {"dataset": "demo"}, {}, promote=True)
+    store.register_model("smcnn", "smcnn", models_dir / "stray.pt", {"dataset": "demo"}, {})  # another kind's file
+    store.register_model("smcnn", "smcnn", models_dir / "elsewhere.pt", {"dataset": "other"}, {})
     store.register_model("smcnn", "smcnn", copied, {"dataset": "demo"}, {}, promote=True)
-    write_payload(tmp_path / "stray.pt", other_kind)  # after its registration: no hash kept for it
-    write_payload(tmp_path / "elsewhere.pt", {**other_kind, "kind": "smcnn", "name": "smcnn"})
+    write_payload(models_dir / "stray.pt", other_kind)  # after its registration: no hash kept for it
+    write_payload(models_dir / "elsewhere.pt", {**other_kind, "kind": "smcnn", "name": "smcnn"})
     write_payload(copied, other_kind)
 
     loaded = load_promoted(store, "smcnn", "demo")
@@ -204,7 +205,7 @@ def test_a_file_that_is_not_the_registered_model_is_refused_and_only_its_own_kin
     assert "its content changed since" in loaded.notice
     with pytest.raises(InputError, match=r"stray.pt holds model 'cnn_wo' \(a 'cnn_wo' model\), but the store "
                                          r"registered it as version id 2 of model 'smcnn'"):
-        registry.load(tmp_path / "stray.pt", Registration.of(store.model_version(2)))
+        registry.load(models_dir / "stray.pt", Registration.of(store.model_version(2)))
     store.promote("smcnn", 2, "demo")  # now the stray file is wanted: refused, and 'elsewhere' (other data) is no fallback
     loaded = load_promoted(store, "smcnn", "demo")
     assert loaded.version["version"] == 1
@@ -219,13 +220,13 @@ def test_a_raw_pickle_is_reported_as_one(tmp_path: Path) -> None:
 
 
 def test_a_registered_checkpoint_records_its_version_id_and_another_versions_file_is_refused(
-    store: Store, smcnn_file: Path, tmp_path: Path
+    store: Store, smcnn_file: Path, models_dir: Path
 ) -> None:
-    first = tmp_path / "v1.pt"
+    first = models_dir / "v1.pt"
     first.write_bytes(smcnn_file.read_bytes())
     v1 = store.register_model("smcnn", "smcnn", first, {"dataset": "demo"}, {}, promote=True)
     assert torch.load(first, weights_only=True)["version_id"] == v1
-    late = tmp_path / "v2.pt"
+    late = models_dir / "v2.pt"
     v2 = store.register_model("smcnn", "smcnn", late, {"dataset": "demo"}, {})  # its file comes later: no hash
     late.write_bytes(first.read_bytes())
     with pytest.raises(InputError, match=f"v2.pt is version id {v1} of model 'smcnn', but the store registered it "

@@ -24,6 +24,7 @@ from qa_core.services import jobs, workbench
 from qa_core.services.experiments import train_ranker
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError, NotTrainedError
+from tests.conftest import model_file
 from tests.waiting import WAIT_S, wait_until
 
 DEMO_PAIRS = sum(len(q.candidates) for q in load_demo().questions)
@@ -47,18 +48,16 @@ def demo_store(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     return store
 
 
-def promote_v1(store: Store, checkpoint: Path, folder: Path) -> dict:
-    """Version 1 of smcnn, promoted, on its own copy of the trained checkpoint."""
-    path = folder / "smcnn-v1.pt"
+def promote_v1(store: Store, checkpoint: Path) -> dict:
+    """Version 1 of smcnn, promoted, on its own copy of the trained checkpoint (in the data folder)."""
+    path = model_file("smcnn-v1.pt")
     shutil.copy(checkpoint, path)
     store.register_model("smcnn", "smcnn", path, {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
     return store.promoted_model("smcnn", "demo")
 
 
-def test_job_succeeds_and_registers_an_unpromoted_version(
-    demo_store: Store, trained_checkpoint: Path, tmp_path: Path
-) -> None:
-    current = promote_v1(demo_store, trained_checkpoint, tmp_path)
+def test_job_succeeds_and_registers_an_unpromoted_version(demo_store: Store, trained_checkpoint: Path) -> None:
+    current = promote_v1(demo_store, trained_checkpoint)
     candidate = demo_store.find_candidate_id("demo", "demo-01", "demo-01-1")
     demo_store.add_label(candidate, "alice", 4)
     demo_store.add_label(candidate, "bob", 0)
@@ -88,8 +87,8 @@ def test_job_succeeds_and_registers_an_unpromoted_version(
     assert workbench.load_ranker(demo_store, "smcnn", "demo").score("who painted it?", ["Leonardo"]).shape == (1,)
 
 
-def test_job_with_bad_input_fails_with_a_clear_error(demo_store: Store, trained_checkpoint: Path, tmp_path: Path) -> None:
-    current = promote_v1(demo_store, trained_checkpoint, tmp_path)
+def test_job_with_bad_input_fails_with_a_clear_error(demo_store: Store, trained_checkpoint: Path) -> None:
+    current = promote_v1(demo_store, trained_checkpoint)
     # Stored labels only, and nobody has labelled anything yet.
     job_id = jobs.start_training_job(demo_store, "smcnn", "demo", store_labels=True, gold=False, model_config=FAST)
     job = jobs.wait_for_job(demo_store, job_id, WAIT_S)
@@ -123,12 +122,10 @@ def test_unknown_model_setting_is_an_input_error() -> None:
         train_ranker("smcnn", load_demo(), model_config={"no_such_setting": 1})
 
 
-def test_job_killed_at_a_random_point_leaves_model_and_store_intact(
-    demo_store: Store, trained_checkpoint: Path, tmp_path: Path
-) -> None:
+def test_job_killed_at_a_random_point_leaves_model_and_store_intact(demo_store: Store, trained_checkpoint: Path) -> None:
     seed = int.from_bytes(os.urandom(4), "big")
     rng = random.Random(seed)
-    current = promote_v1(demo_store, trained_checkpoint, tmp_path)
+    current = promote_v1(demo_store, trained_checkpoint)
     checkpoint_bytes = Path(current["checkpoint_path"]).read_bytes()
     candidate = demo_store.find_candidate_id("demo", "demo-02", "demo-02-0")
     demo_store.add_label(candidate, "alice", 3)
@@ -173,14 +170,14 @@ def test_cancel_stops_the_process_and_fails_the_job(demo_store: Store) -> None:
 def test_finish_is_one_transaction_that_a_dead_verdict_blocks(store: Store) -> None:
     """A job declared dead (here: marked failed) cannot register its model afterwards, and the
     rolled-back registration leaves the promoted flag where it was."""
-    store.register_model("smcnn", "smcnn", "/ckpt/1.pt", {"dataset": "demo"}, {}, promote=True)
+    store.register_model("smcnn", "smcnn", model_file("1.pt"), {"dataset": "demo"}, {}, promote=True)
     job_id = store.create_job("smcnn", "demo", {"promote": True})
     store.start_job(job_id)
     store.add_job_event(job_id, TrainingEvent(1, 2, batch=3, loss=float("nan"), dev_map=0.5))
     assert store.job_events(job_id)[0].event.loss is None
     assert store.fail_job(job_id, "declared dead") is True
     with pytest.raises(InputError, match="no longer running"):
-        store.finish_job(job_id, kind="smcnn", checkpoint_path="/ckpt/2.pt", training_data={}, metrics={}, promote=True)
+        store.finish_job(job_id, kind="smcnn", checkpoint_path=model_file("2.pt"), training_data={}, metrics={}, promote=True)
     assert [(v["version"], v["promoted_for"]) for v in store.model_versions("smcnn")] == [(1, ["demo"])]
     assert store.job(job_id)["status"] == "failed"
     with pytest.raises(InputError, match="only a queued job"):
@@ -218,11 +215,11 @@ def test_cli_runs_only_queued_jobs(store: Store, database_url: str, capsys: pyte
 
 
 def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(
-    store: Store, trained_checkpoint: Path, tmp_path: Path
+    store: Store, trained_checkpoint: Path, models_dir: Path
 ) -> None:
     with pytest.raises(NotTrainedError):
         jobs.load_promoted(store, "smcnn", "demo")
-    paths = {v: tmp_path / f"v{v}.pt" for v in (1, 2, 3, 4)}
+    paths = {v: models_dir / f"v{v}.pt" for v in (1, 2, 3, 4)}
     for version, path in paths.items():
         shutil.copy(trained_checkpoint, path)
         store.register_model("smcnn", "smcnn", path, {"dataset": "other" if version == 4 else "demo"}, {})

@@ -20,7 +20,7 @@ from db.session import downgrade, make_engine, upgrade
 from db.store import Store
 from qa_core.types import Candidate, Dataset, Question
 from tests import ROOT
-from tests.conftest import head_revision
+from tests.conftest import head_revision, model_file
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -31,7 +31,7 @@ def populated(store: Store) -> tuple[int, int]:
     candidate = store.find_candidate_id("d", "q1", "a")
     store.add_label(candidate, "alice", 2)
     store.add_label(candidate, "bob", 1)
-    version_id = store.register_model("smcnn", "smcnn", "/m.pt", {}, {"dev_map": 0.5}, promote=True)
+    version_id = store.register_model("smcnn", "smcnn", model_file("m.pt"), {}, {"dev_map": 0.5}, promote=True)
     run_id = store.save_run("d", None, {"q1": {"a": 1.0, "b": 0.5}}, {"map": 1.0}, model_version_id=version_id)
     return version_id, run_id
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from db.store import Store
 from qa_core.access import SYSTEM, Role
+from tests.conftest import model_file
 from tests.pages import LABEL, LANDING, TRAIN, open_page
 from tests.teams import AUDIT, claims, shown, team_page
 
@@ -57,7 +58,7 @@ def test_the_pages_write_as_the_signed_in_user(store_url) -> None:
         store.add_label(candidate, "x", 1)  # a conflict, written in local mode by two typed names
         store.add_label(candidate, "y", 3)
         for _ in range(2):
-            store.register_model("smcnn", "smcnn", "/m.pt", {"dataset": "demo"}, {}, promote=True, actor=SYSTEM)
+            store.register_model("smcnn", "smcnn", model_file("m.pt"), {"dataset": "demo"}, {}, promote=True, actor=SYSTEM)
         review = team_page(LABEL, claims("rita"))
         review.radio(key="label_view").set_value("Review conflicts").run()
         review.button(key="settle-3").click().run()

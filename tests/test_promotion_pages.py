@@ -13,6 +13,7 @@ from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.services import workbench
 from qa_core.services.experiments import train_ranker
+from tests.conftest import copy_to_models
 from tests.pages import ASK, COMPARE, LANDING, TRAIN, open_page
 
 pytestmark = pytest.mark.usefixtures("both_modes")  # local mode, and team mode as the admin
@@ -40,7 +41,7 @@ def store(store_url: str, two_checkpoints) -> Store:
     workbench.ensure_demo(store)
     store.import_dataset(dataclasses.replace(load_demo(), name=OTHER))
     for dataset, path in zip(("demo", OTHER), two_checkpoints):
-        store.register_model("smcnn", "smcnn", str(path), {"dataset": dataset, "seed": 1}, {}, promote=True)
+        store.register_model("smcnn", "smcnn", copy_to_models(path), {"dataset": dataset, "seed": 1}, {}, promote=True)
     yield store
     store.close()
 

@@ -17,7 +17,7 @@ from db.models import Base, CandidateRow, LabelRow, RunScoreRow
 from db.session import downgrade, make_engine, upgrade
 from db.store import Store
 from qa_core.types import Candidate, Dataset, InputError, Question
-from tests.conftest import head_revision
+from tests.conftest import head_revision, model_file
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -281,9 +281,9 @@ def test_export_labels_jsonl(store: Store, tmp_path: Path) -> None:
 
 def test_model_registry(store: Store) -> None:
     assert store.promoted_model("smcnn", "demo") is None
-    first = store.register_model("smcnn", "smcnn", "/ckpt/1.pt", {"dataset": "demo"}, {"map": 0.5})
-    store.register_model("smcnn", "smcnn", "/ckpt/2.pt", {"dataset": "demo"}, {"map": 0.6})
-    store.register_model("question_class", "question_class", "/ckpt/qc", {"path": "x"}, {})
+    first = store.register_model("smcnn", "smcnn", model_file("1.pt"), {"dataset": "demo"}, {"map": 0.5})
+    store.register_model("smcnn", "smcnn", model_file("2.pt"), {"dataset": "demo"}, {"map": 0.6})
+    store.register_model("question_class", "question_class", model_file("qc"), {"path": "x"}, {})
     assert [v["version"] for v in store.model_versions("smcnn")] == [1, 2]
     newest = store.promoted_model("smcnn", "demo")
     assert (newest["version"], newest["promoted"]) == (2, False)  # newest trained on demo when none is promoted
@@ -291,7 +291,7 @@ def test_model_registry(store: Store) -> None:
     store.promote("smcnn", 1, "demo")
     promoted = store.promoted_model("smcnn", "demo")
     assert (promoted["id"], promoted["version"], promoted["metrics"], promoted["promoted"]) == (first, 1, {"map": 0.5}, True)
-    store.register_model("smcnn", "smcnn", "/ckpt/3.pt", {"dataset": "demo"}, {}, promote=True)
+    store.register_model("smcnn", "smcnn", model_file("3.pt"), {"dataset": "demo"}, {}, promote=True)
     assert [(v["version"], v["promoted_for"]) for v in store.model_versions("smcnn")] == [(1, []), (2, []), (3, ["demo"])]
     assert store.promoted_model("question_class")["version"] == 1  # models without a dataset serve every one ("*")
     with pytest.raises(InputError):
@@ -302,16 +302,16 @@ def test_model_registry(store: Store) -> None:
 def test_a_model_name_is_promoted_per_dataset(store: Store) -> None:
     """Issue 22: training on TrecQA must not change what WikiQA's pages use, and roll back stays
     within the dataset."""
-    wiki = store.register_model("smcnn", "smcnn", "/w1.pt", {"dataset": "wikiqa"}, {}, promote=True)
-    trec = store.register_model("smcnn", "smcnn", "/t2.pt", {"dataset": "trecqa"}, {}, promote=True)
+    wiki = store.register_model("smcnn", "smcnn", model_file("w1.pt"), {"dataset": "wikiqa"}, {}, promote=True)
+    trec = store.register_model("smcnn", "smcnn", model_file("t2.pt"), {"dataset": "trecqa"}, {}, promote=True)
     assert store.promoted_model("smcnn", "wikiqa")["id"] == wiki
     assert store.promoted_model("smcnn", "trecqa")["id"] == trec
     assert store.promoted_model("smcnn", "demo") is None  # nothing trained on or promoted for it
     assert store.rollback_target("smcnn", "trecqa") is None  # wikiqa's version was never promoted for trecqa
-    store.register_model("smcnn", "smcnn", "/w3.pt", {"dataset": "wikiqa"}, {}, promote=True)
+    store.register_model("smcnn", "smcnn", model_file("w3.pt"), {"dataset": "wikiqa"}, {}, promote=True)
     assert store.rollback_target("smcnn", "wikiqa")["id"] == wiki
     store.promote("smcnn", 2, "demo")  # a model trained on one dataset, explicitly promoted for another
-    assert store.promoted_model("smcnn", "demo")["checkpoint_path"] == "/t2.pt"
+    assert store.promoted_model("smcnn", "demo")["checkpoint_path"] == model_file("t2.pt")
     assert store.model_version(trec)["promoted_for"] == ["demo", "trecqa"]
     assert [v["version"] for v in store.promotion_history("smcnn", "wikiqa")] == [3, 1]
 
@@ -321,7 +321,7 @@ def test_concurrent_registrations_get_distinct_versions(store: Store) -> None:
 
     def register() -> None:
         try:
-            store.register_model("m", "k", "/x", {}, {})
+            store.register_model("m", "k", model_file("x"), {}, {})
         except BaseException as error:  # noqa: BLE001 - reported by the assertion below
             errors.append(error)
 
@@ -336,7 +336,7 @@ def test_concurrent_registrations_get_distinct_versions(store: Store) -> None:
 
 def test_save_and_load_run(store: Store) -> None:
     store.import_dataset(small_dataset())
-    model_id = store.register_model("bm25", "bm25", "/ckpt", {}, {})
+    model_id = store.register_model("bm25", "bm25", model_file("bm25"), {}, {})
     scores = {"q1": {"d1": 0.5, "d2": 2.0, "d3": -1.0}, "q2": {"d1": 1.0, "d4": 1.0}}
     run_id = store.save_run("demo", "train", scores, {"map": 0.75}, model_version_id=model_id, tag="first")
     assert store.load_run(run_id) == scores
@@ -494,7 +494,7 @@ def test_adjudications_and_replace_carry_work_over(store: Store) -> None:
 
 def test_rollback_promotes_the_previously_promoted_version(store: Store) -> None:
     for version in (1, 2, 3):
-        store.register_model("smcnn", "smcnn", f"/ckpt/{version}.pt", {"dataset": "demo"}, {"dev_map": version / 10})
+        store.register_model("smcnn", "smcnn", model_file(f"{version}.pt"), {"dataset": "demo"}, {"dev_map": version / 10})
     with pytest.raises(InputError, match="no earlier version promoted"):
         store.rollback("smcnn", "demo")
     assert store.rollback_target("smcnn", "demo") is None
@@ -512,6 +512,6 @@ def test_rollback_promotes_the_previously_promoted_version(store: Store) -> None
     store.promote("smcnn", 3, "demo")
     assert [v["promoted_for"] for v in store.model_versions("smcnn")] == [[], [], ["demo"]]
     version_id = store.promoted_model("smcnn", "demo")["id"]
-    assert store.model_version(version_id)["checkpoint_path"] == "/ckpt/3.pt"
+    assert store.model_version(version_id)["checkpoint_path"] == model_file("3.pt")
     with pytest.raises(InputError):
         store.model_version(version_id + 100)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import inspect
 import itertools
+import re
 import textwrap
 from datetime import UTC, datetime, timedelta
 
@@ -21,6 +22,8 @@ from sqlalchemy import event
 import db.labeling
 from db.store import Store
 from qa_core.access import SYSTEM, AccessDenied, operator
+from qa_core.types import InputError
+from tests.conftest import model_file
 from tests.teams import sign_in, small
 
 WRITES = {"insert", "update", "delete", "add", "insert_model_version", "insert_promotion", "write_dataset",
@@ -110,7 +113,7 @@ def test_a_job_promotes_only_for_an_actor_that_may_and_the_promotion_is_audited(
     job_id = store.create_job("smcnn", "d", {"promote": True}, runner="worker", actor=ada)
     runner = operator("trainer")
     job = store.claim_job(actor=runner)
-    finish = {"kind": "smcnn", "checkpoint_path": "/m.pt", "training_data": {"dataset": "d"}, "metrics": {},
+    finish = {"kind": "smcnn", "checkpoint_path": model_file("m.pt"), "training_data": {"dataset": "d"}, "metrics": {},
               "promote": True, "claim": job["claim"]}
     with pytest.raises(AccessDenied, match="sign in first"):
         store.finish_job(job_id, **finish)
@@ -122,6 +125,32 @@ def test_a_job_promotes_only_for_an_actor_that_may_and_the_promotion_is_audited(
     events = {e["action"]: e for e in store.audit_events(["register", "promote"])}
     assert events["promote"]["actor"] == "cli:trainer"
     assert events["promote"]["detail"] == {"version_id": version_id, "scope": "d", "job": job_id}
+
+
+def test_a_checkpoint_outside_the_data_folders_models_folder_is_never_registered(team, models_dir, tmp_path) -> None:
+    """Issue 33: a job finishing with a checkpoint elsewhere on the machine registered it and
+    promoted it, so the pages would load that file. Refused by path, by ``..`` and by a symlink in
+    the models folder, through a job and directly; nothing registered, promoted or stamped."""
+    store, ada, _, _ = team
+    in_use = store.register_model("smcnn", "smcnn", model_file("v1.pt"), {"dataset": "d"}, {}, promote=True, actor=ada)
+    job_id = store.create_job("smcnn", "d", {"promote": True}, runner="worker", actor=ada)
+    runner = operator("trainer")
+    job = store.claim_job(actor=runner)
+    outside = tmp_path / "elsewhere.pt"
+    outside.write_bytes(b"a file the store must not register")
+    (models_dir / "link.pt").symlink_to(outside)
+    for path in (outside, models_dir / ".." / ".." / "elsewhere.pt", models_dir / "link.pt"):
+        refused = f"refused to register checkpoint {path}: it is outside the data folder's models folder"
+        with pytest.raises(InputError, match=re.escape(refused)):
+            store.finish_job(job_id, kind="smcnn", checkpoint_path=path, training_data={"dataset": "d"}, metrics={},
+                             promote=True, claim=job["claim"], actor=runner)
+        with pytest.raises(InputError, match=re.escape(refused)):
+            store.register_model("smcnn", "smcnn", path, {"dataset": "d"}, {}, promote=True, actor=ada)
+    assert [v["id"] for v in store.model_versions("smcnn")] == [in_use]
+    assert store.promoted_model("smcnn", "d")["id"] == in_use
+    assert store.job(job_id)["status"] == "running"
+    assert [e["detail"]["version_id"] for e in store.audit_events(["register", "promote"])] == [in_use]
+    assert outside.read_bytes() == b"a file the store must not register"
 
 
 def test_claims_are_made_and_ended_only_in_the_signed_in_annotators_name(team) -> None:

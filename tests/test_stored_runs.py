@@ -11,6 +11,7 @@ from qa_core.rankers import registry
 from qa_core.services import stored_runs, workbench
 from qa_core.services.experiments import score_questions
 from qa_core.types import InputError
+from tests.conftest import model_file
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def test_seed_groups_from_files_and_evaluate_runs(demo_store, tmp_path):
     test = load_demo().split("test")
     run = score_questions(registry.create("overlap"), test)
     write_trec_run(run, tmp_path / "cnn_wo.seed1.test.run.gz", tag="x")
-    version = demo_store.register_model("smcnn", kind="smcnn", checkpoint_path="/nowhere.pt", training_data={},
+    version = demo_store.register_model("smcnn", kind="smcnn", checkpoint_path=model_file("nowhere.pt"), training_data={},
                                         metrics={})
     demo_store.save_run("demo", "test", run, {}, model_version_id=version, tag="smcnn")
     newer = demo_store.save_run("demo", "test", run, {}, model_version_id=version, tag="smcnn")

@@ -19,6 +19,7 @@ from qa_core.cli import main
 from qa_core.services import audit
 from qa_core.services.labeling import LabelingSession
 from qa_core.types import InputError
+from tests.conftest import model_file
 from tests.teams import sign_in, small, table_rows
 
 TABLES = ("datasets", "candidates", "labels", "label_retractions", "adjudications", "model_versions",
@@ -35,7 +36,7 @@ def team(database_url: str):
     rita, anna = sign_in(store, "rita"), sign_in(store, "anna")
     store.grant_role("rita@example.org", "reviewer", actor=ada)
     for _ in range(2):
-        store.register_model("smcnn", "smcnn", "/m.pt", {"dataset": "d"}, {}, promote=True, actor=ada)
+        store.register_model("smcnn", "smcnn", model_file("m.pt"), {"dataset": "d"}, {}, promote=True, actor=ada)
     yield store, {"ada": ada, "rita": rita.with_role(Role.REVIEWER), "anna": anna}
     store.close()
 
@@ -68,7 +69,7 @@ def test_an_annotator_cannot_do_what_reviewers_and_admins_do_and_nothing_is_writ
     with pytest.raises(AccessDenied, match="may not import or delete data"):
         store.delete_dataset("d", actor=anna)
     with pytest.raises(AccessDenied, match="may not train models"):
-        store.register_model("smcnn", "smcnn", "/x.pt", {"dataset": "d"}, {}, actor=anna)
+        store.register_model("smcnn", "smcnn", model_file("x.pt"), {"dataset": "d"}, {}, actor=anna)
     assert table_rows(database_url, TABLES) == before
     assert store.promoted_model("smcnn", "d")["version"] == 2
 

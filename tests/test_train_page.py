@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from db.store import Store
 from tests import ROOT
+from tests.conftest import model_file
 from tests.pages import TRAIN, markdown, open_page
 
 pytestmark = pytest.mark.usefixtures("both_modes")  # local mode, and team mode as the admin
@@ -97,12 +98,12 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
 
 @pytest.mark.parametrize("runner", ["process", "worker"])
 def test_failed_job_keeps_the_promoted_model_and_says_why(
-    store_url: str, tmp_path: Path, runner: str, monkeypatch: pytest.MonkeyPatch
+    store_url: str, runner: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RERANK_LAB_JOB_RUNNER", runner)
     app = open_page(TRAIN)
     store = Store(store_url)
-    store.register_model("smcnn", "smcnn", tmp_path / "v1.pt", {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
+    store.register_model("smcnn", "smcnn", model_file("v1.pt"), {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
     start_job(app, gold="none", store_labels=True)  # the demo has no stored labels: nothing to train on
     if runner == "worker":
         assert "queued (waiting for a worker" in app.get("progress")[0].proto.text

@@ -14,6 +14,7 @@ from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.services import retraining, workbench
 from qa_core.services.experiments import train_ranker
+from tests.conftest import copy_to_models
 from tests.pages import TRAIN, open_page
 
 TINY = {"max_epochs": 1, "filters": 8}
@@ -39,8 +40,8 @@ def test_a_worse_version_is_compared_on_dev_and_its_promotion_confirmed(store_ur
     store = Store(store_url)
     workbench.ensure_demo(store)
     good, bad = good_and_bad
-    store.register_model("smcnn", "smcnn", str(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
-    store.register_model("smcnn", "smcnn", str(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
+    store.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
+    store.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
 
     check = retraining.check_against_promoted(store, "smcnn", 2, "demo")
     assert (check.version, check.promoted, check.questions) == (2, 1, 28)  # the demo's DEV split

@@ -27,6 +27,7 @@ from qa_core.services import jobs
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError
 from tests import ROOT
+from tests.conftest import model_file
 from tests.waiting import WAIT_S, wait_until
 
 CLAIMERS, WORKER_JOBS = 4, 40
@@ -83,7 +84,7 @@ def test_claims_are_exclusive_when_processes_race(store: Store, tmp_path: Path) 
 
 
 def test_a_lost_claim_writes_nothing_more_and_the_job_goes_back(store: Store) -> None:
-    store.register_model("smcnn", "smcnn", "/ckpt/1.pt", {"dataset": "demo"}, {}, promote=True)
+    store.register_model("smcnn", "smcnn", model_file("1.pt"), {"dataset": "demo"}, {}, promote=True)
     job_id = store.create_job("smcnn", "demo", {"promote": True}, runner="worker")
     old = store.job(job_id)
     assert (old["status"], old["phase"], old["attempts"]) == ("queued", WAITING_FOR_WORKER, 0)
@@ -110,13 +111,13 @@ def test_a_lost_claim_writes_nothing_more_and_the_job_goes_back(store: Store) ->
     with pytest.raises(ClaimLost):
         store.add_job_event(job_id, TrainingEvent(2, 3), claim=first["claim"])
     with pytest.raises(InputError, match="no longer running"):
-        store.finish_job(job_id, kind="smcnn", checkpoint_path="/ckpt/2.pt", training_data={}, metrics={},
+        store.finish_job(job_id, kind="smcnn", checkpoint_path=model_file("2.pt"), training_data={}, metrics={},
                          promote=True, claim=first["claim"])
     assert not store.fail_job(job_id, "late failure of the lost attempt", claim=first["claim"])
     assert [(v["version"], v["promoted_for"]) for v in store.model_versions("smcnn")] == [(1, ["demo"])]
     assert store.job(job_id)["status"] == "running" and store.job_events(job_id) == []
 
-    store.finish_job(job_id, kind="smcnn", checkpoint_path="/ckpt/2.pt", training_data={}, metrics={}, claim=second["claim"])
+    store.finish_job(job_id, kind="smcnn", checkpoint_path=model_file("2.pt"), training_data={}, metrics={}, claim=second["claim"])
     assert store.job(job_id)["status"] == "succeeded"
 
 
@@ -152,8 +153,9 @@ def start_worker(url: str, log: Path) -> subprocess.Popen:
 def test_a_killed_worker_leaves_its_job_to_the_other_and_the_promoted_model_alone(store: Store, tmp_path: Path) -> None:
     store.import_dataset(load_demo())
     promoted_bytes = os.urandom(64)  # the promoted version's checkpoint: nothing may touch it
-    (tmp_path / "v1.pt").write_bytes(promoted_bytes)
-    store.register_model("smcnn", "smcnn", tmp_path / "v1.pt", {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
+    promoted_file = Path(model_file("killed-worker-v1.pt"))
+    promoted_file.write_bytes(promoted_bytes)
+    store.register_model("smcnn", "smcnn", promoted_file, {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
     promoted = store.promoted_model("smcnn", "demo")
 
     def queue(config: dict) -> int:
@@ -191,7 +193,7 @@ def test_a_killed_worker_leaves_its_job_to_the_other_and_the_promoted_model_alon
     assert (store.job(long_job)["status"], store.job(long_job)["error"]) == ("failed", "cancelled")
     assert [v["id"] for v in store.model_versions("smcnn")] == [promoted["id"]]
     assert store.promoted_model("smcnn", "demo")["id"] == promoted["id"]
-    assert (tmp_path / "v1.pt").read_bytes() == promoted_bytes
+    assert promoted_file.read_bytes() == promoted_bytes
 
 
 def _dead_pid() -> int:
