@@ -58,6 +58,7 @@ from db.models import (
 from db.preferences import PreferenceStore
 from db.reimport import TEXT_KEY, ImportReport, write_dataset
 from db.users import UserStore
+from qa_core import ordering
 from qa_core.access import Actor, Permission, acting_name
 from qa_core.config import check_dataset_name
 from qa_core.data.exporters import write_jsonl, write_qrels
@@ -660,8 +661,7 @@ class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore
             )
             rows = []
             for qid, doc_scores in scores.items():
-                ranked = sorted(doc_scores.items(), key=lambda item: (-item[1], item[0]))
-                for rank, (doc_id, score) in enumerate(ranked, start=1):
+                for rank, (doc_id, score) in enumerate(ordering.ranked(doc_scores), start=1):
                     if (qid, doc_id) not in ids:
                         raise InputError(f"dataset {dataset!r} has no candidate {doc_id!r} for question {qid!r}")
                     rows.append(

@@ -341,6 +341,7 @@ def test_save_and_load_run(store: Store) -> None:
     run_id = store.save_run("demo", "train", scores, {"map": 0.75}, model_version_id=model_id, tag="first")
     assert store.load_run(run_id) == scores
     assert list(store.load_run(run_id)["q1"]) == ["d2", "d1", "d3"]  # rank order
+    assert list(store.load_run(run_id)["q2"]) == ["d4", "d1"]  # a tie: the one rule, doc id descending
     (listed,) = store.runs("demo")
     assert (listed["id"], listed["tag"], listed["metrics"], listed["model"]) == (run_id, "first", {"map": 0.75}, "bm25")
     with pytest.raises(InputError):
