@@ -168,6 +168,10 @@ class IndexRebuiltWarning(UserWarning):
     """A saved index could not be read (corrupt, incomplete or not ours) and was built again."""
 
 
+class IndexNotSavedWarning(UserWarning):
+    """The data folder refused the index (read-only, full): it serves this process from memory."""
+
+
 # What reading a damaged or foreign saved index raises (json, numpy and bm25s' own checks).
 _UNREADABLE = (OSError, ValueError, KeyError, TypeError, EOFError)
 
@@ -197,13 +201,18 @@ def saved_index(
                           IndexRebuiltWarning, stacklevel=2)
             shutil.rmtree(target, ignore_errors=True)
     index = BM25Index.build(docs(), analysis)
-    folder.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=folder))  # dot: never taken for an index
-    index.save(staging)
-    (staging / _MANIFEST_FILE).write_text(json.dumps(manifest), encoding="utf-8")
     try:
+        folder.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".building-", dir=folder))  # dot: never taken for an index
+    except OSError as error:  # a read-only or full data folder: search with the index in memory
+        warnings.warn(f"the BM25 index could not be saved in {folder} ({error}); it is kept in memory for "
+                      "this process only", IndexNotSavedWarning, stacklevel=2)
+        return index
+    try:
+        index.save(staging)
+        (staging / _MANIFEST_FILE).write_text(json.dumps(manifest), encoding="utf-8")
         staging.rename(target)
-    except OSError:  # another process saved the same index meanwhile: keep theirs
+    except OSError:  # another process saved the same index meanwhile (keep theirs), or the disk is full
         shutil.rmtree(staging, ignore_errors=True)
     for other in folder.iterdir():
         if other != target and not other.name.startswith("."):

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from qa_core.data.demo import load_demo
-from qa_core.retrieval import FIRST_STAGE, PLAIN, BM25Index, IndexRebuiltWarning, bm25_scores, saved_index
+from qa_core.retrieval import (
+    FIRST_STAGE,
+    PLAIN,
+    BM25Index,
+    IndexNotSavedWarning,
+    IndexRebuiltWarning,
+    bm25_scores,
+    saved_index,
+)
 
 CORPUS = [
     ("d1", "Mark Twain was born in Florida, Missouri, in 1835."),
@@ -143,3 +151,13 @@ def test_corrupt_or_foreign_saved_index_is_rebuilt_with_a_warning(tmp_path: Path
     expected = BM25Index.build(DEMO)
     assert all(rebuilt.search(q, 50) == expected.search(q, 50) for q in DEMO_QUERIES[:5])
     assert saved_index(tmp_path, "v1", _must_not_build).search(DEMO_QUERIES[0]) == expected.search(DEMO_QUERIES[0])
+
+
+def test_a_data_folder_that_refuses_the_index_still_searches_from_memory(tmp_path: Path) -> None:
+    """A read-only or full data folder (the store opens read-only there) must not turn a typed
+    question into a traceback: the index is built and used in memory, with a warning."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the index folder's parent should be")  # mkdir fails, even as root
+    with pytest.warns(IndexNotSavedWarning, match="could not be saved"):
+        index = saved_index(blocked / "bm25", "v1", lambda: DEMO)
+    assert index.search(DEMO_QUERIES[0], 50) == BM25Index.build(DEMO).search(DEMO_QUERIES[0], 50)
