@@ -144,6 +144,9 @@ def test_a_model_as_an_annotator_judges_its_first_ranked_candidate_relevant(stor
     scores = {ids["q1", "a"]: 0.2, ids["q1", "b"]: 0.9, ids["q1", "c"]: 0.1, ids["q2", "a"]: 0.7}  # q2/b unscored
     assert model_grades(scores, store.candidate_rows("p")) == {
         ids["q1", "a"]: 0, ids["q1", "b"]: MODEL_RELEVANT, ids["q1", "c"]: 0, ids["q2", "a"]: MODEL_RELEVANT}
+    tied = {ids["q1", "a"]: 0.5, ids["q1", "b"]: 0.5, ids["q1", "c"]: 0.5}  # a tie: the one rule, doc id descending
+    assert model_grades(tied, store.candidate_rows("p")) == {ids["q1", "a"]: 0, ids["q1", "b"]: 0,
+                                                              ids["q1", "c"]: MODEL_RELEVANT}
     store.add_label(ids["q1", "a"], "alice", 3)  # consensus relevant, model: not -> queued
     store.add_label(ids["q1", "b"], "alice", 0)  # consensus not, model: relevant -> queued
     store.add_label(ids["q1", "c"], "alice", 0)  # both say not relevant

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from qa_core import ordering
 from qa_core.services.labeling.agreement import Conflict
 from qa_core.services.labeling.training_labels import training_labels
 
@@ -62,13 +63,14 @@ def suggest(ranker: Ranker, model: str, question: Question, doc_id: str) -> Sugg
 def model_grades(scores: Mapping[int, float], records: Sequence[CandidateRecord]) -> dict[int, int]:
     """The model as an annotator: ``MODEL_RELEVANT`` for each question's best-scored candidate, 0
     for the others (only scored candidates are judged)."""
-    by_question: dict[str, list[int]] = defaultdict(list)
+    by_question: dict[str, list[CandidateRecord]] = defaultdict(list)
     for record in records:
         if record.candidate_id in scores:
-            by_question[record.qid].append(record.candidate_id)
+            by_question[record.qid].append(record)
     grades = {}
-    for ids in by_question.values():
-        best = max(ids, key=lambda c: scores[c])
+    for pool in by_question.values():
+        ids = [r.candidate_id for r in pool]
+        best = ids[ordering.order([r.doc_id for r in pool], [scores[c] for c in ids])[0]]  # ties: the one rule
         grades.update({c: MODEL_RELEVANT if c == best else 0 for c in ids})
     return grades
 
