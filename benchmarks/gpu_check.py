@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from qa_core import ordering  # noqa: E402
 from qa_core.device import describe  # noqa: E402
 from qa_core.text import contextual, nlp, vectors  # noqa: E402
 from qa_core.training import loop  # noqa: E402
@@ -96,7 +97,7 @@ def bundle_bytes(bundle: Path, limit: int = MAX_BUNDLE_BYTES) -> int:
 
 def mean_average_precision(scores: np.ndarray, pools: dict[str, Any]) -> float:
     """MAP over the pools with trec_eval's semantics, as ``qa_core.evaluation`` (raw mode): relevant is
-    label > 0, ties go by doc_id descending, a pool without a relevant candidate scores 0.
+    label > 0, ties by ``qa_core.ordering``'s rule (doc_id descending), a pool without a relevant candidate scores 0.
 
     A few lines of numpy rather than ``qa_core.evaluation``, since ir-measures is not on the GPU node;
     tests/test_gpu_check.py checks that the two agree."""
@@ -104,7 +105,7 @@ def mean_average_precision(scores: np.ndarray, pools: dict[str, Any]) -> float:
     precisions, start = [], 0
     for size in pools["sizes"].tolist():
         rows = range(start, start + size)
-        order = sorted(rows, key=lambda row: (scores[row], doc_ids[row]), reverse=True)
+        order = [rows[i] for i in ordering.order([doc_ids[row] for row in rows], scores[start:start + size])]
         relevant = labels[order] > 0
         hits = np.cumsum(relevant)
         ranks = np.arange(1, size + 1)
@@ -215,7 +216,7 @@ def check_request(ranker: Any, request: dict[str, Any], reference: np.ndarray) -
     best candidate; the pool's scores are also compared with the bundle's CPU scores of those rows."""
     candidates = [Candidate(**record) for record in request["candidates"]]
     scores = ranker.score_pools([(request["question"], candidates)])[0]
-    best = int(np.argmax(scores))
+    best = ordering.order([c.doc_id for c in candidates], scores)[0]  # the rule's first, as Ask opens it
     explanation = ranker.explain(request["question"], candidates, best)
     difference = abs(float(explanation.score) - float(scores[best]))
     bundle_difference = float(np.abs(scores - reference).max())
