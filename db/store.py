@@ -9,7 +9,7 @@ the database unchanged.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -74,6 +74,8 @@ REGISTER_ATTEMPTS = 5
 # Two first imports of one new name race on its unique constraint; the loser tries again (and
 # then finds the dataset: "already exists", or a re-import with replace).
 IMPORT_ATTEMPTS = 3
+# Rows per fetch when a whole collection is read as a stream (``candidate_texts``).
+STREAM_ROWS = 10_000
 LABEL_HISTORY_KEYS = (
     "qid", "doc_id", "question", "candidate", "annotator", "value", "note", "created_at", "retracted_at", "retired_at"
 )
@@ -242,6 +244,34 @@ class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore
                     )
                 )
             return Dataset(name=dataset.name, questions=list(questions.values()), source=dataset.source)
+
+    def candidate_texts(self, name: str) -> Iterator[tuple[str, str, str]]:
+        """``(qid, doc_id, text)`` of the dataset's current candidates in ``load_dataset``'s order
+        (texts as shown and tokenised, as there), streamed from one column projection: what a
+        collection's index needs, without building the dataset's question and candidate objects."""
+        with self.session_scope() as session:
+            query = candidates_of(session, name, QuestionRow.qid, CandidateRow.doc_id, CandidateRow.text).order_by(
+                QuestionRow.position, QuestionRow.id, CandidateRow.position, CandidateRow.id
+            )
+            for qid, doc_id, text in session.execute(query.execution_options(yield_per=STREAM_ROWS)):
+                yield qid, doc_id, visible_text(text)
+
+    def candidates_by_id(self, name: str, ids: Collection[tuple[str, str]]) -> dict[tuple[str, str], Candidate]:
+        """The current candidates of the given ``(qid, doc_id)`` pairs (those that exist), keyed by
+        them, without gold labels: a search's top n, read through the qid and question indexes."""
+        if not ids:
+            return {}
+        with self.session_scope() as session:
+            rows = session.execute(
+                candidates_of(
+                    session, name, QuestionRow.qid, CandidateRow.doc_id, CandidateRow.text, CandidateRow.source, CandidateRow.url
+                ).where(QuestionRow.qid.in_({qid for qid, _ in ids}), CandidateRow.doc_id.in_({doc_id for _, doc_id in ids}))
+            )
+            return {
+                (row.qid, row.doc_id): Candidate(row.doc_id, visible_text(row.text), source=row.source, url=row.url)
+                for row in rows
+                if (row.qid, row.doc_id) in ids  # the two IN lists also match pairs across questions
+            }
 
     def find_candidate_id(self, dataset: str, qid: str, doc_id: str) -> int:
         with self.session_scope() as session:

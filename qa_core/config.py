@@ -124,6 +124,29 @@ def ensure_free_space(folder: Path, what: str) -> None:
         )
 
 
+def available_memory() -> int | None:
+    """Bytes of memory a collection may take: ``RERANK_LAB_MEMORY_MB`` where set (a deployment's
+    budget, e.g. a replica's share of the machine), else what the kernel reports available
+    (``MemAvailable``), lowered to what a container's cgroup limit leaves; None where neither is known."""
+    setting = os.environ.get("RERANK_LAB_MEMORY_MB")
+    if setting:
+        try:
+            return int(float(setting) * 2**20)
+        except ValueError:
+            raise InputError(f"RERANK_LAB_MEMORY_MB must be a number of megabytes, got {setting!r}") from None
+    available = None
+    try:
+        meminfo = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+        available = int(meminfo["MemAvailable"].split()[0]) * 1024
+        cgroup = Path("/sys/fs/cgroup")
+        limit = (cgroup / "memory.max").read_text().strip()
+        if limit != "max":
+            available = min(available, int(limit) - int((cgroup / "memory.current").read_text()))
+    except (OSError, KeyError, ValueError):  # not Linux, or no cgroup v2 limit: what was found stands
+        pass
+    return available
+
+
 def shared_data_dir() -> Path | None:
     """The benchmark data beside the checkout (``../shared/data``), if present."""
     path = Path(os.environ.get("RERANK_LAB_SHARED_DATA", PROJECT_ROOT.parent / "shared" / "data"))

@@ -323,3 +323,17 @@ def test_a_too_long_wikiqa_candidate_is_named_by_question_and_candidate(tmp_path
     with pytest.raises(InputError, match=r"question test-1, candidate test-1-1: the candidate is too long \(5,999 characters") as error:
         load_dataset(folder, name="mini")
     assert error.value.path == str(folder)
+
+
+def test_a_collection_too_large_for_the_memory_is_refused_at_import_with_an_estimate(cli_env, capsys, monkeypatch):
+    from tests.cli import run_cli
+
+    candidates = sum(len(question.candidates) for question in load_demo().questions)
+    monkeypatch.setenv("RERANK_LAB_MEMORY_MB", "50")  # a machine far too small for even the demo
+    code, _, err = run_cli("data", "import", str(DEMO_PATH), "--name", "big", capsys=capsys)
+    assert code == 2 and "Traceback" not in err
+    assert DEMO_PATH.name in err and "too large for this machine" in err
+    assert f"{candidates:,} candidates need about" in err and "and 50 MB is available" in err
+    assert "big" not in run_cli("data", "list", capsys=capsys)[1]
+    monkeypatch.setenv("RERANK_LAB_MEMORY_MB", "100000")
+    assert len(load_dataset(DEMO_PATH).questions) == len(load_demo().questions)

@@ -3,6 +3,7 @@ key still changes on a re-import, and the parse cache's long-lived connections s
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from db.store import Store
+from qa_core.retrieval import BM25Index
 from qa_core.services import workbench
 from qa_core.text.nlp import ParseCache, parse_many
 from qa_core.types import Candidate, Dataset, InputError, Question
@@ -66,6 +68,35 @@ def test_bm25_index_is_saved_once_per_version_and_loaded_by_another_process(tmp_
         assert workbench.candidates_for_question(store, "tiny", "hamlet")[0].text == "Hamlet was written around 1600."
         (rebuilt,) = folder.iterdir()
         assert rebuilt != first  # the re-import's index replaced the stale one
+    finally:
+        store.close()
+
+
+def test_typed_question_reads_the_collection_without_loading_the_dataset(database_url: str, demo: Dataset,
+                                                                         monkeypatch: pytest.MonkeyPatch):
+    """The index comes from a projection of the candidate texts and the hits are read by id: the same
+    top n, in the same order (ties included), as an index over ``load_dataset``'s collection."""
+    # a qid and a doc_id holding '/', and a sentence repeated under a later question (the first is kept)
+    odd = Question("q/1", "who wrote hamlet", [Candidate("d/1", "Hamlet was written by Shakespeare around 1600.",
+                                                         source="odd", url="https://example.org/hamlet"),
+                                               Candidate("d2", demo.questions[0].candidates[0].text)], split="test")
+    store = Store(database_url)
+    try:
+        store.import_dataset(Dataset("typed", [*demo.questions, odd]))
+        sentences = workbench.collection_sentences(store.load_dataset("typed"))
+        in_memory = BM25Index.build([(name, candidate.text) for name, candidate in sentences.items()])
+
+        def forbidden(*_args, **_kwargs):
+            raise AssertionError("the typed-question path loaded the whole dataset")
+
+        monkeypatch.setattr(Store, "load_dataset", forbidden)
+        for question in ["who wrote hamlet in 1600", *(q.text for q in demo.questions[:6])]:
+            expected = [
+                dataclasses.replace(sentences[name], first_stage_rank=rank, first_stage_score=score)
+                for rank, (name, score) in enumerate(in_memory.search(question, 20), start=1)
+            ]
+            assert workbench.candidates_for_question(store, "typed", question, k=20) == expected
+        assert workbench.candidates_for_question(store, "typed", "hamlet shakespeare 1600")[0].doc_id == "q/1/d/1"
     finally:
         store.close()
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import ir_measures
 
-from qa_core import ordering
+from qa_core import config, ordering
 from qa_core.text import truecasing
 from qa_core.types import (
     MAX_CANDIDATE_CHARS,
@@ -757,7 +757,34 @@ def load_dataset(path: str | Path, fmt: str = "auto", name: str | None = None) -
     fmt = detect_format(path) if fmt == "auto" else fmt
     dataset = _LOADERS[fmt](path, **({"name": name} if name is not None else {}))
     _check_lengths(dataset, path)
+    check_memory(dataset, path)
     return dataset
+
+
+# What importing a collection and building its BM25 index take at their peak (the larger of the
+# two processes), from benchmarks/scale.py (docs/benchmarks.md, "Scale"): the import's peak grew by
+# 2.1 KB per candidate from 100k to 1M candidates (569 MB -> 2,420 MB) over ~360 MB of its own; the
+# index build's by 1.2 KB (563 -> 1,604 MB) over ~450 MB. Rounded up to cover both.
+MEMORY_BASE = 450 * 2**20
+MEMORY_PER_CANDIDATE = 2_200
+
+
+def check_memory(dataset: Dataset, path: Path) -> None:
+    """``InputError`` with the estimate when the dataset is too large to import and index in the
+    memory available (``config.available_memory``): a clear refusal before the store and the index
+    are built, not an out-of-memory kill half-way. The file itself has been read by then."""
+    available = config.available_memory()
+    candidates = sum(len(question.candidates) for question in dataset.questions)
+    needed = MEMORY_BASE + MEMORY_PER_CANDIDATE * candidates
+    if available is not None and needed > available:
+        raise InputError(
+            f"the collection is too large for this machine: {candidates:,} candidates need about "
+            f"{needed / 2**20:,.0f} MB to import and index ({MEMORY_BASE / 2**20:,.0f} MB + "
+            f"{MEMORY_PER_CANDIDATE / 1024:.1f} KB per candidate, as measured), and {available / 2**20:,.0f} MB "
+            "is available (RERANK_LAB_MEMORY_MB sets the budget); split it into several datasets or import it "
+            "on a machine with more memory",
+            path=str(path),
+        )
 
 
 def _check_lengths(dataset: Dataset, path: Path) -> None:

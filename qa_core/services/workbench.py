@@ -6,12 +6,13 @@ pages only add widgets and caching around these calls.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import html
 import re
 import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -290,20 +291,31 @@ def sentence_key(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def collection_sentences(dataset: Dataset) -> dict[str, Candidate]:
-    """The dataset's unique candidate sentences (first occurrence kept), keyed ``qid/doc_id``: the
-    collection a typed question searches."""
-    sentences: dict[str, Candidate] = {}
+def unique_sentences(rows: Iterable[tuple[str, str, str]]) -> Iterator[tuple[str, str]]:
+    """``(qid/doc_id, text)`` of each sentence's first occurrence among ``(qid, doc_id, text)`` rows,
+    in their order: the collection a typed question searches, named as its sentences are named."""
     seen: set[str] = set()
-    for question in dataset.questions:
-        for candidate in question.candidates:
-            key = sentence_key(candidate.text)
-            if key and key not in seen:
-                seen.add(key)
-                # doc_ids repeat across questions in many benchmarks; qid/doc_id does not.
-                doc_id = f"{question.qid}/{candidate.doc_id}"
-                sentences[doc_id] = Candidate(doc_id, candidate.text, source=candidate.source, url=candidate.url)
-    return sentences
+    for qid, doc_id, text in rows:
+        key = sentence_key(text)
+        if key and key not in seen:
+            seen.add(key)
+            yield collection_id(qid, doc_id), text
+
+
+def collection_id(qid: str, doc_id: str) -> str:
+    """A collection sentence's id: doc_ids repeat across questions in many benchmarks; qid/doc_id does not."""
+    return f"{qid}/{doc_id}"
+
+
+def collection_sentences(dataset: Dataset) -> dict[str, Candidate]:
+    """The dataset's unique candidate sentences (first occurrence kept), keyed ``qid/doc_id``, from
+    a dataset in memory (the Ask page reads them from the store, ``candidates_for_question``)."""
+    pairs = [(question.qid, candidate) for question in dataset.questions for candidate in question.candidates]
+    originals = {collection_id(qid, candidate.doc_id): candidate for qid, candidate in reversed(pairs)}
+    return {
+        name: Candidate(name, text, source=originals[name].source, url=originals[name].url)
+        for name, text in unique_sentences((qid, candidate.doc_id, candidate.text) for qid, candidate in pairs)
+    }
 
 
 def index_folder(store: Store, dataset: str) -> Path:
@@ -313,20 +325,8 @@ def index_folder(store: Store, dataset: str) -> Path:
     return config.data_dir() / "bm25" / place
 
 
-class _Collection:
-    """A dataset's unique candidate sentences with their BM25 index (saved, built once per version)."""
-
-    def __init__(self, store: Store, dataset: str, version: str):
-        from qa_core.retrieval import saved_index
-
-        self.sentences = collection_sentences(store.load_dataset(dataset))
-        self.index: BM25Index = saved_index(
-            index_folder(store, dataset), version, lambda: [(doc_id, c.text) for doc_id, c in self.sentences.items()]
-        )
-
-
-_collections: dict[tuple[str, str, str], _Collection] = {}
-_collections_lock = threading.Lock()
+_indexes: dict[tuple[str, str, str], BM25Index] = {}
+_indexes_lock = threading.Lock()
 
 
 def dataset_version(store: Store, dataset: str) -> str:
@@ -337,14 +337,26 @@ def dataset_version(store: Store, dataset: str) -> str:
     return f"{row_id}@{created_at}"
 
 
-def _collection(store: Store, dataset: str) -> _Collection:
-    """The dataset's collection, built once per store, dataset and import (a re-import rebuilds it)."""
+def collection_index(store: Store, dataset: str) -> BM25Index:
+    """The BM25 index of the dataset's unique candidate sentences, once per store, dataset and import
+    (a re-import rebuilds it): loaded from the data folder, or built from one streamed pass over the
+    store's candidate texts (the unique-sentence map made in that pass) and saved. The sentences
+    themselves stay in the store; a search's hits are read by id."""
+    from qa_core.retrieval import saved_index
+
     version = dataset_version(store, dataset)
     key = (str(store.engine.url), dataset, version)
-    with _collections_lock:
-        if key not in _collections:
-            _collections[key] = _Collection(store, dataset, version)
-        return _collections[key]
+    with _indexes_lock:
+        if key not in _indexes:
+            _indexes[key] = saved_index(
+                index_folder(store, dataset), version, lambda: list(unique_sentences(store.candidate_texts(dataset)))
+            )
+        return _indexes[key]
+
+
+def _split_ids(name: str) -> list[tuple[str, str]]:
+    """Every ``(qid, doc_id)`` a collection id could name: either part may hold '/' itself."""
+    return [(name[:at], name[at + 1:]) for at, char in enumerate(name) if char == "/"]
 
 
 def candidates_for_question(
@@ -357,23 +369,19 @@ def candidates_for_question(
     question = check_question(question_text)
     if k < 1:
         raise InputError(f"the number of candidates must be at least 1, got {k}")
-    collection = _collection(store, dataset)
-    hits = collection.index.search(question, k)
+    hits = collection_index(store, dataset).search(question, k)
     if not hits:
         raise InputError(
             f"no sentence of dataset {dataset!r} shares a word with the question (question words such as "
             "'who' or 'is' are not searched); try other words or pick one of the dataset's questions"
         )
+    stored = store.candidates_by_id(dataset, {ids for name, _ in hits for ids in _split_ids(name)})
+    found = {collection_id(qid, doc_id): candidate for (qid, doc_id), candidate in stored.items()}
+    if any(name not in found for name, _ in hits):
+        raise InputError(f"dataset {dataset!r} was imported again while the question was searched; ask it again")
     return [
-        Candidate(
-            doc_id=doc_id,
-            text=collection.sentences[doc_id].text,
-            first_stage_rank=position,
-            first_stage_score=score,
-            source=collection.sentences[doc_id].source,
-            url=collection.sentences[doc_id].url,
-        )
-        for position, (doc_id, score) in enumerate(hits, start=1)
+        dataclasses.replace(found[name], doc_id=name, first_stage_rank=position, first_stage_score=score)
+        for position, (name, score) in enumerate(hits, start=1)
     ]
 
 
@@ -382,7 +390,7 @@ def candidates_origin(store: Store, dataset: str, qid: str | None) -> str:
     BM25 over the dataset's whole collection (a typed question)."""
     if qid is not None:
         return f"question {qid}'s own candidates"
-    index = _collection(store, dataset).index
+    index = collection_index(store, dataset)
     return f"BM25's best of the dataset's {len(index):,} unique sentences ({index.analysis.describe()})"
 
 
