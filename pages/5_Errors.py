@@ -116,8 +116,8 @@ st.dataframe(
         "tied": st.column_config.NumberColumn("tied", help="candidates sharing their score with another of this question's"),
         "unjudged": st.column_config.NumberColumn("unjudged", help="candidates without a judgement (not relevant above)"),
     },
-    column_order=["ask", "qid", "question", *metrics, "class", "length", "overlap", "label_source", "correct", "tied",
-                  *(["unjudged"] if not judged.complete else [])],
+    column_order=["ask", "qid", "question", *metrics, *(["unjudged"] if not judged.complete else []), "class", "length",
+                  "overlap", "label_source", "correct", "tied"],
     key="worst",
 )
 with st.container(key="worst-links"):

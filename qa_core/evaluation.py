@@ -267,8 +267,9 @@ class JudgementReport:
         if self.complete:
             return "All judged: every candidate ranked has a judgement."
         values = ", ".join(f"{INCOMPLETE_LABELS[name]} {value:.4f}" for name, value in self.values.items())
-        warning = (f" Its top {JUDGED_DEPTH} is less than {JUDGED_FLAG:.0%} judged: its standard numbers say more "
-                   "about the judgements than about the system." if self.flagged else "")
+        warning = (f" Its top {JUDGED_DEPTH} is less than {JUDGED_FLAG:.0%} judged: its standard numbers may say more "
+                   "about what was judged than about the system; judge more, or read the measures that skip "
+                   "the unjudged." if self.flagged else "")
         return (f"{self.judged_text()}: {self.unjudged:,} of {self.candidates:,} candidates ranked (in "
                 f"{self.questions_with_unjudged:,} of {self.questions:,} questions) have no judgement; the standard "
                 f"metrics count them as not relevant (trec_eval's rule). Skipping them instead: {values}.{warning}")
