@@ -194,6 +194,8 @@ else:
                                         for c in result.significance.systems_table().columns})
         for line in result.ties_lines():
             st.caption(workbench.as_markdown(line))
+        for line in result.judgement_lines():  # none when every candidate ranked is judged
+            st.caption(workbench.as_markdown(line))
         st.subheader(f"Every pair on {result.metric}")
         st.caption(workbench.as_markdown(
             f"Δ = model − vs per question; a win is Δ > 0. {result.significance.describe()} "

@@ -86,6 +86,9 @@ for column, metric in zip(columns[1:], metrics):
 st.caption(workbench.as_markdown(
     f"Means over {question_set(clean, len(table), split)} of {dataset}, "
     f"{workbench.version_in_use(store, model, dataset)}."))
+judged = errors.judgement_report(run, qrels_from_questions(questions), profiles, clean=clean)
+if not judged.complete:  # unjudged candidates count as not relevant above: say how many, and what skipping them gives
+    st.caption(workbench.as_markdown(judged.describe()))
 
 st.subheader("Worst questions")
 st.caption(
@@ -109,8 +112,10 @@ st.dataframe(
         "overlap_bucket": "overlap bucket",
         "label_source": "label source",
         "tied": st.column_config.NumberColumn("tied", help="candidates sharing their score with another of this question's"),
+        "unjudged": st.column_config.NumberColumn("unjudged", help="candidates without a judgement (not relevant above)"),
     },
-    column_order=["ask", "qid", "question", *metrics, "class", "length", "overlap", "label_source", "correct", "tied"],
+    column_order=["ask", "qid", "question", *metrics, *(["unjudged"] if not judged.complete else []), "class", "length",
+                  "overlap", "label_source", "correct", "tied"],
     key="worst",
 )
 with st.container(key="worst-links"):

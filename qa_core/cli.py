@@ -257,9 +257,10 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
-    """Metrics as one JSON line; the run is kept in the store (with the model version that made it)
+    """Metrics as one JSON line (with ``judgements``: judged@10, bpref and condensed lists, where the
+    run ranks unjudged candidates); the run is kept in the store (with the model version that made it)
     and, with ``--run-out``, written as a TREC run."""
-    from qa_core.evaluation import qrels_from_questions, tie_aware
+    from qa_core.evaluation import judgements, qrels_from_questions, tie_aware
     from qa_core.rankers import registry
     from qa_core.services.evaluation_labels import evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_and_evaluate
@@ -291,7 +292,11 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     line = {"model": args.model, "data": args.data, "split": args.split, "labels": labels.rule.value,
             **result.aggregate}
     line.update(questions=result.questions, clean=result.clean)
-    line.update(tie_aware(run, qrels_from_questions(questions), clean=args.clean).to_dict())
+    qrels = qrels_from_questions(questions)
+    line.update(tie_aware(run, qrels, clean=args.clean).to_dict())
+    judged = judgements(run, qrels, clean=args.clean)
+    if not judged.complete:  # beside the standard numbers, which count unjudged candidates as not relevant
+        line["judgements"] = judged.to_dict()
     line["run_id"] = store.save_run(args.data, args.split, run, dict(line), model_version_id=version_id, tag=ranker.name,
                                    actor=_actor())
     _emit(line)
@@ -389,9 +394,10 @@ def cmd_audit(args: argparse.Namespace) -> None:
 
 def cmd_compare(args: argparse.Namespace) -> None:
     """Print the significance table (``qa_core.significance``) of TREC run files and registered
-    models (scored on the split's own pools) against the split's gold labels."""
+    models (scored on the split's own pools) against the split's gold labels, and, where a run ranks
+    unjudged candidates, every run's judged@10, bpref and condensed lists."""
     from qa_core.data.importers import read_trec_run
-    from qa_core.evaluation import qrels_from_questions, tie_aware
+    from qa_core.evaluation import judgements, qrels_from_questions, tie_aware
     from qa_core.rankers import registry
     from qa_core.services.evaluation_labels import describe, evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_questions
@@ -421,14 +427,21 @@ def cmd_compare(args: argparse.Namespace) -> None:
                              f"({', '.join(registry.available())})")
     result = compare_runs(runs, qrels, metrics=args.metric, clean=args.clean)
     ties = {name: tie_aware(run, qrels, clean=args.clean) for name, run in runs.items()}
+    judged = {name: judgements(run, qrels, clean=args.clean) for name, run in runs.items()}
+    if all(report.complete for report in judged.values()):
+        judged = {}  # every candidate ranked is judged: nothing to add to the standard numbers
     if args.format == "json":
         print(json.dumps({**result.to_dict(), "labels": labels.rule.value,
-                          "ties": {name: report.to_dict() for name, report in ties.items()}}, indent=2))
+                          "ties": {name: report.to_dict() for name, report in ties.items()},
+                          **({"judgements": {name: report.to_dict() for name, report in judged.items()}}
+                             if judged else {})}, indent=2))
     else:
         comment = "% " if args.format == "latex" else ""
         print(result.render(args.format) + comment + describe(labels.rule))
         for name, report in ties.items():
             print(f"{comment}ties in {name}: {report.describe()}")
+        for name, report in judged.items():
+            print(f"{comment}judgements in {name}: {report.describe()}")
 
 
 def cmd_batch_score(args: argparse.Namespace) -> None:

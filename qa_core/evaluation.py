@@ -8,7 +8,10 @@ Conventions, all from trec_eval:
   questions without qrels are ignored;
 - raw mode keeps questions without any relevant candidate: they score 0 (trec_eval's AP with no
   relevant document), which lowers the mean. ``clean=True`` keeps only ``clean_qids``: questions
-  with at least one relevant and one non-relevant candidate (the TrecQA "clean" setting).
+  with at least one relevant and one non-relevant candidate (the TrecQA "clean" setting);
+- a candidate without a judgement counts as not relevant (trec_eval's rule); ``judgements`` says
+  how much of a run that touches (judged@10) and gives, beside the standard numbers, measures made
+  for incomplete judgements that skip the unjudged candidates instead (bpref, condensed lists).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 import ir_measures
 import numpy as np
 import pandas as pd
-from ir_measures import AP, RR, P, nDCG
+from ir_measures import AP, RR, Bpref, Judged, P, nDCG
 
 from qa_core import ordering
 from qa_core.types import Question
@@ -211,4 +214,104 @@ def tie_aware(run: Run, qrels: Qrels, clean: bool = False) -> TieReport:
         expected={name: float(expected[name].mean()) if qids else float("nan") for name in METRICS},
         worst=evaluate(_ordered(run, qrels, relevant_first=False), qrels, clean).aggregate,
         best=evaluate(_ordered(run, qrels, relevant_first=True), qrels, clean).aggregate,
+    )
+
+
+# ------------------------------------------------------------------------ incomplete judgements
+
+JUDGED_DEPTH = 10  # judged@k's k: the ranks a reader of a result list looks at
+JUDGED_FLAG = 0.8  # a system whose top JUDGED_DEPTH is judged less than this is flagged beside its numbers
+# Measures made for incomplete judgements: each skips the unjudged candidates instead of counting
+# them as not relevant. bpref (Buckley and Voorhees 2004) and the condensed-list AP and nDCG (Sakai
+# 2007: the run with its unjudged candidates removed), which Sakai found the more robust.
+INCOMPLETE_MEASURES = {
+    "bpref": Bpref,
+    "condensed map": AP(judged_only=True),
+    "condensed ndcg@10": nDCG(cutoff=10, judged_only=True),
+}
+INCOMPLETE_LABELS = {"bpref": "bpref", "condensed map": "condensed MAP", "condensed ndcg@10": "condensed nDCG@10"}
+JUDGED_LABEL = f"judged@{JUDGED_DEPTH}"
+_JUDGED = Judged @ JUDGED_DEPTH
+_INCOMPLETE_OF = {str(measure): name for name, measure in INCOMPLETE_MEASURES.items()}
+
+
+@dataclass
+class JudgementReport:
+    """How much of a run's candidates is judged, over the questions ``evaluate`` evaluates, and the
+    measures for incomplete judgements beside the standard ones (which count unjudged as not
+    relevant, as trec_eval does). Means over the questions; a question the run leaves out scores 0."""
+
+    unjudged: int  # candidates the run ranks in the evaluated questions without a judgement
+    candidates: int
+    questions_with_unjudged: int
+    questions: int
+    judged: float  # mean judged@JUDGED_DEPTH: the share of each question's top ranks that is judged
+    values: dict[str, float]  # INCOMPLETE_MEASURES' means
+
+    @property
+    def complete(self) -> bool:
+        return not self.unjudged
+
+    @property
+    def flagged(self) -> bool:
+        """Whether the run's top ranks are judged too little for its standard numbers to be trusted."""
+        return self.judged < JUDGED_FLAG
+
+    def judged_text(self) -> str:
+        """``judged@10 0.62``, with the flag when it is below ``JUDGED_FLAG``."""
+        flag = f" ⚠ under {JUDGED_FLAG:.0%} judged" if self.flagged else ""
+        return f"{JUDGED_LABEL} {self.judged:.2f}{flag}"
+
+    def describe(self) -> str:
+        """One sentence for a page or the command line."""
+        if self.complete:
+            return "All judged: every candidate ranked has a judgement."
+        values = ", ".join(f"{INCOMPLETE_LABELS[name]} {value:.4f}" for name, value in self.values.items())
+        warning = (f" Its top {JUDGED_DEPTH} is less than {JUDGED_FLAG:.0%} judged: its standard numbers may say more "
+                   "about what was judged than about the system; judge more, or read the measures that skip "
+                   "the unjudged." if self.flagged else "")
+        return (f"{self.judged_text()}: {self.unjudged:,} of {self.candidates:,} candidates ranked (in "
+                f"{self.questions_with_unjudged:,} of {self.questions:,} questions) have no judgement; the standard "
+                f"metrics count them as not relevant (trec_eval's rule). Skipping them instead: {values}.{warning}")
+
+    def to_dict(self) -> dict[str, object]:
+        """The report as plain data (the CLI's JSON)."""
+        return {"unjudged": self.unjudged, "candidates": self.candidates,
+                "questions_with_unjudged": self.questions_with_unjudged, "questions": self.questions,
+                JUDGED_LABEL: self.judged, "flagged": self.flagged, **self.values}
+
+
+def judgements(run: Run, qrels: Qrels, clean: bool = False) -> JudgementReport:
+    """The judgement report of ``run`` over the questions ``evaluate(run, qrels, clean)`` evaluates:
+    judged@10 and ``INCOMPLETE_MEASURES`` through ir-measures. Its judged@k provider breaks ties by
+    doc id ascending, so the run goes in with the tie rule in its scores (``ordering.strict``)."""
+    qids = clean_qids(qrels) if clean else list(qrels)
+    judged = {qid: {doc: int(grade) for doc, grade in qrels[qid].items()} for qid in qids}
+    scored = {qid: ordering.strict(run[qid]) for qid in qids if run.get(qid)}
+    per_query = pd.DataFrame(0.0, index=pd.Index(qids, dtype=object), columns=[JUDGED_LABEL, *INCOMPLETE_MEASURES])
+    if scored:
+        names = {str(_JUDGED): JUDGED_LABEL, **_INCOMPLETE_OF}
+        for metric in ir_measures.iter_calc([_JUDGED, *INCOMPLETE_MEASURES.values()], judged, scored):
+            per_query.at[metric.query_id, names[str(metric.measure)]] = float(metric.value)
+    holes = {qid: sum(doc not in judged[qid] for doc in scores) for qid, scores in scored.items()}
+    means = {name: float(per_query[name].mean()) if qids else float("nan") for name in per_query.columns}
+    return JudgementReport(
+        unjudged=sum(holes.values()),
+        candidates=sum(len(scores) for scores in scored.values()),
+        questions_with_unjudged=sum(1 for count in holes.values() if count),
+        questions=len(qids),
+        judged=means.pop(JUDGED_LABEL),
+        values=means,
+    )
+
+
+def mean_judgements(reports: Sequence[JudgementReport]) -> JudgementReport:
+    """One report for a group of runs of the same questions (a model's seeds): candidates counted over
+    every run, questions with unjudged ones as in the run with most, judged@10 and the measures
+    averaged over the runs, as ``significance.average_over_seeds`` averages the metrics."""
+    return JudgementReport(
+        unjudged=sum(r.unjudged for r in reports), candidates=sum(r.candidates for r in reports),
+        questions_with_unjudged=max(r.questions_with_unjudged for r in reports), questions=reports[0].questions,
+        judged=sum(r.judged for r in reports) / len(reports),
+        values={name: sum(r.values[name] for r in reports) / len(reports) for name in reports[0].values},
     )

@@ -9,6 +9,9 @@ Conventions:
 - the first model is the reference: every delta is ``other - reference`` on one metric, so a
   positive delta (a win) means the other model did better on that question;
 - per-question values are ``qa_core.evaluation``'s (ir-measures, trec_eval semantics, raw or clean);
+- a candidate without a judgement is not relevant in every number (trec_eval's rule); where a run
+  ranks unjudged candidates, ``judgements`` holds each model's judged@10 and the measures made for
+  incomplete judgements (``qa_core.evaluation.judgements``), shown beside the means, never instead;
 - a question ties when its delta is within ``TIE_TOLERANCE`` (metric values are floats);
 - the tests are ``qa_core.significance``'s: paired t-test and Fisher randomisation test, two-sided,
   Holm-adjusted over every pair of models, with the minimum detectable difference (the Wilcoxon
@@ -29,7 +32,18 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from qa_core import ordering, significance
-from qa_core.evaluation import METRICS, Run, TieReport, qrels_from_questions, tie_aware
+from qa_core.evaluation import (
+    INCOMPLETE_LABELS,
+    JUDGED_LABEL,
+    METRICS,
+    JudgementReport,
+    Run,
+    TieReport,
+    judgements,
+    mean_judgements,
+    qrels_from_questions,
+    tie_aware,
+)
 from qa_core.rankers.base import Ranker
 from qa_core.services import workbench
 from qa_core.services.experiments import score_questions
@@ -161,10 +175,23 @@ class SplitComparison:
     summaries: list[significance.PairComparison] = field(default_factory=list)
     runs: dict[str, Run] = field(default_factory=dict)  # each model's run, when it has one (not seed groups)
     ties: dict[str, TieReport] = field(default_factory=dict)  # each run's tied scores (not seed groups)
+    # Each model's judged@10 and incomplete-judgement measures (a seed group's: its runs' mean).
+    judgements: dict[str, JudgementReport] = field(default_factory=dict)
 
     def ties_lines(self) -> list[str]:
         """What the ties of each run decide: a line for each model whose run has tied scores."""
         return [f"Tied scores, {name}: {report.describe()}" for name, report in self.ties.items() if report.tied_candidates]
+
+    @property
+    def has_unjudged(self) -> bool:
+        """Whether any model ranks a candidate without a judgement."""
+        return any(not report.complete for report in self.judgements.values())
+
+    def judgement_lines(self) -> list[str]:
+        """A line for every model when any ranks unjudged candidates (none when all is judged)."""
+        if not self.has_unjudged:
+            return []
+        return [f"Judgements, {name}: {report.describe()}" for name, report in self.judgements.items()]
 
 
 def delta_column(model: str) -> str:
@@ -206,7 +233,8 @@ def compare_runs(
     tops = {name: {qid: top_document(runs[name][qid]) for qid in values[name].index if runs[name].get(qid)}
             for name in models}
     return _split_comparison(values, pooled, metric, clean, tops, {name: dict(runs[name]) for name in models},
-                             ties={name: tie_aware(runs[name], qrels, clean) for name in models})
+                             ties={name: tie_aware(runs[name], qrels, clean) for name in models},
+                             judged={name: judgements(runs[name], qrels, clean) for name in models})
 
 
 def compare_seed_runs(
@@ -224,12 +252,14 @@ def compare_seed_runs(
                                                                           clean).values()))
         for name in models
     }
-    return _split_comparison(values, pooled, metric, clean, tops=None, runs={})
+    judged = {name: mean_judgements([judgements(run, qrels, clean) for run in groups[name]]) for name in models}
+    return _split_comparison(values, pooled, metric, clean, tops=None, runs={}, judged=judged)
 
 
 def _split_comparison(
     values: Mapping[str, pd.DataFrame], questions: Sequence[Question], metric: str, clean: bool,
     tops: Mapping[str, Mapping[str, str]] | None, runs: dict[str, Run], ties: dict[str, TieReport] | None = None,
+    judged: dict[str, JudgementReport] | None = None,
 ) -> SplitComparison:
     models = list(values)
     qids = list(values[models[0]].index)
@@ -251,7 +281,7 @@ def _split_comparison(
     result = significance.compare_values(values)
     summaries = [pair for pair in result.pairs_for(metric) if pair.reference == reference]
     means = result.means.rename_axis("model")
-    return SplitComparison(models, metric, clean, means, table, result, summaries, runs, ties or {})
+    return SplitComparison(models, metric, clean, means, table, result, summaries, runs, ties or {}, judged or {})
 
 
 def top_document(scores: Mapping[str, float]) -> str:
@@ -282,7 +312,9 @@ def _with_interval(mean: float, low: float, high: float) -> str:
 
 def means_table(comparison: SplitComparison) -> pd.DataFrame:
     """One row per model (reference first), one column per metric: the mean and its 95% bootstrap
-    interval as one cell, "0.670 [0.641, 0.699]", as a paper prints it."""
+    interval as one cell, "0.670 [0.641, 0.699]", as a paper prints it. Where a model ranks
+    unjudged candidates, judged@10 (flagged under 80%) and the incomplete-judgement measures follow,
+    each named: the standard columns stay trec_eval's."""
     result = comparison.significance
     table = pd.DataFrame(index=pd.Index(result.systems, name="model"))
     for metric in result.metrics:
@@ -290,6 +322,11 @@ def means_table(comparison: SplitComparison) -> pd.DataFrame:
             _with_interval(result.means.at[name, metric], result.ci_low.at[name, metric], result.ci_high.at[name, metric])
             for name in result.systems
         ]
+    if comparison.has_unjudged:
+        reports = [comparison.judgements[name] for name in result.systems]
+        table[JUDGED_LABEL] = [report.judged_text().removeprefix(f"{JUDGED_LABEL} ") for report in reports]
+        for measure, label in INCOMPLETE_LABELS.items():
+            table[label] = [f"{report.values[measure]:.3f}" for report in reports]
     return table
 
 

@@ -1,7 +1,9 @@
 """Error analysis: which questions a model gets wrong, and which kinds of question (slices).
 
 Per question: AP, RR, P@1 and nDCG@10 from ``qa_core.evaluation`` (ir-measures, trec_eval
-semantics), worst first. Slices group those values by
+semantics), worst first. A candidate without a judgement counts as not relevant there (trec_eval's
+rule); each row counts its unjudged candidates, and ``judgement_report`` gives judged@10 and the
+measures that skip them (bpref, condensed lists). Slices group those values by
 
 - question class: ``QuestionAnalyzer`` (the store's trained classifiers, else the wh-word rules);
 - question length: words (tokens that are neither punctuation nor whitespace), in ``LENGTH_BUCKETS``;
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from qa_core import ordering
-from qa_core.evaluation import MEASURES, TieReport, evaluate, tie_aware
+from qa_core.evaluation import MEASURES, JudgementReport, TieReport, evaluate, judgements, tie_aware
 from qa_core.services.experiments import score_questions
 from qa_core.types import Question
 
@@ -50,7 +52,7 @@ SLICES = {
 }
 TABLE_COLUMNS = [
     "qid", "question", "split", *METRIC_COLUMNS.values(), "class", "words", "length", "overlap",
-    "overlap_bucket", "label_source", "candidates", "tied", "correct",
+    "overlap_bucket", "label_source", "candidates", "tied", "unjudged", "correct",
 ]
 
 
@@ -130,6 +132,7 @@ def error_table(
                 "label_source": label_sources.get(qid, "gold"),
                 "candidates": len(run.get(qid, {})),
                 "tied": ordering.tied_count(list(run.get(qid, {}).values())),
+                "unjudged": sum(doc not in grades for doc in run.get(qid, {})),
                 "correct": len(correct),
             }
         )
@@ -148,6 +151,16 @@ def ties(
     """The tied scores of ``error_table``'s questions and what they decide (``evaluation.tie_aware``)."""
     judged = _judged(qrels, profiles)
     return tie_aware({qid: run.get(qid, {}) for qid in judged}, judged, clean=clean)
+
+
+def judgement_report(
+    run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]], profiles: pd.DataFrame,
+    clean: bool = True,
+) -> JudgementReport:
+    """How much of ``error_table``'s questions' candidates is judged, and the measures that skip the
+    unjudged ones (``evaluation.judgements``)."""
+    judged = _judged(qrels, profiles)
+    return judgements({qid: run.get(qid, {}) for qid in judged}, judged, clean=clean)
 
 
 def slice_table(table: pd.DataFrame, by: str) -> pd.DataFrame:
