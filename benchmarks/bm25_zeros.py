@@ -69,8 +69,9 @@ def render(result: dict[str, Any]) -> list[str]:
         "however small the pool, so neither the pool's IDF nor the stopword list zeroes a shared term. That is "
         "BM25, not a defect of the baseline, and it is kept: WikiQA's candidates are the sentences of one "
         "Wikipedia summary, many of which never name the question's words. A stemmer would give a few of them "
-        "a term (the crude cut of a final -s matches the column above; no stemmer package is installed) and "
-        "change the baseline, so it is left as it is. On WikiQA these zeros are most of BM25's tied candidates; "
+        "a term (the crude cut of a final -s matches the column above) and change the baseline, so the BM25 "
+        "reranker keeps bm25s' defaults; the first stage for typed questions does stem (PyStemmer's Snowball "
+        "stemmer, chosen on DEV: see the first-stage section). On WikiQA these zeros are most of BM25's tied candidates; "
         "TrecQA's ties are mostly equal non-zero scores. The rankers' section gives their tie-aware values.",
         "",
         f"Machine: {machine_line(result['machine'])}.",
