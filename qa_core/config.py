@@ -153,10 +153,16 @@ def shared_data_dir() -> Path | None:
     return path if path.is_dir() else None
 
 
+def env_flag(name: str) -> bool:
+    """Whether the environment switches ``name`` on (1, true, yes or on, any case): the one reading of
+    every on/off setting, so no two settings accept different words."""
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def allow_plain_http() -> bool:
     """``RERANK_LAB_ALLOW_PLAIN_HTTP=1``: team mode may serve sign-ins over plain HTTP on a network
     address (``qa_core.access.plain_http_refusal``), an explicit choice of the operator."""
-    return os.environ.get("RERANK_LAB_ALLOW_PLAIN_HTTP", "").strip().lower() in ("1", "true", "yes")
+    return env_flag("RERANK_LAB_ALLOW_PLAIN_HTTP")
 
 
 CHECKPOINT_FOLDER = "models"

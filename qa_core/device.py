@@ -13,6 +13,7 @@ import os
 
 import torch
 
+from qa_core.config import env_flag
 from qa_core.types import InputError
 
 DEVICE_VARIABLE = "RERANK_LAB_DEVICE"
@@ -36,7 +37,7 @@ def default_device() -> torch.device:
 
 def amp_enabled() -> bool:
     """Whether ``RERANK_LAB_AMP`` asks for mixed precision (1, true, yes, on)."""
-    return os.environ.get(AMP_VARIABLE, "").strip().lower() in ("1", "true", "yes", "on")
+    return env_flag(AMP_VARIABLE)
 
 
 def autocast_dtype(device: torch.device) -> torch.dtype:

@@ -57,3 +57,15 @@ def test_a_team_page_on_a_network_address_over_http_says_so_and_hides_error_deta
     finally:
         for key, value in previous.items():
             streamlit_config.set_option(key, value)
+
+
+@pytest.mark.parametrize("value, on", [("1", True), ("On", True), (" yes ", True), ("true", True),
+                                       ("0", False), ("", False), ("off", False), ("2", False)])
+def test_every_on_off_setting_reads_the_same_words(monkeypatch, value, on) -> None:
+    """RERANK_LAB_ALLOW_PLAIN_HTTP once took 1/true/yes while RERANK_LAB_AMP also took "on"."""
+    from qa_core.config import allow_plain_http
+    from qa_core.device import amp_enabled
+
+    monkeypatch.setenv("RERANK_LAB_ALLOW_PLAIN_HTTP", value)
+    monkeypatch.setenv("RERANK_LAB_AMP", value)
+    assert allow_plain_http() is on and amp_enabled() is on
