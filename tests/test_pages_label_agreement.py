@@ -214,6 +214,7 @@ def test_model_suggestions_are_off_by_default_and_on_per_annotator(store_url):
 
 
 def test_review_queues_a_models_disagreements_with_the_consensus(store_url):
+    from qa_core import ordering
     from qa_core.services.labeling.suggestions import MODEL_RELEVANT
 
     app = start("rita")
@@ -231,7 +232,7 @@ def test_review_queues_a_models_disagreements_with_the_consensus(store_url):
     store = Store(store_url)
     question = next(q for q in store.load_dataset("demo").questions if q.qid == "demo-01")
     scores = workbench.load_ranker(store, "overlap", "demo").score(question.text, question.candidates)
-    first = question.candidates[max(range(len(scores)), key=lambda i: scores[i])].doc_id
+    first = question.candidates[ordering.order([c.doc_id for c in question.candidates], scores)[0]].doc_id
     store.add_label(store.find_candidate_id("demo", "demo-01", first), "alice", 0)  # the annotators say no
     store.close()
     app.run()
