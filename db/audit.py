@@ -12,12 +12,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from db.base import jsonable, now
 from db.models import AuditEventRow, CandidateRow, DatasetRow, QuestionRow, UserRow
-from qa_core.access import LOCAL, LOCAL_KIND, AccessDenied, Actor, Permission, require
+from qa_core.access import LOCAL, LOCAL_KIND, AccessDenied, Actor, Permission, Role, require
 
 SIGN_IN_AGAIN = "sign in again (nothing was saved)"
 
@@ -37,17 +37,36 @@ def authorize(session: Session, actor: Actor | None, permission: Permission, *, 
 
 
 def current_user(session: Session, actor: Actor) -> Actor:
-    """``actor`` with its role as the users table has it now; ``AccessDenied`` for an unknown user or
-    a sign-in that a later sign-out ended."""
+    """``actor`` with its role as the users table has it now; ``AccessDenied`` for an unknown user,
+    a user merged into another since, or a sign-in that a later sign-out ended."""
     row = session.get(UserRow, actor.user_id) if actor.user_id is not None else None
     if row is None or row.subject != actor.subject:
         raise AccessDenied(f"{actor.name} is not a known user of this store; {SIGN_IN_AGAIN}")
+    if row.merged_into is not None:  # signing in again acts as the user it was merged into
+        raise AccessDenied(f"{actor.name} was merged into {final_user(session, row).name}; {SIGN_IN_AGAIN}")
     if ended_by_sign_out(actor.signed_in_at, row.signed_out_at):
         raise AccessDenied(
             f"{actor.name} signed out at {row.signed_out_at:%Y-%m-%d %H:%M:%S} UTC, which ended this session; "
             f"{SIGN_IN_AGAIN}"
         )
     return actor.with_role(row.role)
+
+
+def final_user(session: Session, row: UserRow) -> UserRow:
+    """The user that ``row`` was merged into, through every later merge; ``row`` itself if none.
+    (``merge_users`` repoints, so one step suffices for merges made since; older stores may chain.)"""
+    seen = {row.id}
+    while row.merged_into is not None and row.merged_into not in seen:
+        row = session.get(UserRow, row.merged_into)
+        seen.add(row.id)
+    return row
+
+
+def active_admins(session: Session) -> int:
+    """How many users are admin: a row merged into another user is no one's role."""
+    return session.scalar(
+        select(func.count()).select_from(UserRow).where(UserRow.role == Role.ADMIN.value, UserRow.merged_into.is_(None))
+    )
 
 
 def ended_by_sign_out(signed_in_at: datetime | None, signed_out_at: datetime | None) -> bool:

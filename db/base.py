@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sqlalchemy import Engine, Select, exists, func, insert, select, update
+from sqlalchemy import Engine, Select, event, exists, func, insert, select, update
 from sqlalchemy.exc import DataError, DBAPIError, InternalError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -257,8 +257,9 @@ def insert_model_version(
 
     Two concurrent callers can pick the same version number: the unique constraint rejects one,
     which retries (``Store.register_model``) or fails its job. The checkpoint file gets the version
-    id written into it, and its content hash is kept with the version (loading refuses a file with
-    another); a file that does not exist gets none. A file outside the data folder's models folder
+    id written into it once the caller's transaction commits (a rollback leaves the file as it was),
+    and its content hash is kept with the version (loading refuses a file with another); a file
+    that does not exist gets none. A file outside the data folder's models folder
     is refused (``InputError``), so nothing is registered or promoted.
     """
     name, kind = check_name(name, "model name"), check_name(kind, "model kind")
@@ -276,11 +277,14 @@ def insert_model_version(
         )
         .returning(ModelVersionRow.id)
     )
-    # A file another version registers already keeps the id it was stamped with (its hash binds it).
-    shared = session.scalar(select(exists().where(ModelVersionRow.checkpoint_path == str(checkpoint_path),
-                                                  ModelVersionRow.id != version_id)))
-    session.execute(update(ModelVersionRow).where(ModelVersionRow.id == version_id).values(
-        checkpoint_sha256=register_checkpoint(checkpoint_path, version_id, stamp=not shared)))
+    # A file another version registers already (under any spelling) keeps the id it was stamped with:
+    # its hash binds it.
+    resolved = Path(checkpoint_path).resolve()
+    others = session.scalars(select(ModelVersionRow.checkpoint_path).where(ModelVersionRow.id != version_id))
+    stamp = register_checkpoint(checkpoint_path, version_id, stamp=all(Path(p).resolve() != resolved for p in others))
+    event.listen(session, "after_commit", lambda _: stamp.apply(), once=True)
+    event.listen(session, "after_rollback", lambda _: stamp.discard(), once=True)
+    session.execute(update(ModelVersionRow).where(ModelVersionRow.id == version_id).values(checkpoint_sha256=stamp.sha256))
     if promote_for is not None:
         insert_promotion(session, name, promote_for, version_id, "promote")
     return version_id

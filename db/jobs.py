@@ -278,18 +278,21 @@ class JobStore(StoreBase):
                     job = session.get(TrainingJobRow, job_id)
                     if job is None:
                         raise InputError(f"training job {job_id} does not exist")
+                    # The claim first: a job that lost it registers nothing (its file is left as it was).
+                    result = session.execute(
+                        update(TrainingJobRow)
+                        .where(*_holding(job_id, claim))
+                        .values(status="succeeded", phase="done", finished_at=now(), claim=None, lease_until=None)
+                    )
+                    if result.rowcount != 1:
+                        raise InputError(f"training job {job_id} is no longer running; its model is not registered")
                     version_id = insert_model_version(
                         session, job.model, kind, checkpoint_path, training_data, metrics,
                         job.dataset if promote else None,
                     )
-                    result = session.execute(
-                        update(TrainingJobRow)
-                        .where(*_holding(job_id, claim))
-                        .values(status="succeeded", phase="done", finished_at=now(), model_version_id=version_id,
-                                claim=None, lease_until=None)
+                    session.execute(
+                        update(TrainingJobRow).where(TrainingJobRow.id == job_id).values(model_version_id=version_id)
                     )
-                    if result.rowcount != 1:
-                        raise InputError(f"training job {job_id} is no longer running; its model is not registered")
                     promoted_for = job.dataset if promote else None
                     record(session, who, "register", job.model, {"version_id": version_id, "promoted_for": promoted_for,
                                                                  "dataset": job.dataset, "job": job_id})

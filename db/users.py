@@ -17,7 +17,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from db.audit import SIGN_IN_AGAIN, authorize, current_user, ended_by_sign_out, record
+from db.audit import SIGN_IN_AGAIN, active_admins, authorize, current_user, ended_by_sign_out, final_user, record
 from db.base import StoreBase, check_name, check_text, now
 from db.models import AuditEventRow, LabelRow, QueueClaimRow, StoreInfoRow, UserRow
 from qa_core.access import SYSTEM, AccessDenied, Actor, Permission, Role, parse_role, require
@@ -60,7 +60,7 @@ class UserStore(StoreBase):
                     if identity is None:
                         row = self._new_user(session, issuer, subject, email, display_name)
                     else:
-                        row = identity if identity.merged_into is None else session.get(UserRow, identity.merged_into)
+                        row = final_user(session, identity)
                         if ended_by_sign_out(issued_at, row.signed_out_at):
                             raise AccessDenied(
                                 f"{row.name} signed out at {row.signed_out_at:%Y-%m-%d %H:%M:%S} UTC after "
@@ -139,8 +139,7 @@ class UserStore(StoreBase):
             row = rows[0]
             previous = row.role
             if previous == Role.ADMIN and new_role is not Role.ADMIN:
-                admins = session.scalar(select(func.count()).select_from(UserRow).where(UserRow.role == Role.ADMIN.value))
-                if admins <= 1:
+                if active_admins(session) <= 1:
                     raise InputError(f"{row.email or row.subject} is the last admin; make someone else admin first")
             if previous != new_role.value:
                 row.role = new_role.value
@@ -151,7 +150,9 @@ class UserStore(StoreBase):
 
     def merge_users(self, keep: int, merge: int, *, actor: Actor | None = None) -> dict[str, Any]:
         """Make user ``merge`` (an id, as ``users`` lists them) one person with user ``keep``: their
-        identity signs in as ``keep`` from now on, and their labels and claims become ``keep``'s.
+        identity (and those merged into ``merge`` before) signs in as ``keep`` from now on, their
+        live sign-ins end, and their labels and claims become ``keep``'s; the last admin cannot be
+        merged into a user who is not admin.
         Only an admin may, deliberately: one email under two subjects is never merged by itself.
         Returns the kept user."""
         with self.session_scope() as session:
@@ -164,7 +165,12 @@ class UserStore(StoreBase):
                     raise InputError(f"user {row.name} was merged into user {row.merged_into} already")
             if keep == merge:
                 raise InputError("a user cannot be merged into themselves")
+            if merged.role == Role.ADMIN.value and kept.role != Role.ADMIN.value and active_admins(session) <= 1:
+                raise InputError(f"{merged.email or merged.subject} is the last admin; make {kept.name} admin first, "
+                                 "or someone else")
             merged.merged_into = kept.id
+            # Those merged into ``merged`` before sign in as ``kept`` too.
+            session.execute(update(UserRow).where(UserRow.merged_into == merged.id).values(merged_into=kept.id))
             session.execute(update(LabelRow).where(LabelRow.user_id == merged.id)
                             .values(user_id=kept.id, annotator=kept.name))
             session.execute(update(QueueClaimRow).where(QueueClaimRow.annotator == merged.name)

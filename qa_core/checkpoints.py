@@ -66,6 +66,16 @@ def atomic_file(path: str | Path, mode: str = "wb", **open_kwargs: Any) -> Itera
     A filesystem error (disk full, no permission, a folder or a file in the way) is one
     ``StorageError`` naming ``path``, never the temporary file.
     """
+    with staged_file(path, mode, **open_kwargs) as (handle, staged):
+        yield handle
+    put_in_place(staged, Path(path))
+
+
+@contextmanager
+def staged_file(path: str | Path, mode: str = "wb", **open_kwargs: Any) -> Iterator[tuple[IO[Any], Path]]:
+    """A handle on a new temporary file beside ``path`` and its name: on disk when the block
+    succeeds, for the caller to ``put_in_place`` (or delete) later; deleted when the block fails.
+    Errors as ``atomic_file``'s."""
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path} is a folder; give the name of a file to write")
@@ -74,16 +84,24 @@ def atomic_file(path: str | Path, mode: str = "wb", **open_kwargs: Any) -> Itera
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, mode, **open_kwargs) as handle:
-            yield handle
+            yield handle, Path(temp_name)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp_name, path)
     except BaseException as error:
         if temp_name is not None:
             Path(temp_name).unlink(missing_ok=True)
         if isinstance(error, OSError):
             raise write_error(path, error) from None
         raise
+
+
+def put_in_place(staged: Path, path: Path) -> None:
+    """Rename the staged file over ``path`` (atomically); on failure it is deleted, ``StorageError``."""
+    try:
+        os.replace(staged, path)
+    except OSError as error:
+        staged.unlink(missing_ok=True)
+        raise write_error(path, error) from None
 
 
 def write_error(path: Path, error: OSError) -> StorageError:
@@ -113,22 +131,46 @@ def load_checkpoint(path: str | Path, registration: Registration | None = None) 
     return payload["kind"], payload["state"]
 
 
-def register_checkpoint(path: str | Path, version_id: int, *, stamp: bool) -> str | None:
-    """The content hash the store keeps for the checkpoint it registers as ``version_id``, after
-    writing that id into the file (``stamp``; atomically) so the file says which version it is.
-    ``None`` when there is no such file; a file that is no readable checkpoint is hashed as it is
-    (loading it will refuse it and fall back)."""
+@dataclass(frozen=True)
+class Stamp:
+    """A checkpoint as the store registers it: its content hash, and the stamped content (the
+    version id written in) staged beside the file, put in place only once the registration commits,
+    so a rolled-back registration leaves the file as it was."""
+
+    path: Path
+    sha256: str | None
+    staged: Path | None  # None: nothing to write (the file keeps its content)
+
+    def apply(self) -> None:
+        """The registration committed: the stamped content replaces the file."""
+        if self.staged is not None:
+            put_in_place(self.staged, self.path)
+
+    def discard(self) -> None:
+        """The registration rolled back: the file stays as it was."""
+        if self.staged is not None:
+            self.staged.unlink(missing_ok=True)
+
+
+def register_checkpoint(path: str | Path, version_id: int, *, stamp: bool) -> Stamp:
+    """The checkpoint registered as ``version_id``: with ``stamp``, its content with that id
+    written in, staged (see ``Stamp``), so the file says which version it is, and that content's
+    hash, which the store keeps. No hash when there is no such file; a file that is no readable
+    checkpoint is hashed as it is (loading it will refuse it and fall back). A link's target is
+    stamped, not the link replaced."""
+    path = Path(path).resolve()
     if stamp:
         import torch
 
         try:
-            payload = _payload(Path(path), None)
+            payload = _payload(path, None)
         except InputError:
             pass
         else:
-            with atomic_file(path) as handle:
+            with staged_file(path) as (handle, staged):
                 torch.save({**payload, "version_id": version_id}, handle)
-    return file_sha256(path)
+            return Stamp(path, file_sha256(staged), staged)
+    return Stamp(path, file_sha256(path), None)
 
 
 def _payload(path: Path, registration: Registration | None) -> dict[str, Any]:

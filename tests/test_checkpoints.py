@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 
+from db.base import insert_model_version
 from db.store import Store
 from qa_core.checkpoints import CHECKPOINT_FORMAT, Registration, load_checkpoint
 from qa_core.data.demo import load_demo
@@ -233,3 +234,40 @@ def test_a_registered_checkpoint_records_its_version_id_and_another_versions_fil
                                          f"as version id {v2} of model 'smcnn'"):
         registry.load(late, Registration.of(store.model_version(v2)))
     assert registry.load(first, Registration.of(store.model_version(v1))).name == "smcnn"
+
+
+def test_a_registration_that_does_not_commit_leaves_the_checkpoint_as_it_was(
+    store: Store, smcnn_file: Path, models_dir: Path
+) -> None:
+    """The version id is written into the file only once the registration commits: a job whose
+    claim was lost, or any rollback, leaves the file byte for byte as it was, and no temporary."""
+    path = models_dir / "job.pt"
+    path.write_bytes(smcnn_file.read_bytes())
+    job_id = store.create_job("smcnn", "demo", {})
+    store.start_job(job_id)
+    assert store.fail_job(job_id, "declared dead") is True
+    with pytest.raises(InputError, match="no longer running"):
+        store.finish_job(job_id, kind="smcnn", checkpoint_path=path, training_data={}, metrics={})
+    assert path.read_bytes() == smcnn_file.read_bytes()
+    with pytest.raises(RuntimeError, match="after the insert"), store.session_scope() as session:
+        insert_model_version(session, "smcnn", "smcnn", path, {}, {}, None)
+        raise RuntimeError("after the insert")
+    assert path.read_bytes() == smcnn_file.read_bytes()
+    assert sorted(p.name for p in models_dir.iterdir()) == ["job.pt"]
+    version_id = store.register_model("smcnn", "smcnn", path, {}, {})
+    assert torch.load(path, weights_only=True)["version_id"] == version_id
+    assert registry.load(path, Registration.of(store.model_version(version_id))).name == "smcnn"
+
+
+def test_a_file_registered_again_under_another_spelling_keeps_its_first_stamp(
+    store: Store, smcnn_file: Path, models_dir: Path
+) -> None:
+    first = models_dir / "v1.pt"
+    first.write_bytes(smcnn_file.read_bytes())
+    v1 = store.register_model("smcnn", "smcnn", first, {}, {})
+    (models_dir / "link.pt").symlink_to(first)
+    v2 = store.register_model("smcnn", "smcnn", models_dir / "link.pt", {}, {})
+    v3 = store.register_model("smcnn", "smcnn", f"{models_dir}/./v1.pt", {}, {})
+    assert torch.load(first, weights_only=True)["version_id"] == v1
+    for version_id in (v1, v2, v3):
+        assert registry.load(first, Registration.of(store.model_version(version_id))).name == "smcnn"

@@ -17,13 +17,16 @@ from qa_core.services.experiments import EVAL_SPLIT, train_ranker, version_recor
 from tests.cli import run_cli
 
 TINY = {"max_epochs": 2, "filters": 8}
-def _register(store: Store, seed: int, recorded_seed: int) -> None:
-    """A version trained with ``seed`` whose record says ``recorded_seed``."""
+def _register(store: Store, seed: int, recorded_seed: int, training_hash: bool = True) -> None:
+    """A version trained with ``seed`` whose record says ``recorded_seed`` (without
+    ``training_hash``: as versions from before the record kept the checkpoint's hash)."""
     dataset = store.load_dataset("demo")
     outcome = train_ranker("smcnn", dataset, seed=seed, progress=False, model_config=TINY,
                            checkpoint=new_checkpoint_path("smcnn", "demo", f"seed{seed}", owner=store.store_id))
     training_data, metrics = version_record(outcome, dataset, dataset.split(EVAL_SPLIT), seed=recorded_seed,
                                             train_split="train", dev_split="dev", extra={"labels": "gold"})
+    if not training_hash:
+        del training_data["reproducibility"]["checkpoint_sha256"]
     store.register_model("smcnn", kind="smcnn", checkpoint_path=str(outcome.checkpoint),
                          training_data=training_data, metrics=metrics)
 
@@ -71,7 +74,14 @@ def test_training_paths_agree_and_reproduce_says_what_differs(cli_env, capsys, m
     assert code == 1 and not line["identical"] and not line["weights_identical"]
     assert line["max_weight_difference"] > 0
 
+    # No training hash recorded: the weights are compared, not the registered (stamped) file's hash.
+    _register(store, seed=5, recorded_seed=5, training_hash=False)
+    code, out, _ = run_cli("reproduce", "--model", "smcnn", "--data", "demo", "--version", "5", "--quiet",
+                           capsys=capsys)
+    line = json.loads(out)
+    assert code == 0 and line["identical"] and line["weights_identical"] and line["max_weight_difference"] == 0.0
+
     code, _, err = run_cli("reproduce", "--model", "smcnn", "--data", "demo", "--version", "9", capsys=capsys)
-    assert code == 2 and "no version 9" in err and "versions: 1, 2, 3, 4" in err
+    assert code == 2 and "no version 9" in err and "versions: 1, 2, 3, 4, 5" in err
     code, _, err = run_cli("reproduce", "--model", "smcnn", "--data", "wikiqa", "--version", "1", capsys=capsys)
     assert code == 2 and "trained on 'demo', not 'wikiqa'" in err

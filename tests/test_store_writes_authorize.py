@@ -212,6 +212,32 @@ def test_users_are_keyed_by_issuer_and_subject_and_a_known_email_is_another_pers
     store.close()
 
 
+def test_merged_users_resolve_to_the_last_one_and_an_admin_stays(tmp_path) -> None:
+    """Merges chain (carol into bob, then bob into ada): every merged identity signs in as ada, a
+    merged identity's live sign-in writes nothing under its old name, and neither a merge nor a
+    role change leaves the store without an admin (a merged admin's row does not count)."""
+    store = Store(f"sqlite:///{tmp_path / 'merge.sqlite'}", team=True)
+    store.import_dataset(small(), actor=SYSTEM)
+    ada, bob, carol, dan = (_sign_in(store, "https://team.example", name, f"{name}@example.org")
+                            for name in ("ada", "bob", "carol", "dan"))
+    with pytest.raises(InputError, match="ada@example.org is the last admin"):
+        store.merge_users(bob.user_id, ada.user_id, actor=ada)
+    store.merge_users(bob.user_id, carol.user_id, actor=ada)
+    store.merge_users(ada.user_id, bob.user_id, actor=ada)
+    assert {user["subject"]: user["merged_into"] for user in store.users()}["carol"] == ada.user_id
+    again = _sign_in(store, "https://team.example", "carol", "carol@example.org")
+    assert (again.user_id, again.name, again.role) == (ada.user_id, "ada@example.org", "admin")
+    candidate = store.find_candidate_id("d", "q1", "a")
+    with pytest.raises(AccessDenied, match="bob@example.org was merged into ada@example.org; sign in again"):
+        store.add_label(candidate, None, 1, actor=bob)
+    assert store.current_labels("d") == {}
+    store.grant_role("dan@example.org", "admin", actor=ada)
+    store.merge_users(ada.user_id, dan.user_id, actor=ada)
+    with pytest.raises(InputError, match="ada@example.org is the last admin"):
+        store.grant_role("ada@example.org", "annotator", actor=ada)
+    store.close()
+
+
 def test_a_claim_is_timed_after_its_transaction_took_the_write_lock(tmp_path, monkeypatch) -> None:
     """Claim times come from inside the write: taken before it (as they were), a claim that waited
     for the lock started before the claim it replaced had ended (overlapping intervals)."""

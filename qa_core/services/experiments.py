@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from qa_core import config
-from qa_core.checkpoints import new_checkpoint_path
+from qa_core.checkpoints import file_sha256, new_checkpoint_path
 from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.evaluation import EvalResult, evaluate, qrels_from_questions, run_from_scores
 from qa_core.rankers import registry
@@ -133,7 +133,8 @@ def train_ranker(
     registry.save(ranker, path)
     record = reproducibility.provenance(seed=seed, threads=threads, settings=config_dict(ranker.config),
                                         device=str(ranker.device), train=train, dev=dev)
-    record["checkpoint_sha256"] = reproducibility.file_sha256(path)
+    # The file as trained: registration stamps its version id in, and the store keeps that file's own hash.
+    record["checkpoint_sha256"] = file_sha256(path)
     return TrainingOutcome(ranker, path, report, metrics, record)
 
 

@@ -117,15 +117,16 @@ def reproduce(store: Store, model: str, dataset: str, number: int, progress: boo
                                analyzer=analyzer_for(store, model, settings), threads=record.get("threads"))
         gold_eval = store.load_dataset(dataset, split=EVAL_SPLIT).questions
         _, metrics = version_record(outcome, data, gold_eval, seed=seed, train_split=train_split, dev_split=dev_split)
-        stored_sha = record.get("checkpoint_sha256") or (reproducibility.file_sha256(row["checkpoint_path"])
-                                                          if Path(row["checkpoint_path"]).is_file() else None)
-        identical = stored_sha == outcome.provenance["checkpoint_sha256"]
-        if identical:
-            difference = 0.0
+        # The hash training recorded is of the file as trained; the registered file has its version id
+        # stamped in since (``model_versions.checkpoint_sha256``), so without the former the weights decide.
+        trained_sha = record.get("checkpoint_sha256")
+        if trained_sha is not None and trained_sha == outcome.provenance["checkpoint_sha256"]:
+            identical, difference = True, 0.0
         elif Path(row["checkpoint_path"]).is_file():
             difference = weight_difference(row["checkpoint_path"], outcome.checkpoint)
+            identical = trained_sha is None and difference == 0.0
         else:
-            difference = math.nan
+            identical, difference = False, math.nan
             notes.append(f"the stored checkpoint {row['checkpoint_path']} is gone: weights compared by SHA-256 only")
     fingerprints = record.get("data_fingerprint")
     data_identical = None if fingerprints is None else fingerprints == outcome.provenance["data_fingerprint"]

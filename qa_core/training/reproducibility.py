@@ -120,11 +120,3 @@ def provenance(*, seed: int, threads: int, settings: dict[str, Any], device: str
         "libraries": library_versions(),
     }
 
-
-def file_sha256(path: str | Path) -> str:
-    """SHA-256 of a file's bytes (a checkpoint's identity for ``reproduce``)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
