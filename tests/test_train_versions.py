@@ -6,6 +6,7 @@ A fresh session opens on the model and dataset last used, not on the alphabetica
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.services import retraining, workbench
 from qa_core.services.experiments import train_ranker
+from qa_core.types import InputError
 from tests.conftest import copy_to_models
 from tests.pages import TRAIN, open_page
 
@@ -71,4 +73,20 @@ def test_a_worse_version_is_compared_on_dev_and_its_promotion_confirmed(store_ur
     assert store.promoted_model("smcnn", "demo")["version"] == 1
     again = app.button(key="train_rollback")  # after 1, 2 and a roll back to 1: nothing earlier than 1
     assert again.label == "Roll back" and again.disabled
+    store.close()
+
+
+def test_the_card_loads_each_checkpoint_as_registered(store_url, good_and_bad):
+    """A file copied over a registered checkpoint is refused, not scored and shown as that version;
+    a version that does not exist is one sentence, not a StopIteration."""
+    store = Store(store_url)
+    workbench.ensure_demo(store)
+    good, bad = good_and_bad
+    store.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
+    second = store.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
+    shutil.copy(good, store.model_version(second)["checkpoint_path"])  # the good model passed off as version 2
+    with pytest.raises(InputError, match="not the file registered"):
+        retraining.check_against_promoted(store, "smcnn", 2, "demo")
+    with pytest.raises(InputError, match="has no version 9"):
+        retraining.check_against_promoted(store, "smcnn", 9, "demo")
     store.close()
