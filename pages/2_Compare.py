@@ -61,11 +61,12 @@ left, right = st.columns([1, 2])
 dataset = pick_dataset(left, datasets, key="dataset", store=store)
 names = workbench.model_names(store, dataset)
 fused = stored_runs.fusion_tags(store, dataset)
+if st.session_state.get("models__dataset") != dataset:  # as pick_model: another dataset's choice never carries over
+    st.session_state["models"] = workbench.default_models(store, names, dataset, 2)
+    st.session_state["models__dataset"] = dataset
 models = right.multiselect(
     "Models (the first is the reference)",
     names + fused,
-    # Read from the store once per session (the box keeps the choice after).
-    default=None if "models" in st.session_state else workbench.default_models(store, names, dataset, 2),
     max_selections=compare.MAX_MODELS,
     key="models",
     help="fusion:… entries are fused runs kept by the Fuse these button; they compare on a whole split.",

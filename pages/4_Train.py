@@ -96,9 +96,11 @@ def show_job(job_id: int, was_active: bool) -> None:
 
 
 @st.cache_data(show_spinner="Scoring DEV with both versions…", max_entries=32)
-def version_check(_store, model: str, version: int, dataset: str, promoted_id: int | None, dataset_version: str):
-    """``retraining.check_against_promoted``, once per (version, promoted version, dataset
-    version): scoring DEV with two checkpoints takes seconds."""
+def version_check(_store, store_url: str, model: str, version: int, dataset: str, promoted_id: int | None,
+                  dataset_version: str):
+    """``retraining.check_against_promoted``, once per (store, version, promoted version, dataset
+    version): scoring DEV with two checkpoints takes seconds. ``store_url`` keys the cache, so two
+    stores served by one process never share a card."""
     return retraining.check_against_promoted(_store, model, version, dataset)
 
 
@@ -127,12 +129,17 @@ else:
     chosen = left.selectbox("Version", numbers, key=f"train_version_{model}")
     st.dataframe(retraining.comparison(store, model, int(chosen), dataset))
     try:
-        check = version_check(store, model, int(chosen), dataset, in_use["id"] if in_use else None,
+        check = version_check(store, url, model, int(chosen), dataset, in_use["id"] if in_use else None,
                               workbench.dataset_version(store, dataset))
-    except InputError as error:  # a checkpoint missing or refused: said, and nothing to compare
+        unchecked = None
+    except InputError as error:  # a checkpoint missing or refused: said, and promoting needs a confirmation
         check = None
-        st.warning(workbench.as_markdown(f"Version {chosen} was not compared with the promoted one on DEV: {error}"))
+        unchecked = f"Version {chosen} was not compared with the promoted one on DEV: {error}"
+        st.warning(workbench.as_markdown(unchecked))
     confirmed = True
+    if unchecked is not None:
+        confirmed = st.checkbox(f"Promote version {chosen} without the comparison on DEV",
+                                key=f"train_confirm_{model}_{chosen}")
     if check is not None:
         with st.container(border=True):
             (st.warning if check.significantly_worse else st.info)(workbench.as_markdown(check.summary(dataset)))
@@ -142,7 +149,8 @@ else:
                 confirmed = st.checkbox(f"Promote version {chosen} although it is significantly worse on DEV",
                                         key=f"train_confirm_{model}_{chosen}")
     already = in_use is not None and in_use["promoted"] and in_use["version"] == chosen
-    unconfirmed = None if confirmed else f"Version {chosen} is significantly worse on DEV: confirm below first."
+    reason = unchecked or f"Version {chosen} is significantly worse on DEV"
+    unconfirmed = None if confirmed else f"{reason}: confirm below first."
     if middle.button(f"Promote for {dataset}", key="train_promote", disabled=already or not confirmed, help=unconfirmed):
         try:
             store.promote(model, int(chosen), dataset, actor=actor)

@@ -90,8 +90,9 @@ def test_error_table_is_worst_first_with_ir_measures_values(profiles, overlaps):
 
 def test_a_question_missing_from_the_run_scores_zero(profiles, overlaps):
     qrels, sources = qrels_from_questions(QUESTIONS), {}
-    table = errors.error_table({"q-who": RUN["q-who"]}, qrels, profiles, overlaps, sources)
-    assert table.set_index("qid").loc["q-where", "AP"] == 0.0
+    table = errors.error_table({"q-who": RUN["q-who"]}, qrels, profiles, overlaps, sources).set_index("qid")
+    assert table.loc["q-where", "AP"] == 0.0
+    assert table.loc["q-none", "AP"] == 0.0  # clean off by default, as evaluate and every page
 
 
 def test_slices_average_per_group_in_bucket_order(profiles, overlaps):
@@ -144,10 +145,11 @@ def test_label_rules_gold_by_default_training_rule_on_request(store):
 def test_tied_candidates_are_counted_and_their_range_given(profiles, overlaps):
     qrels, sources = qrels_from_questions(QUESTIONS), {}
     tied = {**RUN, "q-who": {"a": 0.5, "b": 0.5, "c": 0.5}}  # the correct a is last by the rule (doc id descending)
-    table = errors.error_table(tied, qrels, profiles, overlaps, sources).set_index("qid")
+    table = errors.error_table(tied, qrels, profiles, overlaps, sources, clean=True).set_index("qid")
     assert table.loc["q-who", "tied"] == 3 and table.loc["q-where", "tied"] == 0
     assert table.loc["q-who", "AP"] == pytest.approx(1 / 3)
-    report = errors.ties(tied, qrels, profiles)
+    assert errors.ties(tied, qrels, profiles).questions == 3  # clean off by default, as tie_aware
+    report = errors.ties(tied, qrels, profiles, clean=True)
     assert (report.tied_candidates, report.questions_with_ties, report.questions) == (3, 1, 2)
     assert report.expected["map"] == pytest.approx((0.5 + (1 + 1 / 2 + 1 / 3) / 3) / 2)
     assert (report.worst["map"], report.best["map"]) == (pytest.approx((0.5 + 1 / 3) / 2), 0.75)

@@ -97,7 +97,7 @@ def test_roll_back_on_the_train_page_stays_within_its_dataset(store):
     assert store.rollback_target("smcnn", "demo") is None
 
 
-def test_pages_start_on_the_trained_model_and_errors_follows_a_dataset_change(store):
+def test_pages_start_on_the_trained_model_and_follow_a_dataset_change(store):
     errors = open_page(LANDING)
     errors.switch_page(ERRORS).run()
     errors.selectbox(key="dataset").select("demo").run()
@@ -110,3 +110,8 @@ def test_pages_start_on_the_trained_model_and_errors_follows_a_dataset_change(st
 
     compare = open_page(COMPARE)
     assert compare.multiselect(key="models").value[0] == "smcnn"  # trained models first, then a baseline
+    compare.selectbox(key="dataset").select("demo").run()
+    compare.multiselect(key="models").set_value(["overlap", "bm25"]).run()
+    compare.selectbox(key="dataset").select(OTHER).run()
+    assert not compare.exception, compare.exception
+    assert compare.multiselect(key="models").value[0] == "smcnn"  # the other dataset's default, not the demo's choice

@@ -6,6 +6,9 @@ A fresh session opens on the model and dataset last used, not on the alphabetica
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.services import retraining, workbench
 from qa_core.services.experiments import train_ranker
+from qa_core.types import InputError
 from tests.conftest import copy_to_models
 from tests.pages import TRAIN, open_page
 
@@ -72,3 +76,50 @@ def test_a_worse_version_is_compared_on_dev_and_its_promotion_confirmed(store_ur
     again = app.button(key="train_rollback")  # after 1, 2 and a roll back to 1: nothing earlier than 1
     assert again.label == "Roll back" and again.disabled
     store.close()
+
+
+def test_the_card_loads_each_checkpoint_as_registered(store_url, good_and_bad):
+    """A file copied over a registered checkpoint is refused, not scored and shown as that version;
+    a version that does not exist is one sentence, not a StopIteration."""
+    store = Store(store_url)
+    workbench.ensure_demo(store)
+    good, bad = good_and_bad
+    store.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
+    second = store.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
+    shutil.copy(good, store.model_version(second)["checkpoint_path"])  # the good model passed off as version 2
+    with pytest.raises(InputError, match="not the file registered"):
+        retraining.check_against_promoted(store, "smcnn", 2, "demo")
+    with pytest.raises(InputError, match="has no version 9"):
+        retraining.check_against_promoted(store, "smcnn", 9, "demo")
+    store.close()
+
+
+def test_cards_are_per_store_and_an_unchecked_version_needs_a_confirmation(store_url, good_and_bad, tmp_path, monkeypatch):
+    """Two stores served by one process never share a card, even a copy of a store (the same
+    version, promoted id and dataset import in each); a version whose checkpoint is refused gets no
+    card, the reason, and a confirmation before Promote is enabled."""
+    good, bad = good_and_bad
+    store = Store(store_url)
+    workbench.ensure_demo(store)
+    store.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
+    store.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
+    store.close()
+    app = open_page(TRAIN)
+    assert [w for w in app.warning if "significantly worse" in w.value]
+
+    copy = tmp_path / "copy.sqlite"
+    with closing(sqlite3.connect(store_url.removeprefix("sqlite:///"))) as source, closing(sqlite3.connect(copy)) as target:
+        source.backup(target)
+        # in the copy, version 2's file is another one than the one it registered
+        target.execute("UPDATE model_versions SET checkpoint_path = ? WHERE version = 2", (str(copy_to_models(good)),))
+        target.commit()
+    monkeypatch.setenv("RERANK_LAB_DB", f"sqlite:///{copy}")
+    app = open_page(TRAIN)
+    assert app.selectbox(key="train_version_smcnn").value == 2
+    assert not [w for w in app.warning if "significantly worse" in w.value], "the first store's card"
+    (warning,) = [w.value for w in app.warning if "was not compared" in w.value]
+    assert "not the file registered" in warning
+    promote = app.button(key="train_promote")
+    assert promote.disabled and "not the file registered" in promote.help
+    app.checkbox(key="train_confirm_smcnn_2").check().run()
+    assert not app.button(key="train_promote").disabled

@@ -104,11 +104,12 @@ def error_table(
     profiles: pd.DataFrame,
     overlaps: Mapping[str, Mapping[str, float]],
     label_sources: Mapping[str, str],
-    clean: bool = True,
+    clean: bool = False,
 ) -> pd.DataFrame:
     """One row per evaluated question (those of ``profiles`` with labels), worst first (AP, then
     RR, then qid). ``clean`` keeps only questions with a correct and a wrong candidate, as the
-    WikiQA/TrecQA evaluations do; otherwise a question without a correct answer scores 0."""
+    WikiQA/TrecQA evaluations do; off (the default, as ``evaluate`` and every page), a question
+    without a correct answer scores 0."""
     judged = _judged(qrels, profiles)
     result = evaluate({qid: run.get(qid, {}) for qid in judged}, judged, clean=clean)
     rows = []
@@ -146,7 +147,7 @@ def _judged(qrels: Mapping[str, Mapping[str, int]], profiles: pd.DataFrame) -> d
 
 def ties(
     run: Mapping[str, Mapping[str, float]], qrels: Mapping[str, Mapping[str, int]], profiles: pd.DataFrame,
-    clean: bool = True,
+    clean: bool = False,
 ) -> TieReport:
     """The tied scores of ``error_table``'s questions and what they decide (``evaluation.tie_aware``)."""
     judged = _judged(qrels, profiles)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from qa_core.checkpoints import Registration
 from qa_core.evaluation import qrels_from_questions
 from qa_core.rankers import registry
 from qa_core.services import viz
@@ -22,6 +23,7 @@ from qa_core.services.experiments import score_questions
 from qa_core.services.jobs import progress_fraction
 from qa_core.services.labeling.training_labels import ResolvedLabel, TrainingLabels, training_labels
 from qa_core.significance import ALPHA, format_p, per_query, randomisation_test
+from qa_core.types import InputError
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -246,17 +248,20 @@ class VersionCheck:
 def check_against_promoted(store: Store, model: str, version: int, dataset: str) -> VersionCheck | None:
     """``version`` of ``model`` against the version promoted for ``dataset`` on its DEV split
     (``None``: nothing promoted there, the version is the promoted one, or no DEV question has a
-    relevant gold answer). Both checkpoints are scored on the same questions."""
+    relevant gold answer). Both checkpoints are scored on the same questions, each loaded as the
+    store registered it: a file copied over either raises ``InputError``, as does an unknown version."""
+    chosen = next((v for v in store.model_versions(model) if v["version"] == version), None)
+    if chosen is None:
+        raise InputError(f"model {model!r} has no version {version}")
     promoted = store.promoted_model(model, dataset)
     if promoted is None or not promoted["promoted"] or promoted["version"] == version:
         return None
-    chosen = next(v for v in store.model_versions(model) if v["version"] == version)
     questions = [q for q in store.load_dataset(dataset, split=DEV_SPLIT).questions
                  if any(c.label is not None for c in q.candidates)]
     if not any((c.label or 0) > 0 for q in questions for c in q.candidates):
         return None
     qrels = qrels_from_questions(questions)
-    runs = {name: score_questions(registry.load(Path(record["checkpoint_path"])), questions)
+    runs = {name: score_questions(registry.load(Path(record["checkpoint_path"]), Registration.of(record)), questions)
             for name, record in (("promoted", promoted), ("version", chosen))}
     values = per_query(runs, qrels)
     before, after = values["promoted"]["map"], values["version"]["map"]
