@@ -68,6 +68,9 @@ def test_the_pages_write_as_the_signed_in_user(store_url) -> None:
 
         train = team_page(TRAIN, claims("ada"))
         train.selectbox(key="train_version_smcnn").set_value(1).run()
+        # The registered files are not real checkpoints: no DEV comparison, so promoting is confirmed first.
+        assert train.button(key="train_promote").disabled
+        train.checkbox(key="train_confirm_smcnn_1").check().run()
         train.button(key="train_promote").click().run()
         assert not train.exception, train.exception
         assert store.promoted_model("smcnn", "demo")["version"] == 1
