@@ -253,7 +253,7 @@ def test_judge_in_place_on_ask_writes_the_store_and_the_table(store_url, both_mo
     if both_modes == "local":
         assert app.button(key="ask-grade-3").disabled  # no annotator yet
         app.text_input(key="judge_name").set_value("alice").run()
-    annotator = "alice" if both_modes == "local" else "Ada"
+    annotator = "alice" if both_modes == "local" else "ada@example.org"  # as the Label page writes it
     first = app.dataframe[0].value.iloc[0]
     assert first["stored_label"] == ""
     app.button(key="ask-grade-3").click().run()
