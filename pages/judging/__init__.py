@@ -3,6 +3,9 @@ with its digit key (``keyed_button``, pressed by ``assets/label_keys.js``), and 
 panel of the Ask page, writing through the store's ``add_label`` / ``undo_last`` as the Label page's
 annotator (local mode: the name kept under ``ANNOTATOR``; team mode: the signed-in user, whose role
 the store checks in the label's transaction).
+
+A package rather than ``pages/judging.py``: Streamlit lists every ``.py`` file in ``pages/`` as a
+page in the sidebar drawn before ``app.py``'s navigation runs.
 """
 
 from __future__ import annotations
