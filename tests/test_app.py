@@ -251,12 +251,12 @@ def test_judge_in_place_on_ask_writes_the_store_and_the_table(store_url, both_mo
     and undo takes it back (kept in the history)."""
     app = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap")
     if both_modes == "local":
-        assert app.button(key="ask-grade-3").disabled  # no annotator yet
+        assert app.button(key="judge-grade-3").disabled  # no annotator yet
         app.text_input(key="judge_name").set_value("alice").run()
     annotator = "alice" if both_modes == "local" else "ada@example.org"  # as the Label page writes it
     first = app.dataframe[0].value.iloc[0]
     assert first["stored_label"] == ""
-    app.button(key="ask-grade-3").click().run()
+    app.button(key="judge-grade-3").click().run()
     assert not app.exception, app.exception
     assert app.dataframe[0].value.iloc[0]["stored_label"] == "3"
     store = Store(store_url)
@@ -265,7 +265,7 @@ def test_judge_in_place_on_ask_writes_the_store_and_the_table(store_url, both_mo
                                                                  if c.text == first["text"]))
     assert [(h["annotator"], h["value"], h["retracted_at"]) for h in store.label_history(candidate_id)] == [
         (annotator, 3, None)]
-    app.button(key="ask-undo").click().run()
+    app.button(key="judge-undo").click().run()
     assert not app.exception, app.exception
     assert app.dataframe[0].value.iloc[0]["stored_label"] == ""
     [undone] = store.label_history(candidate_id)
@@ -279,7 +279,7 @@ def test_typed_question_is_not_judged_in_place(store_url):
     app.text_input(key="question").input(DEMO_QUESTION)
     app.button[0].click().run()
     assert not app.exception, app.exception
-    assert not [b for b in app.button if str(b.key).startswith("ask-grade")]
+    assert not [b for b in app.button if str(b.key).startswith("judge-grade")]
     assert any("typed question's candidates belong to other questions" in c.value for c in app.caption)
 
 

@@ -124,6 +124,6 @@ def test_ask_judges_as_the_signed_in_user_whatever_the_session_names(team) -> No
     for name, value in {"dataset": "demo", "qid": "demo-01", "model": "overlap"}.items():
         app.query_params[name] = value
     app.run()
-    app.button(key="ask-grade-2").click().run()
+    app.button(key="judge-grade-2").click().run()
     assert not app.exception, app.exception
     assert list(store.current_labels("demo").values()) == [{"anna@example.org": 2}]

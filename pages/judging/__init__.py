@@ -148,9 +148,9 @@ def judge_panel(store, state: dict, qid: str | None, doc_id: str) -> None:
     notice = st.session_state.pop(JUDGE_NOTICE, None)
     if notice:
         st.caption(workbench.as_markdown(notice))
-    grade_buttons("ask-grade", judge_in_place, lambda grade: (store, state, qid, doc_id, grade),
+    grade_buttons("judge-grade", judge_in_place, lambda grade: (store, state, qid, doc_id, grade),
                   disabled=name is None, primary_from=1)
-    keyed_button(st.button, "Undo", key="ask-undo", shortcut="U", on_click=undo_in_place, args=(store, state, qid),
+    keyed_button(st.button, "Undo", key="judge-undo", shortcut="U", on_click=undo_in_place, args=(store, state, qid),
                  disabled=name is None)
     st.caption(workbench.as_markdown(f"Keys: 0–4 judge this candidate as {name or 'the annotator named above'}"
                                      " · U undo your latest label in this dataset"))
