@@ -23,6 +23,7 @@ from pages import (
     question_input,
     require_datasets,
 )
+from pages.judging import install_keys, judge_panel, rerun_if_judged
 from qa_core.services import analysis, ranking, workbench
 from qa_core.types import InputError, NotTrainedError
 
@@ -105,7 +106,9 @@ def analysis_line(summary: ranking.AnalysisSummary, read_by_model: bool) -> str:
 def why(state: dict, key: str, rows: list[int]) -> None:
     """The open candidate's explanation. A fragment: opening another candidate, the filter, the trees
     toggle and a counterfactual edit rerun only this part, not the page with its ranked table (issue 16);
-    ``rows`` is the table row last clicked (a click reruns the whole page)."""
+    ``rows`` is the table row last clicked (a click reruns the whole page). The open candidate is
+    judged here (``judge_panel``)."""
+    rerun_if_judged()
     st.subheader("Why")
     result: ranking.Ranking = state["ranking"]
     missed = ranking.missed_answers(result)
@@ -138,6 +141,7 @@ def why(state: dict, key: str, rows: list[int]) -> None:
         )
         st.markdown(f"**#{rank}** · score {scored.score:.4f}{labels}")
         st.markdown(workbench.as_markdown(scored.candidate.text))
+        judge_panel(store, state, result.qid, scored.candidate.doc_id)
         explain_candidate(result, rank, state["dataset"], f"{key}-{rank}")
 
 
@@ -174,7 +178,7 @@ if state is not None:
             "rank_change": st.column_config.NumberColumn("rank change", help="first-stage rank − rank", format="%+d"),
             "gold_label": st.column_config.TextColumn("gold label", width="small"),
             "stored_label": st.column_config.TextColumn(
-                "stored label", width="small", help="latest label in the store (Label page), if any"
+                "stored label", width="small", help="latest label in the store (Label page, or judged below), if any"
             ),
             "text": st.column_config.TextColumn("candidate", width="large"),
         },
@@ -183,4 +187,5 @@ if state is not None:
         key=f"{key}-table",
     )
     why(state, key, picked.selection.rows if picked is not None else [])
+    install_keys({})  # the judge panel's grade and undo keys
 preload_elements("DataFrame", "PlotlyChart")  # the ranked table and the heatmaps, before the first Rank

@@ -29,6 +29,7 @@ from pages import (
     require_datasets,
     split_run,
 )
+from pages.judging import install_keys, judge_panel, rerun_if_judged
 from qa_core import config, fusion
 from qa_core.evaluation import METRICS
 from qa_core.services import compare, ranking, stored_runs, workbench
@@ -40,6 +41,7 @@ MODELS, SEEDS = "Models", "Seed runs"
 TOP = 10  # ranks shown side by side and in the chart
 LINKED = 5  # selected questions linked to Ask at once
 QUESTION_KEY, SPLIT_KEY, FUSED_KEY = "compare_question_result", "compare_split_result", "compare_fused_message"
+JUDGING_KEY = "compare_judging"  # the compared question's dataset, qid and stored labels, for judging in place
 
 st.set_page_config(page_title="Compare · Rerank Lab", layout="wide")
 
@@ -96,9 +98,11 @@ if view == ONE:
     if st.button("Compare", type="primary", disabled=not ready, key="compare_question"):
         st.session_state.pop(QUESTION_KEY, None)
         try:
-            question, candidates, _ = chosen_question()
+            question, candidates, qid = chosen_question()
             with st.spinner("Ranking…"):
                 st.session_state[QUESTION_KEY] = compare.compare_question(rankers, question, candidates)
+            st.session_state[JUDGING_KEY] = {"dataset": dataset, "qid": qid,
+                                             "stored": workbench.stored_labels(store, dataset, qid) if qid else {}}
         except (InputError, NotTrainedError) as error:
             st.error(workbench.as_markdown(str(error)))
 
@@ -127,6 +131,12 @@ if view == ONE:
                                   format_func=lambda r: ranking.option_label(reference.at(r)))
             doc_id = reference.at(opened).candidate.doc_id
             st.markdown(workbench.as_markdown(reference.at(opened).candidate.text))
+            judging = st.session_state[JUDGING_KEY]
+            stored = judging["stored"].get(doc_id)
+            st.caption(f"Stored label: {'none' if stored is None else stored} (latest in the store)")
+            rerun_if_judged()  # a label written or undone: once more, so every view shows it
+            judge_panel(store, judging, judging["qid"], doc_id)
+            install_keys({})  # the grade and undo keys
             # One tab per model, each as wide as Ask's explanation (side-by-side columns squeezed the
             # words of every figure into one another).
             ranks_of = {model: result.rankings[model].rank_of(doc_id) for model in result.models}

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
 
-from db.base import MAX_LABEL, MIN_LABEL
 from db.calibration import MAX_CALIBRATION_PAIRS
 from pages import (
     current_actor,
@@ -34,23 +32,14 @@ from pages import (
     pick_dataset,
     preload_elements,
     require_datasets,
-    run_script,
     show_not_trained,
 )
+from pages.judging import ANNOTATOR, GRADE_MEANINGS, GRADE_NAMES, Keys, grade_buttons, install_keys, keyed_button
 from qa_core.access import Permission
 from qa_core.services import analysis, labeling, workbench
 from qa_core.services.labeling import calibration, charts, dashboard, preferences, suggestions
 from qa_core.types import InputError, NotTrainedError
 
-GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
-GRADE_MEANINGS = {
-    0: "says nothing about what the question asks",
-    1: "on the question's topic, but does not answer it",
-    2: "holds part of the answer, or the answer with something missing",
-    3: "answers the question",
-    4: "answers it fully and on its own; nothing else is needed",
-}
-assert sorted(GRADE_NAMES) == list(range(MIN_LABEL, MAX_LABEL + 1)), "one button per grade the store accepts"
 ORDER_HELP = {
     "random": "a seeded random order",
     "uncertainty": "pairs the model is least sure about first",
@@ -60,7 +49,7 @@ ORDER_HELP = {
 LABEL, AGREEMENT, REVIEW, GUIDELINES = "Label", "Agreement", "Review conflicts", "Guidelines"
 NEW_NAME = "New annotator…"
 LABEL_SPLIT = "train"  # the queue's default split (issue 22: never TEST unless chosen)
-ANNOTATOR, HOLDER, SHOWN, NOTICE, CONFIG = "annotator", "label_holder", "label_shown", "label_notice", "label_config"
+HOLDER, SHOWN, NOTICE, CONFIG = "label_holder", "label_shown", "label_notice", "label_config"
 CHOICE, NAME_ERROR = "annotator_choice", "annotator_name_error"
 PAIR_KEYS = {"left": ("1", "left is better"), "right": ("2", "right is better"), "tie": ("3", "tie: equally good"),
              "both_bad": ("0", "both bad")}
@@ -79,8 +68,6 @@ def view_key(position: int) -> str:
     return f'.st-key-label_view input[type="radio"][value="{position}"]'
 
 
-Keys = dict[str, tuple[list[str], str]]
-# letter -> (CSS selectors tried in turn, "click" or "focus"); label_keys.js presses them
 PAGE_KEYS: Keys = {
     "d": ([".st-key-label_dataset input"], "focus"),
     "n": ([".st-key-new_annotator input", ".st-key-annotator_choice input"], "focus"),
@@ -97,7 +84,6 @@ VIEW_KEYS: dict[str, Keys] = {
     REVIEW: {"f": ([".st-key-conflict input"], "focus"), "h": ([".st-key-review_model_on input"], "click")},
     GUIDELINES: {},
 }
-BUTTON_KEYS: Keys = {}  # this run's buttons with a key (keyed_button); a page's script runs afresh each time
 PAGE_HELP = "D dataset · N annotator · Esc leaves a box (then keys work again)"
 
 
@@ -122,22 +108,6 @@ def get_scores(_store, url: str, model: str, dataset: str, model_version: str | 
     scores again."""
     ranker = get_ranker(_store, url, model, dataset, model_version, dataset_version)  # the pages' shared cache
     return labeling.BackgroundScores(ranker, _store.candidate_rows(dataset))
-
-
-def keyed_button(widget: Callable[..., bool], *args, key: str, shortcut: str, **kwargs) -> bool:
-    """``widget`` (a container's ``button`` or ``download_button``, given its ``args``) drawn with
-    ``shortcut`` shown on it, which ``label_keys.js`` presses by clicking the button, or as soon as
-    it is drawn. Streamlit's own shortcut works only once its binding ran, after the button was
-    drawn; the first pair's grade buttons are drawn a beat after the pair (Streamlit draws an
-    element type's first one in a tab once its code has loaded), and a digit pressed in between was
-    lost (issue 21)."""
-    BUTTON_KEYS.setdefault(shortcut.lower(), ([], "click"))[0].append(f".st-key-{key} button")
-    return widget(*args, key=key, shortcut=shortcut, **kwargs)
-
-
-def install_keys(keys: Keys) -> None:
-    """The page's keys and the focus rules of ``label_keys.js``."""
-    run_script(st, "label_keys.js", "rerankLabKeys", {letter: list(entry) for letter, entry in keys.items()})
 
 
 @st.fragment(run_every=SCORING_REFRESH_SECONDS)
@@ -488,29 +458,6 @@ def show_suggestion(store, dataset: str, model: str, record) -> None:
     ))
 
 
-def grade_buttons(
-    key: str,
-    on_click: Callable[..., None],
-    args: Callable[[int], tuple],
-    *,
-    disabled: bool = False,
-    primary_from: int | None = None,
-) -> None:
-    """One button per grade, its digit the shortcut: judging a pair and settling a conflict alike."""
-    for column, (grade, name) in zip(st.columns(len(GRADE_NAMES)), GRADE_NAMES.items()):
-        keyed_button(
-            column.button,
-            f"{grade} · {name}",
-            key=f"{key}-{grade}",
-            shortcut=str(grade),
-            on_click=on_click,
-            args=args(grade),
-            disabled=disabled,
-            width="stretch",
-            type="primary" if primary_from is not None and grade >= primary_from else "secondary",
-        )
-
-
 def label_view(store, dataset: str, annotator: str) -> None:
     mode = st.selectbox("Judging", list(preferences.MODES), key="label_mode",
                         format_func=lambda m: f"{m}: {preferences.MODES[m]}")
@@ -846,4 +793,4 @@ elif view == REVIEW:
     review_view(store, dataset, annotator)
 else:
     guidelines_view(store, dataset, annotator)
-install_keys(PAGE_KEYS | view_keys(views) | VIEW_KEYS[view] | BUTTON_KEYS)
+install_keys(PAGE_KEYS | view_keys(views) | VIEW_KEYS[view])

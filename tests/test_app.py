@@ -245,6 +245,44 @@ def test_latest_stored_label_is_shown_next_to_gold(store_url):
     assert (table["stored_label"] == "").sum() == len(table) - 1  # blank, not "None"
 
 
+def test_judge_in_place_on_ask_writes_the_store_and_the_table(store_url, both_modes):
+    """The open candidate judged on Ask as the Label page's annotator (local: the name typed here;
+    team: the signed-in user): the store holds the label, the table's stored label shows it at once,
+    and undo takes it back (kept in the history)."""
+    app = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap")
+    if both_modes == "local":
+        assert app.button(key="judge-grade-3").disabled  # no annotator yet
+        app.text_input(key="judge_name").set_value("alice").run()
+    annotator = "alice" if both_modes == "local" else "ada@example.org"  # as the Label page writes it
+    first = app.dataframe[0].value.iloc[0]
+    assert first["stored_label"] == ""
+    app.button(key="judge-grade-3").click().run()
+    assert not app.exception, app.exception
+    assert app.dataframe[0].value.iloc[0]["stored_label"] == "3"
+    store = Store(store_url)
+    question = next(q for q in load_demo().questions if q.qid == SISTINE)
+    candidate_id = store.find_candidate_id("demo", SISTINE, next(c.doc_id for c in question.candidates
+                                                                 if c.text == first["text"]))
+    assert [(h["annotator"], h["value"], h["retracted_at"]) for h in store.label_history(candidate_id)] == [
+        (annotator, 3, None)]
+    app.button(key="judge-undo").click().run()
+    assert not app.exception, app.exception
+    assert app.dataframe[0].value.iloc[0]["stored_label"] == ""
+    [undone] = store.label_history(candidate_id)
+    assert undone["retracted_at"] is not None
+    store.close()
+
+
+def test_typed_question_is_not_judged_in_place(store_url):
+    app = open_page(ASK)
+    app.selectbox(key="model").select("overlap")
+    app.text_input(key="question").input(DEMO_QUESTION)
+    app.button[0].click().run()
+    assert not app.exception, app.exception
+    assert not [b for b in app.button if str(b.key).startswith("judge-grade")]
+    assert any("typed question's candidates belong to other questions" in c.value for c in app.caption)
+
+
 def test_tree_kernel_draws_its_own_focus_links_and_trees(store_url, tiny_tree_kernel):
     register(store_url, tiny_tree_kernel, "tree_kernel")
     app = open_page(ASK, dataset="demo", qid=SISTINE, model="tree_kernel")

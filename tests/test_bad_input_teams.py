@@ -10,10 +10,11 @@ import time
 
 import pytest
 from sqlalchemy import create_engine, text
+from streamlit.testing.v1 import AppTest
 
 from db.store import Store
 from qa_core.access import AccessDenied
-from tests.pages import LABEL, LANDING
+from tests.pages import ASK, AUTH, LABEL, LANDING, TIMEOUT
 from tests.teams import AUDIT, claims, shown, team_page
 
 TABLES = ("datasets", "candidates", "labels", "label_retractions", "adjudications", "model_versions",
@@ -110,3 +111,19 @@ def _times(token: dict | None = None) -> dict:
 
     token = token or claims("x")
     return {"issued_at": datetime.fromtimestamp(token["iat"], UTC), "expires_at": datetime.fromtimestamp(token["exp"], UTC)}
+
+
+def test_ask_judges_as_the_signed_in_user_whatever_the_session_names(team) -> None:
+    """Judging in place on Ask (issue 37): a session state naming another annotator changes nothing,
+    the label is the signed-in user's."""
+    store, _ = team
+    app = AppTest.from_file(ASK, default_timeout=TIMEOUT)
+    app.secrets["auth"] = AUTH
+    app.user = claims("anna")
+    app.session_state["annotator"] = "ada@example.org"
+    for name, value in {"dataset": "demo", "qid": "demo-01", "model": "overlap"}.items():
+        app.query_params[name] = value
+    app.run()
+    app.button(key="judge-grade-2").click().run()
+    assert not app.exception, app.exception
+    assert list(store.current_labels("demo").values()) == [{"anna@example.org": 2}]

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import BROWSER_TIMEOUT_MS, choose, page_screenshots
+from db.store import Store
+from tests.conftest import BROWSER_TIMEOUT_MS, choose, page_screenshots, settled
 
 DEMO_QUESTION, DEMO_ANSWER = "who discovered penicillin", "Alexander Fleming"
 
@@ -89,3 +90,30 @@ def test_a_fresh_ask_tab_fetches_the_table_and_chart_code_before_the_first_rank(
     )
     assert page.get_by_test_id("stDataFrame").count() == 0 and page.locator(".js-plotly-plot").count() == 0
     assert page.get_by_test_id("stSidebar").get_by_test_id("stHtml").count() == 1  # no room taken on the page
+
+
+def test_ask_judges_the_open_candidate_by_key_and_undoes_by_click(running_app, page, screenshot_dir):
+    """Judge in place (issue 37): a name typed once, key 3 labels the open candidate as that
+    annotator (the store's label, the page's stored label), the Undo button takes it back."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{running_app.url}/Ask?dataset=demo&qid=demo-33&model=overlap")
+    name = page.get_by_role("textbox", name="Annotator (your name, as on the Label page) to judge here")
+    expect(name).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    name.fill("erin")
+    name.press("Enter")
+    settled(page)
+    expect(page.get_by_role("button", name="3 · answers")).to_be_enabled(timeout=BROWSER_TIMEOUT_MS)
+    page.keyboard.press("3")
+    expect(page.get_by_text(re.compile(r"^Labelled demo-33 / .+ as 3 \(answers\)\.$"))).to_be_visible(
+        timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_text(re.compile(r"^#1 · score .* · stored 3$"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    store = Store(running_app.database_url)
+    assert [labels for labels in store.current_labels("demo", "erin").values()] == [{"erin": 3}]
+    page_screenshots(page, screenshot_dir, "ask-judge")
+    page.get_by_role("button", name=re.compile(r"^Undo")).click()
+    expect(page.get_by_text(re.compile(r"^Took back your label 3 of candidate \d+"))).to_be_visible(
+        timeout=BROWSER_TIMEOUT_MS)
+    assert store.current_labels("demo", "erin") == {}
+    store.close()
+    assert "Traceback" not in page.content()

@@ -123,6 +123,28 @@ def test_compare_needs_two_models_and_a_question(store_url):
     assert not app.get("plotly_chart")
 
 
+def test_compare_judges_the_opened_candidate_in_place(store_url):
+    """Judge in place on Compare's one-question view (issue 37), as the Label page's annotator."""
+    app = open_page(COMPARE)
+    app.session_state["annotator"] = "cleo"
+    app.radio(key="source").set_value("Pick a dataset question").run()
+    app.button(key="compare_question").click().run()
+
+    def stored() -> list[str]:
+        return [c.value for c in app.caption if c.value.startswith("Stored label:")]
+
+    assert stored() == ["Stored label: none (latest in the store)"]
+    app.button(key="judge-grade-4").click().run()
+    assert not app.exception, app.exception
+    assert stored() == ["Stored label: 4 (latest in the store)"]
+    store = Store(store_url)
+    assert list(store.current_labels("demo", "cleo").values()) == [{"cleo": 4}]
+    app.button(key="judge-undo").click().run()
+    assert stored() == ["Stored label: none (latest in the store)"]
+    assert store.current_labels("demo", "cleo") == {}
+    store.close()
+
+
 def test_compare_escapes_candidate_text(store_url):
     import_xss(store_url)
     app = open_page(COMPARE)
