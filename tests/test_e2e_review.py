@@ -33,6 +33,10 @@ def test_settling_a_conflict_moves_the_box_and_clears_the_note(running_app, page
     expect(name).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     name.fill(f"e2e-reviewer-{tag}")
     name.press("Enter")
+    # The name is taken once the Annotator box shows it (the text box goes): a view switched to
+    # before that run may start without a reviewer (seen once in a loaded clean-clone run).
+    expect(page.get_by_role("combobox", name="Annotator", exact=True)).to_have_value(
+        f"e2e-reviewer-{tag}", timeout=BROWSER_TIMEOUT_MS)
     settled(page)
     page.get_by_text("Review conflicts", exact=True).click()
     box = page.get_by_role("combobox", name="Conflict to settle", exact=True)
