@@ -29,6 +29,7 @@ from qa_core.types import InputError, NotTrainedError
 
 RESULT_KEY, APPLIED_KEY, RUNS_KEY = "ask_result", "ask_applied_params", "ask_runs"
 SHOWN_COLUMNS = ["rank", "score", "tied", "first_stage_rank", "rank_change", "gold_label", "stored_label", "text"]
+FIRST_STAGE_COLUMNS = ("first_stage_rank", "rank_change")
 
 st.set_page_config(page_title="Ask · Rerank Lab", layout="wide")
 
@@ -163,8 +164,10 @@ if state is not None:
     if result.pool_note() is not None:
         st.info(workbench.as_markdown(result.pool_note()))
     key = f"r{state['id']}"
+    # A pool without a first stage (a dataset question's own candidates) has no first-stage columns to show.
+    shown = [c for c in SHOWN_COLUMNS if not (c in FIRST_STAGE_COLUMNS and table[c].isna().all())]
     picked = st.dataframe(
-        table[SHOWN_COLUMNS].assign(gold_label=blank_missing(table["gold_label"]),
+        table[shown].assign(gold_label=blank_missing(table["gold_label"]),
                                     stored_label=blank_missing(table["stored_label"])),
         hide_index=True,
         column_config={

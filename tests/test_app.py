@@ -134,6 +134,7 @@ def test_dataset_question_shows_gold_labels(store_url):
     table = app.dataframe[0].value
     assert (table["gold_label"] != "").all()  # a blank cell is a missing label
     assert list(table["rank"]) == list(range(1, len(table) + 1))
+    assert "first_stage_rank" not in table and "rank_change" not in table  # no first stage: no "None" columns
 
 
 @pytest.mark.parametrize(
