@@ -21,11 +21,9 @@ from qa_core.services.labeling.curves import (
     pick_round,
     seed_order,
     simulate_loop,
-    version_curve,
 )
 from qa_core.services.labeling.strategies import STRATEGIES, model_scores
 from qa_core.types import InputError
-from tests.conftest import model_file
 
 FAST = {"max_epochs": 8, "patience": 3}
 
@@ -112,14 +110,3 @@ def test_curve_summary_and_labels_to_reach() -> None:
     assert list(figure.data[0].x) == [100, 200]
 
 
-def test_version_curve_reads_the_registry(demo_store: Store) -> None:
-    demo_store.register_model("smcnn", "smcnn", model_file("a.pt"), {"train_labels": 50}, {"dev_map": 0.6})
-    demo_store.register_model("smcnn", "smcnn", model_file("b.pt"), {"dataset": "demo"}, {"dev_map": 0.9})  # no count
-    demo_store.register_model(
-        "smcnn", "smcnn", model_file("c.pt"), {"train_labels": 20}, {"dev_map": 0.5, "test_gold_map": 0.4}, promote=True
-    )
-    rows = version_curve(demo_store, "smcnn")
-    assert [(r["version"], r["labels"], r["dev_map"], r["test_map"], r["in_use_for"]) for r in rows] == [
-        (3, 20, 0.5, 0.4, ["*"]),  # trained on no dataset: in use for every one
-        (1, 50, 0.6, None, []),
-    ]

@@ -13,9 +13,9 @@ one annotator needs no leases, and a lease round trip costs ~25 ms a pair agains
 over the ~50,000 judgements of the benchmark is the difference between minutes and an hour.
 
 ``curve_summary`` turns curves over seeds into mean ± std per label budget, ``labels_to_reach``
-reads off the labels a curve needs for a MAP target, ``version_curve`` is the same picture for
-the versions in the model registry (labels each was trained on vs its MAP), and
-``curve_figure`` draws either with plotly.
+reads off the labels a curve needs for a MAP target, and ``curve_figure`` draws curves with
+plotly (the registry's versions are drawn by ``viz.version_curve_figure`` from the Train page's
+versions table).
 """
 
 from __future__ import annotations
@@ -200,28 +200,6 @@ def labels_to_reach(summary: Sequence[Mapping[str, float]], target: float) -> in
         if row["mean"] >= target:
             return int(row["labels"])
     return None
-
-
-def version_curve(store: Store, model: str) -> list[dict[str, Any]]:
-    """The registry's versions of ``model`` as curve points: TRAIN labels each was trained on
-    (``train_labels`` of its training metadata) and its dev MAP and gold test MAP. Versions
-    without a label count (registered outside a training job) are left out."""
-    rows = []
-    for version in store.model_versions(model):
-        labels = (version.get("training_data") or {}).get("train_labels")
-        if labels is None:
-            continue
-        metrics = version.get("metrics") or {}
-        rows.append(
-            {
-                "version": version["version"],
-                "labels": int(labels),
-                "dev_map": metrics.get("dev_map"),
-                "test_map": metrics.get("test_gold_map"),
-                "in_use_for": version["promoted_for"],
-            }
-        )
-    return sorted(rows, key=lambda row: (row["labels"], row["version"]))
 
 
 def curve_figure(
