@@ -36,7 +36,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from qa_core.evaluation import METRICS, Qrels, Run, evaluate
+from qa_core.evaluation import METRIC_LABELS, METRICS, Qrels, Run, evaluate
 from qa_core.types import InputError
 
 PERMUTATIONS = 10_000
@@ -48,7 +48,6 @@ CONFIDENCE = 0.95
 TIE_TOLERANCE = 1e-9
 T_TEST, RANDOMISATION = "paired t-test", "randomisation"
 FORMATS = ("table", "markdown", "latex", "json")
-METRIC_LABELS = {"map": "MAP", "mrr": "MRR", "p@1": "P@1", "ndcg@10": "nDCG@10"}
 
 
 @dataclass(frozen=True)
