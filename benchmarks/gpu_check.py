@@ -48,7 +48,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from qa_core import ordering  # noqa: E402
-from qa_core.device import describe  # noqa: E402
+from qa_core.device import describe, use_fp32_precision  # noqa: E402
 from qa_core.text import contextual, nlp, vectors  # noqa: E402
 from qa_core.training import loop  # noqa: E402
 from qa_core.types import Candidate, InputError  # noqa: E402
@@ -162,13 +162,14 @@ def check_scores(
         name = str(dtype).removeprefix("torch.")
         try:
             with torch.autocast(device.type, dtype=dtype):
-                mixed = ranker.predict(inputs)
+                mixed, mixed_rate = timed_predict(ranker, inputs, device, passes)
         except RuntimeError as error:  # an op without a kernel for this dtype on this device: reported
             autocast[name] = {"error": str(error).splitlines()[0]}
             continue
         autocast[name] = {
             "max_abs_diff": float(np.abs(mixed - reference).max()),
             "map_change": mean_average_precision(mixed, pools) - reference_map,
+            "pairs_per_second": round(mixed_rate),
         }
     speed = {
         "pairs": len(scores),
@@ -181,9 +182,13 @@ def check_scores(
 
 def one_epoch(entry: dict[str, str], part: dict[str, Any], device: torch.device, dev_pools: dict[str, Any], seed: int) -> dict[str, Any]:
     """One epoch on ``device`` from the checkpoint's weights through the shared training loop, on the
-    encoded TRAIN batches; DEV MAP (numpy) after it."""
+    encoded TRAIN batches, dropout off so that the device's arithmetic is all that differs from the
+    CPU's epoch; DEV MAP (numpy) after it."""
     ranker = ranker_from(entry, part["state"], device)
     model = ranker.model()
+    for module in model.modules():  # the device's dropout masks come from another generator than the CPU's
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
     train = part["train"]
     batches = ranker.batches(on(device, train["inputs"]), train["groups"], train["labels"])
     dev_inputs = part["dev"]["inputs"]
@@ -208,7 +213,10 @@ def check_epoch(entry: dict[str, str], part: dict[str, Any], device: torch.devic
     on_cpu = on_device if device.type == "cpu" else one_epoch(entry, part, CPU, dev_pools, seed)
     difference = 100 * abs(on_device["dev_map"] - on_cpu["dev_map"])
     passed = math.isfinite(on_device["loss"]) and difference <= EPOCH_MAP_POINTS
-    return {"device": on_device, "cpu": on_cpu, "dev_map_difference_points": difference, "passed": passed}
+    # What the next seed's batch order alone does to DEV MAP: the scale the 1-point band sits on.
+    other_seed = one_epoch(entry, part, CPU, dev_pools, seed + 1)
+    spread = 100 * abs(other_seed["dev_map"] - on_cpu["dev_map"])
+    return {"device": on_device, "cpu": on_cpu, "dev_map_difference_points": difference, "cpu_next_seed_difference_points": spread, "passed": passed}
 
 
 def check_request(ranker: Any, request: dict[str, Any], reference: np.ndarray) -> dict[str, Any]:
@@ -280,6 +288,7 @@ def run_check(bundle: Path, device: torch.device, out: Path, passes: int = TIMED
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
+        "fp32_precision": torch.backends.cudnn.conv.fp32_precision,
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "bundle": {key: manifest[key] for key in ("data", "made", "total_bytes", "train_questions", "epochs")},
         "tolerances": {"fp32": FP32_TOLERANCE, "explain": EXPLAIN_TOLERANCE, "epoch_map_points": EPOCH_MAP_POINTS},
@@ -293,73 +302,93 @@ def run_check(bundle: Path, device: torch.device, out: Path, passes: int = TIMED
 
 SECTION_INTRO = """## GPU check
 
-Script: `benchmarks/gpu_check.py`. **The CUDA path of the neural rankers is verified only by this check,
-and it has not run on a GPU yet (last looked at 2026-11-26: no GPU machine was available).** Every
-result below that names a CPU is the same check run with `--device cpu`: it shows that the check works
-and what it measures, not that CUDA does. Until a GPU row is here, read "GPU reranking" as untested.
+Script: `benchmarks/gpu_check.py`. The CUDA path of the neural rankers is verified by this check only
+(the suite has no GPU). It last ran on 2026-11-26 on one NVIDIA H200: every ranker passed (rows below).
 
 On a CPU machine with the whole project: `python benchmarks/gpu_check.py make --bundle gpu_bundle`
 (WikiQA TEST, DEV, and 150 TRAIN questions; one checkpoint per neural ranker, trained one epoch).
 Copy the source tree and `gpu_bundle/` to the node; there, with only Python, torch, numpy, pandas,
 scipy and scikit-learn: `python benchmarks/gpu_check.py run --bundle gpu_bundle --device cuda --out
 out` (exit status 0 when every ranker passed; `out/gpu_check.json` holds everything). Then, back here,
-`python benchmarks/gpu_check.py report --result out/gpu_check.json` and `python benchmarks/report.py`
-put the rows below. Per ranker it checks: fp32 scores on the device against the bundle's CPU scores
-(largest difference <= 1e-4); autocast bfloat16 and float16 (difference and TEST MAP change,
-reported); pairs/s on the device and on the node's CPU in the same run; one training epoch from the
-checkpoint on the bundle's encoded TRAIN batches on the device and on the CPU (loss finite, DEV MAP
-within 1 point); the request path of one TEST question (`score_pools`, then `explain` of the best
-candidate: its score equals the ranked score within 1e-5). `tests/test_gpu_check.py` makes a small
-demo bundle and runs the check with `--device cpu` in a Python that holds only the node's packages.
+`python benchmarks/gpu_check.py report --result out/gpu_check.json [--result more.json]` and
+`python benchmarks/report.py` put the rows below. Per ranker it checks: fp32 scores on the device
+against the bundle's CPU scores (largest difference <= 1e-4); autocast bfloat16 and float16
+(difference, TEST MAP change and pairs/s, reported); pairs/s on the device and on the node's CPU in
+the same run; one training epoch from the checkpoint on the bundle's encoded TRAIN batches on the
+device and on the CPU (loss finite, DEV MAP within 1 point); the request path of one TEST question
+(`score_pools`, then `explain` of the best candidate: its score equals the ranked score within 1e-5).
+`tests/test_gpu_check.py` makes a small demo bundle and runs the check with `--device cpu` in a Python
+that holds only the node's packages.
 
-Known limits: the epoch starts from the bundle's checkpoint, and dropout masks come from the CUDA
-generator on the device and the CPU one on the CPU, so the two epochs are not bit-identical (hence
-the 1-point band). The bundle's checkpoints read question analysis from the wh-word rules (no class
-CNN or focus tagger is trained for it), so those two classifiers are not part of what is checked.
-TRAIN is a seeded sample of 150 questions to keep the bundle under 50 MiB (compare-aggregate's spaCy
-token vectors are most of it). A GPU run does the CPU work of a `--device cpu` run (its time below, on
-this machine's 2 shared cores) on the node's cores, plus the GPU's; that it ends within 8 minutes on a
-node is not measured yet (`--passes 1` trims the timed scoring passes from 3).
+**float32 is IEEE float32 on CUDA** (`qa_core.device.use_fp32_precision`). torch's default lets cuDNN
+run convolutions and RNNs in TF32; the first H200 run failed compare-aggregate that way (scores 3e-4
+from the CPU's, an explanation's score 4.4e-5 from its ranked score). `--fp32-precision tf32` measures
+what TF32 would do (second table): four of seven rankers fail the tolerances, and it is what makes
+mphcnn's convolutions fast. IEEE float32 on the H200 is slower than the node's CPU for mphcnn (about
+500 pairs/s) and for the two overlap CNNs; autocast is 7 to 146 times faster there, at a TEST MAP
+change of at most 0.41 points. So on a GPU, `RERANK_LAB_AMP=1` is the fast setting and float32 the
+exact one; AMP stays off by default, so that every score and explanation is the CPU's to 1e-6.
+
+Known limits: the epoch starts from the bundle's checkpoint and runs with dropout off (the device's
+dropout masks would come from the CUDA generator, the CPU's from another: with dropout on, mphcnn's
+H200 epoch ended 1.6 DEV MAP points from the CPU's, while the CPU's own next seed moved it 2.8); the
+two epochs still differ in summation order, hence the 1-point band, and the table gives what the next
+seed's batch order does on the CPU beside it. The bundle's checkpoints read question analysis from the
+wh-word rules (no class CNN or focus tagger is trained for it), so those two classifiers are not part
+of what is checked. TRAIN is a seeded sample of 150 questions to keep the bundle under 50 MiB
+(compare-aggregate's spaCy token vectors are most of it). Pairs/s come from three passes over the
+2,351 TEST pairs, so they move by up to a factor of two between runs on the same machine.
 """
 
 
-def section(result: dict[str, Any] | None) -> list[str]:
-    """The docs' section: what the check is, and the rows of one run when there is one."""
+def section(results: Sequence[dict[str, Any]]) -> list[str]:
+    """The docs' section: what the check is, and one table per run."""
     lines = [SECTION_INTRO]
-    if result is None:
-        return lines
+    for result in results:
+        lines += run_table(result)
+    return lines
+
+
+def run_table(result: dict[str, Any]) -> list[str]:
     bundle = result["bundle"]
-    lines += [
-        f"### {result['device']}, {result['date'][:10]}",
+    lines = [
+        f"### {result['device']}, {result['date'][:10]}, float32 as {result.get('fp32_precision', 'ieee')}",
         "",
         f"Driver {result['driver'] or '-'}, CUDA {result['cuda'] or '-'}, torch {result['torch']}, Python {result['python']}; "
         f"bundle: {bundle['data']}, {bundle['total_bytes'] / 2**20:.1f} MiB, made {bundle['made'][:10]}; "
         f"{result['seconds']:.0f} s in all; {'every ranker passed' if result['passed'] else 'NOT every ranker passed'}.",
         "",
-        "| ranker | fp32 max diff | bf16 diff / MAP change | fp16 diff / MAP change | device pairs/s | CPU pairs/s "
-        "| epoch loss | DEV MAP device / CPU | explain diff | passed |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| ranker | fp32 max diff | bf16 diff / MAP change / pairs/s | fp16 diff / MAP change / pairs/s | device pairs/s "
+        "| CPU pairs/s | epoch loss | DEV MAP device / CPU | CPU next seed, points | explain diff | passed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, checks in result["rankers"].items():
         if "error" in checks:
-            lines.append(f"| `{name}` | error: {checks['error'].splitlines()[-1]} |||||||| no |")
+            lines.append(f"| `{name}` | error: {checks['error'].splitlines()[-1]} ||||||||| no |")
             continue
         mixed = [
-            f"{c['max_abs_diff']:.1e} / {100 * c['map_change']:+.2f}" if "max_abs_diff" in c else "no kernel"
+            f"{c['max_abs_diff']:.1e} / {100 * c['map_change']:+.2f} / {c.get('pairs_per_second', 0):,}"
+            if "max_abs_diff" in c
+            else "no kernel"
             for c in (checks["autocast"]["bfloat16"], checks["autocast"]["float16"])
         ]
         speed, epoch = checks["speed"], checks["epoch"]
         lines.append(
             f"| `{name}` | {checks['fp32']['max_abs_diff']:.1e} | {mixed[0]} | {mixed[1]} | "
             f"{speed['device_pairs_per_second']:,} | {speed['cpu_pairs_per_second']:,} | {epoch['device']['loss']:.4f} | "
-            f"{epoch['device']['dev_map']:.4f} / {epoch['cpu']['dev_map']:.4f} | {checks['request']['difference']:.1e} | "
-            f"{'yes' if checks['passed'] else 'no'} |"
+            f"{epoch['device']['dev_map']:.4f} / {epoch['cpu']['dev_map']:.4f} | "
+            f"{epoch.get('cpu_next_seed_difference_points', float('nan')):.2f} | "
+            f"{checks['request']['difference']:.1e} | {'yes' if checks['passed'] else 'no'} |"
         )
-    notes = ["MAP changes in points (x100) of TEST MAP against the bundle's CPU scores; the checkpoints are trained "
-             "one epoch on 150 questions, to be checked, not to rank well."]
+    notes = [
+        "MAP changes in points (x100) of TEST MAP against the bundle's CPU scores; the checkpoints are trained "
+        "one epoch on 150 questions, to be checked, not to rank well."
+    ]
     if result["device"] == "CPU":
-        notes.append("With `--device cpu` the device's columns are the CPU's own run (done once): these rows show the "
-                     "check working and the autocast differences on a CPU, nothing about CUDA.")
+        notes.append(
+            "With `--device cpu` the device's columns are the CPU's own run (done once): these rows show the "
+            "check working and the autocast differences on a CPU, nothing about CUDA."
+        )
     return [*lines, "", " ".join(notes), ""]
 
 
@@ -378,13 +407,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--device", default="cuda", help="cuda, cuda:1 or cpu")
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--passes", type=int, default=TIMED_PASSES, help="timed scoring passes per device")
+    run.add_argument(
+        "--fp32-precision", choices=("ieee", "tf32"), default="ieee",
+        help="ieee: what the app runs; tf32: torch's cuDNN default, to measure what it would change",
+    )
     report = commands.add_parser("report", help="write the docs' section (benchmarks/results/gpu_check.md)")
-    report.add_argument("--result", type=Path, default=None, help="a run's gpu_check.json (none: the text alone)")
+    report.add_argument(
+        "--result", type=Path, action="append", default=[], help="a run's gpu_check.json, one table each (none: the text)"
+    )
     args = parser.parse_args(argv)
     if args.command == "report":
-        result = json.loads(args.result.read_text()) if args.result else None
         path = ROOT / "benchmarks" / "results" / "gpu_check.md"
-        path.write_text("\n".join(section(result)))
+        path.write_text("\n".join(section([json.loads(result.read_text()) for result in args.result])))
         print(path)
         return 0
     if args.command == "make":
@@ -396,6 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda, but torch sees no CUDA device here")
+    use_fp32_precision(args.fp32_precision)
     result = run_check(args.bundle, device, args.out, args.passes)
     print(f"{args.out / RESULT}: {'passed' if result['passed'] else 'FAILED'} in {result['seconds']} s")
     return 0 if result["passed"] else 1

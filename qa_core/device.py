@@ -20,6 +20,19 @@ DEVICE_VARIABLE = "RERANK_LAB_DEVICE"
 AMP_VARIABLE = "RERANK_LAB_AMP"
 
 
+def use_fp32_precision(mode: str = "ieee") -> None:
+    """Make float32 mean IEEE float32 on CUDA too (``mode="ieee"``, what every process gets on
+    import). torch lets cuDNN's convolutions and RNNs run in TF32 by default (10 mantissa bits), which
+    moved compare_aggregate's H200 scores by 3e-4 against the CPU's and an explanation's score away
+    from its ranked score (benchmarks/gpu_check.py, 2026-11-26). Reduced precision is
+    ``RERANK_LAB_AMP``'s choice, not a silent default; ``mode="tf32"`` is for measuring it."""
+    for backend in (torch.backends.cuda.matmul, torch.backends.cudnn.conv, torch.backends.cudnn.rnn):
+        backend.fp32_precision = mode
+
+
+use_fp32_precision()  # on import: every path that reaches a device imports this module first
+
+
 def default_device() -> torch.device:
     """``RERANK_LAB_DEVICE`` (``cpu``, ``cuda``, ``cuda:1``) when set, else CUDA when available, else the
     CPU. ``InputError`` for a value torch does not know or a CUDA device torch cannot see."""

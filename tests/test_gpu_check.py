@@ -153,6 +153,18 @@ def test_mixed_precision_is_off_unless_asked(bundle: Path, monkeypatch: pytest.M
     assert workbench.device_label() == "CPU · mixed precision"
 
 
+def test_float32_is_ieee_on_cuda_once_a_ranker_module_is_imported() -> None:
+    """torch runs cuDNN convolutions and RNNs in TF32 by default; on an H200 that moved
+    compare_aggregate's scores 3e-4 from the CPU's. Checked in a fresh interpreter, since the setting
+    is process-wide and set on import."""
+    probe = (
+        "import torch; import qa_core.rankers.neural; b = torch.backends; "
+        "print(b.cuda.matmul.fp32_precision, b.cudnn.conv.fp32_precision, b.cudnn.rnn.fp32_precision)"
+    )
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert shown.stdout.split() == ["ieee", "ieee", "ieee"]
+
+
 def test_the_caption_names_the_gpu_and_its_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the landing page and every page's "Running on" caption show on a GPU machine. torch's CUDA
     queries are replaced here (no GPU on this machine): this checks the wording, not a GPU."""
