@@ -633,9 +633,11 @@ def render(results: dict[str, Any]) -> list[str]:
                   f"| {gpu['name']} | {gpu['autocast_dtype']} | {gpu['pairs']} | {gpu['fp32_pairs_per_second']:,.0f} | "
                   f"{gpu['amp_pairs_per_second']:,.0f} | {gpu['max_abs_difference']:.1e} |", ""]
     else:
-        lines += ["Not measured here: this machine has no GPU. `benchmarks/speed.py --parts gpu --device cuda` scores "
-                  "WikiQA TEST's pairs with SM-CNN in fp32 and under `torch.autocast` (float16), and records both "
-                  f"rates and the largest score difference (must stay within {AMP_TOLERANCE:g})."]
+        lines += ["Not measured by this script here: this machine has no GPU. `benchmarks/speed.py --parts gpu --device "
+                  "cuda` scores WikiQA TEST's pairs with SM-CNN in fp32 and under `torch.autocast` (float16), and "
+                  f"records both rates and the largest score difference (must stay within {AMP_TOLERANCE:g}). Every "
+                  "neural ranker's rates on an H200, in float32 and under both autocast types, are in the GPU check "
+                  "below."]
         if gpu:
             lines += ["", f"The same code path on the CPU ({gpu['autocast_dtype']} autocast): fp32 "
                       f"{gpu['fp32_pairs_per_second']:,.0f} pairs/s, autocast {gpu['amp_pairs_per_second']:,.0f} pairs/s, "
