@@ -85,13 +85,13 @@ def show_job(job_id: int, was_active: bool) -> None:
         st.plotly_chart(retraining.training_figure(status.events), key=f"job_curve_{job_id}")
     job = status.job
     if job["status"] == "failed":
-        promoted = store.promoted_model(job["model"], job["dataset"])
+        promoted = store.models.promoted_model(job["model"], job["dataset"])
         kept = f"version {promoted['version']} stays in use" if promoted else "no version is in use for its dataset"
         st.error(
             workbench.as_markdown(f"Training job {job_id} failed: {job['error']}. Nothing was registered; {kept}.")
         )
     elif job["status"] == "succeeded":
-        version = store.model_version(job["model_version_id"])
+        version = store.models.model_version(job["model_version_id"])
         st.success(f"Job {job_id} finished: {job['model']} version {version['version']} registered (not promoted).")
 
 
@@ -121,7 +121,7 @@ else:
     st.dataframe(versions, hide_index=True)
     st.caption(retraining.VERSION_METRICS_NOTE)
     numbers = versions["version"].tolist()
-    in_use = store.promoted_model(model, dataset)
+    in_use = store.models.promoted_model(model, dataset)
     left, middle, right = st.columns([2, 1, 1])
     if st.session_state.get(f"train_versions_seen_{model}") != len(numbers):  # a new version: show it first
         st.session_state[f"train_versions_seen_{model}"] = len(numbers)
@@ -153,16 +153,16 @@ else:
     unconfirmed = None if confirmed else f"{reason}: confirm below first."
     if middle.button(f"Promote for {dataset}", key="train_promote", disabled=already or not confirmed, help=unconfirmed):
         try:
-            store.promote(model, int(chosen), dataset, actor=actor)
+            store.models.promote(model, int(chosen), dataset, actor=actor)
             st.rerun()
         except InputError as error:  # e.g. the role was taken away meanwhile
             st.error(workbench.as_markdown(str(error)))
-    target = store.rollback_target(model, dataset)
+    target = store.models.rollback_target(model, dataset)
     rollback_label = "Roll back" if target is None else f"Roll back {dataset} to version {target['version']}"
     rollback_help = f"No earlier version was promoted for {dataset}." if target is None else None
     if right.button(rollback_label, key="train_rollback", disabled=target is None, help=rollback_help):
         try:
-            back = store.rollback(model, dataset, actor=actor)
+            back = store.models.rollback(model, dataset, actor=actor)
             st.toast(f"Version {back['version']} promoted again for {dataset}")
             st.rerun()
         except InputError as error:  # another session rolled back or promoted in between

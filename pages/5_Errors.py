@@ -51,7 +51,7 @@ datasets = require_datasets(store)
 left, middle, right = st.columns(3)
 dataset = pick_dataset(left, datasets, key="dataset", store=store)
 dataset_version = workbench.dataset_version(store, dataset)
-splits = list(store.dataset_summary(dataset)["questions"])
+splits = list(store.datasets.dataset_summary(dataset)["questions"])
 split_options = [*splits, ALL_SPLITS]
 split = middle.selectbox(  # keyed per dataset: another dataset's split never carries over
     "Split", split_options, index=split_options.index("test") if "test" in splits else 0, key=f"split-{dataset}"

@@ -2,7 +2,7 @@
 CSV too); the team's users and their roles.
 
 Admins only in team mode. Widgets and layout only; the tables are ``qa_core.services.audit``'s,
-role changes ``Store.grant_role`` (which checks the role again and records the change). Data text
+role changes ``UserStore.grant_role`` (which checks the role again and records the change). Data text
 is shown through ``st.dataframe`` or escaped markdown, never as HTML.
 """
 
@@ -55,7 +55,7 @@ who = left.selectbox("User", users["recorded as"].tolist(), key="audit_user")  #
 role = right.selectbox("Role", list(Role), key="audit_role")
 if button.button("Change the role", key="audit_grant", type="primary"):
     try:
-        changed = store.grant_role(who, role, actor=actor)
+        changed = store.users.grant_role(who, role, actor=actor)
     except InputError as error:
         st.error(workbench.as_markdown(str(error)))
     else:

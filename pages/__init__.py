@@ -284,7 +284,7 @@ def _signed_in(store: Store) -> Actor:
     known = st.session_state.get(ACTOR)
     try:
         if st.session_state.get(SIGNED_IN_TOKEN) == token and isinstance(known, Actor) and known.signed_in:
-            actor = store.user_actor(known)
+            actor = store.users.user_actor(known)
         else:  # a new sign-in in this browser session: the store records it (and the first user's admin role)
             actor = audit.sign_in(store, claims)
             st.session_state[SIGNED_IN_TOKEN] = token
@@ -305,7 +305,7 @@ def _with_identity_in_sidebar(store: Store, actor: Actor) -> Actor:
     st.sidebar.markdown(f"Signed in as **{who}** ({workbench.as_markdown(actor.name)}) · {actor.role}")
     if st.sidebar.button("Sign out", key="sign_out"):
         try:
-            store.sign_out(actor)
+            store.users.sign_out(actor)
         except InputError as error:  # this browser still signs out; copies of its cookie are not ended
             st.sidebar.error(workbench.as_markdown(f"The store could not record the sign-out: {error}"))
         st.session_state.pop(SIGNED_IN_TOKEN, None)
@@ -383,7 +383,7 @@ def question_set(clean: bool, questions: int, split: str) -> str:
 
 def require_datasets(store: Store) -> list[str]:
     """The store's dataset names; an empty store says how to import one and stops the page."""
-    datasets = store.dataset_names()
+    datasets = store.datasets.dataset_names()
     if not datasets:
         st.info(NO_DATASETS)
         st.stop()

@@ -100,8 +100,8 @@ def cmd_data_import(args: argparse.Namespace) -> None:
 
     dataset = load_dataset(Path(args.path), fmt=args.format, name=args.name)
     store = _store(args)
-    report = store.import_dataset(dataset, replace=args.replace, actor=_actor())
-    _emit({"imported": dataset.name, **store.dataset_summary(dataset.name), "import": report.summary()})
+    report = store.datasets.import_dataset(dataset, replace=args.replace, actor=_actor())
+    _emit({"imported": dataset.name, **store.datasets.dataset_summary(dataset.name), "import": report.summary()})
     if report.moved:
         print(f"note: {len(report.moved)} candidates kept their labels under another id (rows moved in the file)",
               file=sys.stderr)
@@ -123,21 +123,21 @@ def _examples(candidates: Sequence[tuple[str, str, int]]) -> str:
 
 def cmd_data_orphans(args: argparse.Namespace) -> None:
     """Labels kept on candidates that a re-import retired, one JSON line each."""
-    for record in _store(args).orphaned_labels(args.data):
+    for record in _store(args).labels.orphaned_labels(args.data):
         _emit(record)
 
 
 def cmd_data_demo(args: argparse.Namespace) -> None:
     store = _store(args)
     workbench.ensure_demo(store, beside_others=True)
-    _emit({"datasets": store.dataset_names()})
+    _emit({"datasets": store.datasets.dataset_names()})
 
 
 def cmd_data_import_run(args: argparse.Namespace) -> None:
     from qa_core.data.importers import read_trec_run
 
     run = read_trec_run(Path(args.path))
-    _store(args).set_first_stage(args.data, run, actor=_actor())
+    _store(args).datasets.set_first_stage(args.data, run, actor=_actor())
     _emit({"first_stage_from": args.path, "questions": len(run)})
 
 
@@ -146,23 +146,23 @@ def cmd_data_import_qrels(args: argparse.Namespace) -> None:
 
     qrels, lines = read_qrels_located(Path(args.path))
     annotator = args.annotator or f"qrels:{Path(args.path).name}"
-    result = _store(args).import_qrels(args.data, qrels, annotator, lines=lines, path=args.path, actor=_actor())
+    result = _store(args).labels.import_qrels(args.data, qrels, annotator, lines=lines, path=args.path, actor=_actor())
     _emit({"labels": result.added, "unchanged": result.unchanged, "annotator": annotator})
 
 
 def cmd_data_export(args: argparse.Namespace) -> None:
     store = _store(args)
     if args.format == "qrels":
-        store.export_qrels(args.data, Path(args.out), source=args.source)
+        store.labels.export_qrels(args.data, Path(args.out), source=args.source)
     else:
-        store.export_labels_jsonl(args.data, Path(args.out))
+        store.labels.export_labels_jsonl(args.data, Path(args.out))
     _emit({"written": args.out})
 
 
 def cmd_data_list(args: argparse.Namespace) -> None:
     store = _store(args)
-    for name in store.dataset_names():
-        _emit({"dataset": name, **store.dataset_summary(name)})
+    for name in store.datasets.dataset_names():
+        _emit({"dataset": name, **store.datasets.dataset_summary(name)})
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -181,7 +181,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         return
     if not args.model or not args.data:
         raise InputError("train needs --model and --data (or --job ID for a job queued in the store)")
-    dataset = store.load_dataset(args.data)
+    dataset = store.datasets.load_dataset(args.data)
     outcome = train_ranker(
         args.model,
         dataset,
@@ -201,7 +201,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         dev_split=args.dev_split,
         extra={"labels": "gold", "trained_by": "cli"},
     )
-    version_id = store.register_model(
+    version_id = store.models.register_model(
         args.model,
         kind=args.model,
         checkpoint_path=str(outcome.checkpoint),
@@ -210,7 +210,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         promote=not args.no_promote,  # for the dataset it was trained on
         actor=_actor(),
     )
-    version = next(v["version"] for v in store.model_versions(args.model) if v["id"] == version_id)
+    version = next(v["version"] for v in store.models.model_versions(args.model) if v["id"] == version_id)
     _emit({"model": args.model, "version": version, "model_version_id": version_id,
            "checkpoint": str(outcome.checkpoint), **outcome.metrics})
 
@@ -244,7 +244,7 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
     config.ensure_free_space(path.parent, f"training {args.classifier}")
     outcome = train(Path(folder), seed=args.seed, progress=not args.quiet)
     outcome.model.save(path)
-    version = store.register_model(
+    version = store.models.register_model(
         args.classifier,
         kind=args.classifier,
         checkpoint_path=str(path),
@@ -270,7 +270,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     if not workbench.looks_like_path(args.model) and registry.ranker_class(args.model).capabilities.trainable:
         from qa_core.services.jobs import load_promoted
 
-        if store.promoted_model(args.model, args.data) is None:
+        if store.models.promoted_model(args.model, args.data) is None:
             raise NotTrainedError(
                 f"model {args.model!r} has no version trained on or promoted for {args.data!r}; train it with: "
                 f"{workbench.train_command(args.model, args.data)}"
@@ -297,7 +297,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     judged = judgements(run, qrels, clean=args.clean)
     if not judged.complete:  # beside the standard numbers, which count unjudged candidates as not relevant
         line["judgements"] = judged.to_dict()
-    line["run_id"] = store.save_run(args.data, args.split, run, dict(line), model_version_id=version_id, tag=ranker.name,
+    line["run_id"] = store.runs.save_run(args.data, args.split, run, dict(line), model_version_id=version_id, tag=ranker.name,
                                    actor=_actor())
     _emit(line)
 
@@ -330,14 +330,14 @@ def cmd_models(args: argparse.Namespace) -> None:
         return
     store = _store(args)
     for name in registry.available():
-        _emit({"model": name, "versions": store.model_versions(name)})
+        _emit({"model": name, "versions": store.models.model_versions(name)})
 
 
 def cmd_gc(args: argparse.Namespace) -> None:
     """Delete the temporary and unregistered checkpoint files that killed or failed trainings
     left in data/models (the rule: ``qa_core.checkpoints.collect_garbage``)."""
     store = _store(args)
-    registered = {Path(version["checkpoint_path"]) for version in store.model_versions()}
+    registered = {Path(version["checkpoint_path"]) for version in store.models.model_versions()}
     report = collect_garbage(
         config.checkpoint_dir(),
         owner=store.store_id,
@@ -360,18 +360,18 @@ def cmd_gc(args: argparse.Namespace) -> None:
 
 
 def cmd_users_grant(args: argparse.Namespace) -> None:
-    user = _store(args).grant_role(args.email, args.role, actor=_actor())
+    user = _store(args).users.grant_role(args.email, args.role, actor=_actor())
     _emit({"user": user["recorded_as"], "role": user["role"]})
 
 
 def cmd_users_merge(args: argparse.Namespace) -> None:
-    """One person signed in under two identities: the second becomes the first (``Store.merge_users``)."""
-    user = _store(args).merge_users(args.keep, args.merge, actor=_actor())
+    """One person signed in under two identities: the second becomes the first (``UserStore.merge_users``)."""
+    user = _store(args).users.merge_users(args.keep, args.merge, actor=_actor())
     _emit({"user": user["recorded_as"], "merged": args.merge})
 
 
 def cmd_users_list(args: argparse.Namespace) -> None:
-    for user in _store(args).users():
+    for user in _store(args).users.users():
         _emit(user)
 
 
@@ -388,7 +388,7 @@ def cmd_audit(args: argparse.Namespace) -> None:
             handle.write(audit_csv(table))
         _emit({"written": args.out, "events": len(table)})
         return
-    for event in store.audit_events(args.action):
+    for event in store.users.audit_events(args.action):
         _emit(event)
 
 

@@ -49,7 +49,7 @@ def audit_table(store: Store, actions: list[str] | None = None) -> pd.DataFrame:
             "target": event["target"],
             "detail": json.dumps(event["detail"], sort_keys=True, default=str) if event["detail"] else "",
         }
-        for event in store.audit_events(actions)
+        for event in store.users.audit_events(actions)
     ]
     return pd.DataFrame(rows, columns=AUDIT_COLUMNS)
 
@@ -72,7 +72,7 @@ def users_table(store: Store) -> pd.DataFrame:
             "issuer": user["issuer"],
             "subject": user["subject"],
         }
-        for user in store.users()
+        for user in store.users.users()
     ]
     return pd.DataFrame(rows, columns=USER_COLUMNS)
 
@@ -88,13 +88,13 @@ def token_time(claims: Mapping[str, Any], claim: str) -> datetime:
 
 def sign_in(store: Store, claims: Mapping[str, Any]) -> Actor:
     """The store's user for the identity token's claims as ``st.user`` gives them (``sub``,
-    ``email``, ``name``, ``iat``, ``exp``); see ``Store.sign_in``."""
+    ``email``, ``name``, ``iat``, ``exp``); see ``UserStore.sign_in``."""
     subject = claims.get("sub")
     if not isinstance(subject, str) or not subject:
         raise AccessDenied("the identity provider's token names no subject ('sub'); sign-in refused")
     email = claims.get("email") if isinstance(claims.get("email"), str) else None
     name = claims.get("name") if isinstance(claims.get("name"), str) else None
     issuer = claims.get("iss") if isinstance(claims.get("iss"), str) else ""
-    return store.sign_in(
+    return store.users.sign_in(
         subject, email, name, issued_at=token_time(claims, "iat"), expires_at=token_time(claims, "exp"), issuer=issuer
     )

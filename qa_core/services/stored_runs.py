@@ -66,7 +66,7 @@ def seed_groups(store: Store, dataset: str, split: str, folder: Path | None) -> 
             SeedRun("one run" if seed is None else f"seed {seed}", path=path) for seed, path in by_seed.items()
         ]
     newest: dict[str, dict[int, SeedRun]] = defaultdict(dict)
-    for run in store.runs(dataset):  # newest first
+    for run in store.runs.runs(dataset):  # newest first
         version = run["model_version_id"]
         if run["split"] != split or version is None or run["tag"].startswith(FUSION_PREFIX):
             continue
@@ -77,7 +77,7 @@ def seed_groups(store: Store, dataset: str, split: str, folder: Path | None) -> 
 
 
 def load_runs(store: Store, runs: Sequence[SeedRun]) -> list[Run]:
-    return [read_run(run.path) if run.path is not None else store.load_run(run.run_id) for run in runs]
+    return [read_run(run.path) if run.path is not None else store.runs.load_run(run.run_id) for run in runs]
 
 
 # ---------------------------------------------------------------------- fused runs
@@ -85,14 +85,14 @@ def load_runs(store: Store, runs: Sequence[SeedRun]) -> list[Run]:
 
 def fusion_tags(store: Store, dataset: str) -> list[str]:
     """Tags of the fused runs kept for ``dataset``, newest first."""
-    return list(dict.fromkeys(run["tag"] for run in store.runs(dataset) if run["tag"].startswith(FUSION_PREFIX)))
+    return list(dict.fromkeys(run["tag"] for run in store.runs.runs(dataset) if run["tag"].startswith(FUSION_PREFIX)))
 
 
 def load_tagged_run(store: Store, dataset: str, tag: str, split: str) -> Run:
     """The newest run with ``tag`` on ``split``."""
-    for run in store.runs(dataset):
+    for run in store.runs.runs(dataset):
         if run["tag"] == tag and run["split"] == split:
-            return store.load_run(run["id"])
+            return store.runs.load_run(run["id"])
     raise InputError(f"{tag} has no run on split {split!r}; fuse the models again on this split")
 
 
@@ -121,5 +121,5 @@ def save_fusion(
         result = evaluate(run, qrels_from_questions(questions))
         metrics = {**result.aggregate, "questions": result.questions, "method": recipe.method,
                    "members": list(recipe.members), "params": recipe.params, "dev_map": recipe.dev_map}
-        ids.append(store.save_run(dataset, split, run, metrics, tag=recipe.tag, actor=actor))
+        ids.append(store.runs.save_run(dataset, split, run, metrics, tag=recipe.tag, actor=actor))
     return ids
