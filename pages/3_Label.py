@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
-from db.calibration import MAX_CALIBRATION_PAIRS
 from pages import (
     current_actor,
     get_questions,
@@ -38,6 +37,7 @@ from pages.judging import ANNOTATOR, GRADE_MEANINGS, GRADE_NAMES, Keys, grade_bu
 from qa_core.access import Permission
 from qa_core.services import analysis, labeling, workbench
 from qa_core.services.labeling import calibration, charts, dashboard, preferences, suggestions
+from qa_core.services.labeling.calibration import MAX_CALIBRATION_PAIRS
 from qa_core.types import InputError, NotTrainedError
 
 ORDER_HELP = {

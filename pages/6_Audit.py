@@ -1,8 +1,8 @@
 """Audit: who imported, trained, promoted, rolled back, adjudicated or changed a role, and when (as
 CSV too); the team's users and their roles.
 
-Admins only in team mode. Widgets and layout only; the tables are ``qa_core.services.audit``'s,
-role changes ``UserStore.grant_role`` (which checks the role again and records the change). Data text
+Admins only in team mode. Widgets and layout only; the tables and role changes are ``qa_core.services.users``'
+(the store checks the role again and records the change). Data text
 is shown through ``st.dataframe`` or escaped markdown, never as HTML.
 """
 
@@ -12,7 +12,8 @@ import streamlit as st
 
 from pages import current_actor, open_store
 from qa_core.access import Permission, Role
-from qa_core.services import audit, workbench
+from qa_core.services import users as audit
+from qa_core.services import workbench
 from qa_core.types import InputError
 
 NOTICE = "audit_notice"
@@ -55,7 +56,7 @@ who = left.selectbox("User", users["recorded as"].tolist(), key="audit_user")  #
 role = right.selectbox("Role", list(Role), key="audit_role")
 if button.button("Change the role", key="audit_grant", type="primary"):
     try:
-        changed = store.users.grant_role(who, role, actor=actor)
+        changed = audit.grant_role(store, who, role, actor=actor)
     except InputError as error:
         st.error(workbench.as_markdown(str(error)))
     else:

@@ -18,21 +18,23 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 from streamlit.errors import StreamlitSecretNotFoundError
 
-from db.store import Store
 from qa_core import config
 from qa_core.access import LOCAL, Actor, Permission, plain_http_refusal
 from qa_core.evaluation import Run
 from qa_core.rankers.base import Explanation, Ranker
-from qa_core.services import audit, experiments, ranking, text_views, trust, viz, workbench
+from qa_core.services import experiments, ranking, text_views, trust, users, viz, workbench
 from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
 from qa_core.types import Candidate, InputError, NotTrainedError, Question
+
+if TYPE_CHECKING:
+    from qa_core.services.datasets import Store
 
 PAGES_DIR = Path(__file__).resolve().parent
 TYPED, PICKED = "Type a question", "Pick a dataset question"
@@ -284,9 +286,9 @@ def _signed_in(store: Store) -> Actor:
     known = st.session_state.get(ACTOR)
     try:
         if st.session_state.get(SIGNED_IN_TOKEN) == token and isinstance(known, Actor) and known.signed_in:
-            actor = store.users.user_actor(known)
+            actor = users.checked(store, known)
         else:  # a new sign-in in this browser session: the store records it (and the first user's admin role)
-            actor = audit.sign_in(store, claims)
+            actor = users.sign_in(store, claims)
             st.session_state[SIGNED_IN_TOKEN] = token
     except InputError as error:  # refused (AccessDenied), a token the store cannot keep, or the database
         st.session_state.pop(SIGNED_IN_TOKEN, None)
@@ -305,7 +307,7 @@ def _with_identity_in_sidebar(store: Store, actor: Actor) -> Actor:
     st.sidebar.markdown(f"Signed in as **{who}** ({workbench.as_markdown(actor.name)}) · {actor.role}")
     if st.sidebar.button("Sign out", key="sign_out"):
         try:
-            store.users.sign_out(actor)
+            users.sign_out(store, actor)
         except InputError as error:  # this browser still signs out; copies of its cookie are not ended
             st.sidebar.error(workbench.as_markdown(f"The store could not record the sign-out: {error}"))
         st.session_state.pop(SIGNED_IN_TOKEN, None)

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from db.store import Store
 from qa_core.access import LOCAL, SYSTEM, AccessDenied, Actor, Role, operator
 from qa_core.cli import main
-from qa_core.services import audit
+from qa_core.services import users as audit
 from qa_core.services.labeling import LabelingSession
 from qa_core.types import InputError
 from tests.conftest import model_file

@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from db.base import MAX_LABEL, MIN_LABEL
 from pages import current_actor, run_script
 from qa_core.access import Permission
 from qa_core.services import labeling, workbench
+from qa_core.services.labeling.agreement import MAX_LABEL, MIN_LABEL
 from qa_core.types import InputError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from db.calibration import MAX_CALIBRATION_PAIRS as MAX_CALIBRATION_PAIRS  # the Label page's limit
 from qa_core.services.labeling.agreement import cohen_kappa
 
 if TYPE_CHECKING:
