@@ -1,8 +1,10 @@
 """What every part of the store shares: the engine and sessions, and the queries they all need.
 
-``Store`` (``db/store.py``) is assembled from parts that each own a group of tables: datasets,
-labels, registry and runs (``db/store.py``), the labelling queue and review (``db/labeling.py``),
-training jobs (``db/jobs.py``). Each part builds on ``StoreBase``.
+``Store`` (``db/store.py``) composes one part per context over one ``Database``, each owning a group
+of tables: datasets (``db/datasets.py``), labels (``db/labels.py``), the labelling queue and review
+(``db/labeling.py``), guidelines and settings (``db/annotation.py``), calibration, preferences,
+model versions and promotions (``db/versions.py``), runs (``db/runs.py``), training jobs
+(``db/jobs.py``), users (``db/users.py``). Each part builds on ``StoreBase``.
 """
 
 from __future__ import annotations
