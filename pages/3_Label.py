@@ -560,7 +560,7 @@ def coefficient(value: float | None, items: int, enough: bool) -> str:
 
 def agreement_view(store, dataset: str, annotator: str | None) -> None:
     stamp = json.dumps(
-        [store.labels.current_labels(dataset), sorted(store.queue.adjudications(dataset)), len(store.annotation.judgement_times(dataset)),
+        [store.labels.current_labels(dataset), sorted(store.labels.adjudications(dataset)), len(store.annotation.judgement_times(dataset)),
          len(store.calibration.calibration_judgements(dataset))],
         sort_keys=True,
     )
@@ -646,7 +646,7 @@ def settle(store, conflict: labeling.Conflict, grade: int, reviewer: str) -> Non
     this conflict only, so the box is emptied for the next one."""
     note = st.session_state.get("adjudication_note") or None
     try:
-        store.queue.adjudicate(conflict.candidate_id, grade, reviewer, note, actor=current_actor())
+        store.labels.adjudicate(conflict.candidate_id, grade, reviewer, note, actor=current_actor())
     except InputError as error:
         st.session_state[NOTICE] = f"Not settled: {error}"
         return

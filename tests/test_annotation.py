@@ -65,7 +65,7 @@ def test_names_that_draw_nothing_are_refused_everywhere(ann_store: Store, name: 
     with pytest.raises(InputError, match=message):
         ann_store.labels.add_label(candidate, name, 1)
     with pytest.raises(InputError, match=message):
-        ann_store.queue.adjudicate(candidate, 1, name)
+        ann_store.labels.adjudicate(candidate, 1, name)
     assert ann_store.labels.current_labels("ann") == {}
 
 
@@ -84,13 +84,13 @@ def test_a_reviewer_cannot_settle_a_conflict_they_are_part_of(ann_store: Store) 
     ann_store.labels.add_label(candidate, "alice", 0)
     ann_store.labels.add_label(candidate, "bob", 3)
     with pytest.raises(InputError, match="alice labelled this pair"):
-        ann_store.queue.adjudicate(candidate, 3, "alice")
-    assert ann_store.queue.adjudications("ann") == {}
-    ann_store.queue.adjudicate(candidate, 2, "carol")
-    assert ann_store.queue.adjudications("ann")[candidate]["adjudicator"] == "carol"
-    ann_store.queue.undo_last("bob")  # bob took his label back: no longer a party
-    ann_store.queue.adjudicate(candidate, 1, "bob")
-    assert ann_store.queue.adjudications("ann")[candidate]["value"] == 1
+        ann_store.labels.adjudicate(candidate, 3, "alice")
+    assert ann_store.labels.adjudications("ann") == {}
+    ann_store.labels.adjudicate(candidate, 2, "carol")
+    assert ann_store.labels.adjudications("ann")[candidate]["adjudicator"] == "carol"
+    ann_store.labels.undo_last("bob")  # bob took his label back: no longer a party
+    ann_store.labels.adjudicate(candidate, 1, "bob")
+    assert ann_store.labels.adjudications("ann")[candidate]["value"] == 1
 
 
 # ------------------------------------------------------------------------------ undo per session

@@ -392,7 +392,7 @@ def test_errors_label_source_follows_the_store(store_url):
     labelled, adjudicated = demo[SISTINE], demo["demo-39"]
     wrong = next(c for c in labelled.candidates if c.label == 0)
     store.labels.add_label(store.datasets.find_candidate_id("demo", SISTINE, wrong.doc_id), "ann", 1)  # a second correct answer
-    store.queue.adjudicate(store.datasets.find_candidate_id("demo", "demo-39", adjudicated.candidates[0].doc_id), 0, "lead")
+    store.labels.adjudicate(store.datasets.find_candidate_id("demo", "demo-39", adjudicated.candidates[0].doc_id), 0, "lead")
     store.close()
 
     app = errors_page()

@@ -642,7 +642,7 @@ STORE_CASES: dict[str, tuple[Callable[[Store, int], object], str]] = {
     "annotator-of-10000-characters": (lambda s, c: s.labels.add_label(c, "a" * 10_000, 1), "too long"),
     "annotator-with-nul": (lambda s, c: s.labels.add_label(c, "ann\x00", 1), "NUL"),
     "note-with-nul": (lambda s, c: s.labels.add_label(c, "ann", 1, note="fine\x00"), "NUL"),
-    "adjudicator-too-long": (lambda s, c: s.queue.adjudicate(c, 1, "r" * 300), "too long"),
+    "adjudicator-too-long": (lambda s, c: s.labels.adjudicate(c, 1, "r" * 300), "too long"),
     "model-name-too-long": (lambda s, c: s.models.register_model("m" * 300, "smcnn", model_file("x.pt"), {}, {}), "too long"),
     "model-name-with-nul": (lambda s, c: s.models.register_model("m\x00", "smcnn", model_file("x.pt"), {}, {}), "NUL"),
     "queue-holder-too-long": (lambda s, c: s.queue.claim_candidate(c, "ann", holder="h" * 300), "too long"),

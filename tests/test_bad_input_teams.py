@@ -55,7 +55,7 @@ def test_a_forged_annotator_name_is_refused(team) -> None:
     with pytest.raises(AccessDenied, match="anna@example.org cannot record a judgement as annotator 'ada@example.org'"):
         store.labels.add_label(candidate, "ada@example.org", 4, actor=anna)
     with pytest.raises(AccessDenied, match="may not adjudicate"):
-        store.queue.adjudicate(candidate, 4, "ada@example.org", actor=anna)
+        store.labels.adjudicate(candidate, 4, "ada@example.org", actor=anna)
     assert snapshot(url) == before
     # A request whose session state names another annotator: the page labels as the signed-in user.
     page = team_page(LABEL, claims("anna"), annotator="ada@example.org", new_annotator="ada@example.org")

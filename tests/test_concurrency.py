@@ -113,7 +113,7 @@ def write_labels(url_or_store: str | Store, writer: int, candidate_ids: list[int
             candidate_id = candidate_ids[(7 * i + writer) % len(candidate_ids)]
             store.labels.add_label(candidate_id, annotator, i % 5, note=f"{writer}:{i}")
             if i % UNDO_EVERY == UNDO_EVERY - 1:
-                assert store.queue.undo_last(annotator)["candidate_id"] == candidate_id
+                assert store.labels.undo_last(annotator)["candidate_id"] == candidate_id
     finally:
         if isinstance(url_or_store, str):
             store.close()

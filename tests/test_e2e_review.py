@@ -75,7 +75,7 @@ def test_settling_a_conflict_moves_the_box_and_clears_the_note(running_app, page
 
     store = Store(running_app.database_url)
     try:
-        adjudications = store.queue.adjudications("demo")
+        adjudications = store.labels.adjudications("demo")
         assert adjudications[candidates[pair_a]]["note"] == "first note only"
         assert adjudications[candidates[pair_b]]["note"] is None
     finally:

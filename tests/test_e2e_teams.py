@@ -188,10 +188,10 @@ def test_admin_reviewer_and_annotator_see_what_their_role_may_do(team_app: TeamA
         with pytest.raises(AccessDenied, match="annotator\\) may not promote models"):
             store.models.promote("smcnn", 1, "demo", actor=actor)
         with pytest.raises(AccessDenied, match="may not adjudicate"):
-            store.queue.adjudicate(store.datasets.find_candidate_id("demo", "demo-01", "demo-01-0"), 3, None, actor=actor)
+            store.labels.adjudicate(store.datasets.find_candidate_id("demo", "demo-01", "demo-01-0"), 3, None, actor=actor)
         with pytest.raises(AccessDenied, match="may not train"):
             store.jobs.create_job("smcnn", "demo", {"seed": 1}, actor=actor)
-        assert store.queue.adjudications("demo") == {} and store.jobs.jobs() == []
+        assert store.labels.adjudications("demo") == {} and store.jobs.jobs() == []
     finally:
         store.close()
 

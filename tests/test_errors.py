@@ -129,7 +129,7 @@ def test_label_rules_gold_by_default_training_rule_on_request(store):
     store.datasets.import_dataset(Dataset("toy", QUESTIONS))
     store.labels.add_label(store.datasets.find_candidate_id("toy", "q-none", "b"), "ann", 2)  # now has a correct answer
     store.labels.add_label(store.datasets.find_candidate_id("toy", "q-where", "a"), "ann", 1)
-    store.queue.adjudicate(store.datasets.find_candidate_id("toy", "q-where", "a"), 0, "lead")  # overrules ann
+    store.labels.adjudicate(store.datasets.find_candidate_id("toy", "q-where", "a"), 0, "lead")  # overrules ann
     gold = evaluation_labels(store, "toy")
     assert gold.rule is LabelRule.GOLD and set(gold.sources.values()) == {"gold"}
     assert qrels_from_questions(gold.questions) == qrels_from_questions(QUESTIONS)  # app labels change nothing

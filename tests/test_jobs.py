@@ -61,7 +61,7 @@ def test_job_succeeds_and_registers_an_unpromoted_version(demo_store: Store, tra
     candidate = demo_store.datasets.find_candidate_id("demo", "demo-01", "demo-01-1")
     demo_store.labels.add_label(candidate, "alice", 4)
     demo_store.labels.add_label(candidate, "bob", 0)
-    demo_store.queue.adjudicate(candidate, 2, "carol")
+    demo_store.labels.adjudicate(candidate, 2, "carol")
 
     job_id = jobs.start_training_job(demo_store, "smcnn", "demo", gold=True, model_config=FAST)
     assert demo_store.jobs.job(job_id)["status"] in {"queued", "running", "succeeded"}

@@ -217,7 +217,7 @@ def test_undo_shows_the_pair_again_and_keeps_history(queue_store: Store) -> None
 
 def test_adjudicated_pairs_leave_the_queue(queue_store: Store) -> None:
     records = queue_store.datasets.candidate_rows("queue")
-    queue_store.queue.adjudicate(records[0].candidate_id, 2, "carol")
+    queue_store.labels.adjudicate(records[0].candidate_id, 2, "carol")
     alice = session(queue_store, "alice")
     handed = []
     while (item := alice.current()) is not None:
@@ -288,7 +288,7 @@ def test_agreement_report_and_conflicts_on_the_store(queue_store: Store) -> None
     assert [c.candidate_id for c in report.conflicts] == [ids[1]]
     conflict = report.conflicts[0]
     assert (conflict.qid, conflict.doc_id, conflict.labels, conflict.gold_label) == ("q1", "d1", {"alice": 1, "bob": 2}, 1)
-    queue_store.queue.adjudicate(ids[1], 2, "carol")
+    queue_store.labels.adjudicate(ids[1], 2, "carol")
     assert conflicts(queue_store, "queue") == []
 
 
@@ -330,9 +330,9 @@ def test_training_dataset_from_the_store(queue_store: Store) -> None:
     queue_store.labels.add_label(ids[("q1", "d1")], "bob", 0)
     queue_store.labels.add_label(ids[("q1", "d2")], "alice", 2)
     queue_store.labels.add_label(ids[("q1", "d2")], "bob", 4)
-    queue_store.queue.adjudicate(ids[("q1", "d2")], 3, "carol")
+    queue_store.labels.adjudicate(ids[("q1", "d2")], 3, "carol")
     queue_store.labels.add_label(ids[("q2", "d1")], "alice", 4)
-    queue_store.queue.undo_last("alice")  # retracted: q2/d1 falls back to gold, or to nothing
+    queue_store.labels.undo_last("alice")  # retracted: q2/d1 falls back to gold, or to nothing
 
     plain = training_labels(queue_store, "queue")
     assert {k: v.value for k, v in plain.labels.items()} == {ids[("q1", "d0")]: 1, ids[("q1", "d1")]: 0, ids[("q1", "d2")]: 3}

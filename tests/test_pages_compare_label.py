@@ -287,7 +287,7 @@ def test_agreement_and_review_settle_a_conflict(store_url):
     app.text_input(key="new_annotator").input("carol").run()  # not a party: may settle it
     app.button(key="settle-1").click().run()
     assert not app.exception, app.exception
-    adjudications = store.queue.adjudications("demo")
+    adjudications = store.labels.adjudications("demo")
     assert [(a["value"], a["adjudicator"]) for a in adjudications.values()] == [(1, "carol")]
     assert len(app.dataframe[0].value) == 1
     store.close()

@@ -63,7 +63,7 @@ def test_the_pages_write_as_the_signed_in_user(store_url) -> None:
         review.radio(key="label_view").set_value("Review conflicts").run()
         review.button(key="settle-3").click().run()
         assert not review.exception, review.exception
-        settled = store.queue.adjudications("demo")[candidate]
+        settled = store.labels.adjudications("demo")[candidate]
         assert (settled["adjudicator"], settled["value"]) == ("rita@example.org", 3)
 
         train = team_page(TRAIN, claims("ada"))

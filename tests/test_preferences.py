@@ -155,7 +155,7 @@ def test_a_model_as_an_annotator_judges_its_first_ranked_candidate_relevant(stor
     queued = model_disagreements(store, "p", "overlap", scores)
     assert {(c.qid, c.doc_id): c.labels for c in queued} == {
         ("q1", "a"): {"alice": 3, "model:overlap": 0}, ("q1", "b"): {"alice": 0, "model:overlap": MODEL_RELEVANT}}
-    store.queue.adjudicate(ids["q1", "a"], 3, "rita")  # settled by a reviewer: no longer queued
+    store.labels.adjudicate(ids["q1", "a"], 3, "rita")  # settled by a reviewer: no longer queued
     assert [(c.qid, c.doc_id) for c in model_disagreements(store, "p", "overlap", scores)] == [("q1", "b")]
 
 

@@ -415,7 +415,7 @@ def test_upgrade_from_0001_keeps_labels_and_models(database_url: str) -> None:
         assert [(v["version"], v["action"], v["promoted_at"]) for v in store.models.promotion_history("smcnn", "*")] == [
             (1, "migrated", T0)
         ]
-        assert store.queue.undo_last("alice") == {"label_id": 2, "candidate_id": 1, "value": 3}
+        assert store.labels.undo_last("alice") == {"label_id": 2, "candidate_id": 1, "value": 3}
         assert store.labels.current_labels("old") == {1: {"alice": 1, "bob": 0}}
     finally:
         store.close()
@@ -440,13 +440,13 @@ def test_undo_retracts_without_losing_history(store: Store, tmp_path: Path) -> N
     store.labels.add_label(second, "alice", 4)
     store.labels.add_label(first, "bob", 0)
 
-    assert store.queue.undo_last("alice") == {"label_id": 3, "candidate_id": second, "value": 4}
+    assert store.labels.undo_last("alice") == {"label_id": 3, "candidate_id": second, "value": 4}
     assert store.labels.current_labels("demo") == {first: {"alice": 2, "bob": 0}}
-    assert store.queue.undo_last("alice", "demo")["value"] == 2  # the previous judgement becomes current
+    assert store.labels.undo_last("alice", "demo")["value"] == 2  # the previous judgement becomes current
     assert store.labels.current_labels("demo") == {first: {"alice": 1, "bob": 0}}
     assert store.labels.qrels("demo") == {"q1": {"d1": 0}}  # bob's is the latest unretracted label
-    store.queue.undo_last("alice")
-    assert store.queue.undo_last("alice") is None
+    store.labels.undo_last("alice")
+    assert store.labels.undo_last("alice") is None
     assert store.labels.current_labels("demo") == {first: {"bob": 0}}
     assert store.datasets.dataset_summary("demo")["labelled"] == 1
 
@@ -463,7 +463,7 @@ def test_undo_retracts_without_losing_history(store: Store, tmp_path: Path) -> N
     with store.engine.connect() as connection:
         assert connection.execute(select(func.count()).select_from(LabelRow)).scalar() == 4
     with pytest.raises(InputError):
-        store.queue.undo_last("  ")
+        store.labels.undo_last("  ")
 
 
 def test_adjudications_and_replace_carry_work_over(store: Store) -> None:
@@ -472,14 +472,14 @@ def test_adjudications_and_replace_carry_work_over(store: Store) -> None:
     store.labels.add_label(candidate, "alice", 1)
     store.labels.add_label(candidate, "alice", 3)
     store.labels.add_label(candidate, "bob", 0)
-    store.queue.undo_last("alice")
-    store.queue.adjudicate(candidate, 2, "carol", note="partly answers")
-    store.queue.adjudicate(candidate, 1, "carol")
-    assert store.queue.adjudications("demo")[candidate]["value"] == 1  # the latest wins
+    store.labels.undo_last("alice")
+    store.labels.adjudicate(candidate, 2, "carol", note="partly answers")
+    store.labels.adjudicate(candidate, 1, "carol")
+    assert store.labels.adjudications("demo")[candidate]["value"] == 1  # the latest wins
     with pytest.raises(InputError):
-        store.queue.adjudicate(candidate, 7, "carol")
+        store.labels.adjudicate(candidate, 7, "carol")
     with pytest.raises(InputError):
-        store.queue.adjudicate(candidate + 1000, 1, "carol")
+        store.labels.adjudicate(candidate + 1000, 1, "carol")
 
     store.datasets.import_dataset(small_dataset(), replace=True)
     new_id = store.datasets.find_candidate_id("demo", "q1", "d2")
@@ -489,7 +489,7 @@ def test_adjudications_and_replace_carry_work_over(store: Store) -> None:
         ("bob", 0, False),
     ]
     assert store.labels.current_labels("demo") == {new_id: {"alice": 1, "bob": 0}}
-    adjudication = store.queue.adjudications("demo")[new_id]
+    adjudication = store.labels.adjudications("demo")[new_id]
     assert (adjudication["value"], adjudication["adjudicator"]) == (1, "carol")
 
 

@@ -204,7 +204,7 @@ def test_users_are_keyed_by_issuer_and_subject_and_a_known_email_is_another_pers
     with pytest.raises(AccessDenied, match="cannot record a judgement as annotator 'ada@example.org'"):
         store.labels.add_label(candidate, "ada@example.org", 0, actor=mallory)
     store.labels.add_label(candidate, None, 0, actor=mallory)
-    assert store.queue.undo_last(None, "d", actor=mallory)["value"] == 0
+    assert store.labels.undo_last(None, "d", actor=mallory)["value"] == 0
     assert store.labels.current_labels("d") == {candidate: {"ada@example.org": 3}}
     with pytest.raises(AccessDenied, match="may not change roles"):
         store.users.merge_users(ada.user_id, mallory.user_id, actor=mallory)

@@ -58,7 +58,7 @@ def test_an_annotator_cannot_do_what_reviewers_and_admins_do_and_nothing_is_writ
     refusals = {
         "promote models": lambda: store.models.promote("smcnn", 1, "d", actor=anna),
         "roll back models": lambda: store.models.rollback("smcnn", "d", actor=anna),
-        "adjudicate conflicts": lambda: store.queue.adjudicate(candidate, 2, None, actor=anna),
+        "adjudicate conflicts": lambda: store.labels.adjudicate(candidate, 2, None, actor=anna),
         "import or delete data": lambda: store.datasets.import_dataset(small(), replace=True, actor=anna),
         "train models": lambda: store.jobs.create_job("smcnn", "d", {"seed": 1}, actor=anna),
         "change roles": lambda: store.users.grant_role("anna@example.org", "admin", actor=anna),
@@ -77,8 +77,8 @@ def test_an_annotator_cannot_do_what_reviewers_and_admins_do_and_nothing_is_writ
 def test_a_reviewer_adjudicates_but_does_not_promote_and_an_admin_does_both(team) -> None:
     store, people = team
     candidate = store.datasets.find_candidate_id("d", "q1", "a")
-    store.queue.adjudicate(candidate, 3, None, note="clear", actor=people["rita"])
-    assert store.queue.adjudications("d")[candidate]["adjudicator"] == "rita@example.org"
+    store.labels.adjudicate(candidate, 3, None, note="clear", actor=people["rita"])
+    assert store.labels.adjudications("d")[candidate]["adjudicator"] == "rita@example.org"
     with pytest.raises(AccessDenied, match="reviewer\\) may not promote"):
         store.models.promote("smcnn", 1, "d", actor=people["rita"])
     store.models.rollback("smcnn", "d", actor=people["ada"])
@@ -181,7 +181,7 @@ def test_the_last_admin_cannot_step_down_and_unknown_users_or_roles_are_named(te
 def test_the_audit_trail_says_who_did_what_and_when_and_exports_as_csv(team, tmp_path: Path) -> None:
     store, people = team
     candidate = store.datasets.find_candidate_id("d", "q1", "a")
-    store.queue.adjudicate(candidate, 1, None, actor=people["rita"])
+    store.labels.adjudicate(candidate, 1, None, actor=people["rita"])
     store.models.rollback("smcnn", "d", actor=people["ada"])
     store.jobs.create_job("smcnn", "d", {"seed": 3}, actor=people["ada"])
     trail = [(e["actor"], e["action"], e["target"]) for e in reversed(store.users.audit_events())]

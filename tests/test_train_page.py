@@ -126,7 +126,7 @@ def test_label_rule_and_conflicts_are_shown(store_url: str) -> None:
     settled = store.datasets.find_candidate_id("demo", "demo-01", "demo-01-2")
     store.labels.add_label(settled, "alice", 3)
     store.labels.add_label(settled, "bob", 0)
-    store.queue.adjudicate(settled, 1, "carol")
+    store.labels.adjudicate(settled, 1, "carol")
     app.run()
     text = markdown(app)
     assert "latest adjudication" in text and "majority of its" in text and "Conflicts" in text

@@ -107,7 +107,7 @@ def judge_in_place(store, state: dict, qid: str, doc_id: str, grade: int) -> Non
 def undo_in_place(store, state: dict, qid: str) -> None:
     """Button callback: take back the annotator's latest label in the dataset (kept in the history)."""
     try:
-        undone = store.queue.undo_last(annotator_now(), state["dataset"], actor=current_actor())
+        undone = store.labels.undo_last(annotator_now(), state["dataset"], actor=current_actor())
     except InputError as error:
         st.session_state[JUDGE_NOTICE] = f"Not undone: {error}"
         return

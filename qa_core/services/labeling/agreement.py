@@ -198,7 +198,7 @@ def conflict_list(labels: Labels, adjudicated: Collection[int], records: Iterabl
 def conflicts(store: Store, dataset: str) -> list[Conflict]:
     """The review view's list: un-adjudicated pairs of ``dataset`` whose annotators disagree."""
     labels = store.labels.current_labels(dataset)
-    adjudicated = store.queue.adjudications(dataset)
+    adjudicated = store.labels.adjudications(dataset)
     return conflict_list(labels, adjudicated, store.datasets.candidate_rows(dataset)) if conflicting_ids(labels, adjudicated) else []
 
 

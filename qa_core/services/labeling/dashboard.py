@@ -169,7 +169,7 @@ def store_dashboard(store: Store, dataset: str, analyzer: QuestionAnalyzer) -> D
     analysed = dict(zip(texts, analyzer.analyse_many(texts))) if texts else {}
     board = build_dashboard(
         labels,
-        adjudicated={c: a["value"] for c, a in store.queue.adjudications(dataset).items()},
+        adjudicated={c: a["value"] for c, a in store.labels.adjudications(dataset).items()},
         classes={r.candidate_id: analysed[r.question].qclass for r in records},
         times=store.annotation.judgement_times(dataset),
     )

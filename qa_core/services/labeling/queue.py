@@ -163,7 +163,7 @@ class LabelingSession:
     def undo(self) -> QueueItem | None:
         """Retract the annotator's last judgement in this dataset (history keeps it) and show
         that pair again; ``None`` when there is nothing to undo or another session holds it."""
-        undone = self.store.queue.undo_last(self.annotator, self.dataset, holder=self.holder, actor=self.actor)
+        undone = self.store.labels.undo_last(self.annotator, self.dataset, holder=self.holder, actor=self.actor)
         if undone is None:
             return None
         self.store.queue.release_claims(self.dataset, self.holder, actor=self.actor)

@@ -90,7 +90,7 @@ def training_labels(store: Store, dataset: str, gold: GoldChoice = False) -> Tra
     labels), ``False`` never.
     """
     current = store.labels.current_label_records(dataset)
-    adjudicated = {candidate_id: row["value"] for candidate_id, row in store.queue.adjudications(dataset).items()}
+    adjudicated = {candidate_id: row["value"] for candidate_id, row in store.labels.adjudications(dataset).items()}
     records = store.datasets.candidate_rows(dataset)
     if gold is True:
         gold_values = {r.candidate_id: r.gold_label for r in records if r.gold_label is not None}
