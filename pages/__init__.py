@@ -18,7 +18,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -29,12 +29,10 @@ from qa_core import config
 from qa_core.access import LOCAL, Actor, Permission, plain_http_refusal
 from qa_core.evaluation import Run
 from qa_core.rankers.base import Explanation, Ranker
-from qa_core.services import experiments, ranking, text_views, trust, users, viz, workbench
+from qa_core.services import datasets, experiments, ranking, text_views, trust, users, viz, workbench
+from qa_core.services.datasets import Store
 from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
 from qa_core.types import Candidate, InputError, NotTrainedError, Question
-
-if TYPE_CHECKING:
-    from qa_core.services.datasets import Store
 
 PAGES_DIR = Path(__file__).resolve().parent
 TYPED, PICKED = "Type a question", "Pick a dataset question"
@@ -385,11 +383,11 @@ def question_set(clean: bool, questions: int, split: str) -> str:
 
 def require_datasets(store: Store) -> list[str]:
     """The store's dataset names; an empty store says how to import one and stops the page."""
-    datasets = store.datasets.dataset_names()
-    if not datasets:
+    names = datasets.names(store)
+    if not names:
         st.info(NO_DATASETS)
         st.stop()
-    return datasets
+    return names
 
 
 ChosenQuestion = tuple[str, Sequence[Candidate], str | None]

@@ -9,54 +9,26 @@ from pathlib import Path
 
 from qa_core.cli.common import EXIT_NOT_REPRODUCED, actor, add_label_arguments, emit, open_store, progress_bar
 from qa_core.services import workbench
-from qa_core.types import Dataset, InputError, NotTrainedError
+from qa_core.types import Dataset, InputError
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
     """Metrics as one JSON line (with ``judgements``: judged@10, bpref and condensed lists, where the
     run ranks unjudged candidates); the run is kept in the store (with the model version that made it)
     and, with ``--run-out``, written as a TREC run."""
-    from qa_core.evaluation import judgements, qrels_from_questions, tie_aware
-    from qa_core.rankers import registry
-    from qa_core.services.evaluation_labels import evaluation_labels, parse_rule
-    from qa_core.services.experiments import require_split, score_and_evaluate
+    from qa_core.services.stored_runs import evaluate_and_keep
 
     store = open_store(args)
-    version_id = None
-    if not workbench.looks_like_path(args.model) and registry.ranker_class(args.model).capabilities.trainable:
-        from qa_core.services import models
-        from qa_core.services.jobs import load_promoted
-
-        if models.in_use(store, args.model, args.data) is None:
-            raise NotTrainedError(
-                f"model {args.model!r} has no version trained on or promoted for {args.data!r}; train it with: "
-                f"{workbench.train_command(args.model, args.data)}"
-            )
-        loaded = load_promoted(store, args.model, args.data)
-        if loaded.notice is not None:
-            print(loaded.notice, file=sys.stderr)
-        ranker, version_id = loaded.ranker, loaded.version["id"]
-    else:
-        ranker = workbench.load_ranker(store, args.model, args.data)
-    labels = evaluation_labels(store, args.data, parse_rule(args.labels))
-    questions = require_split(Dataset(args.data, labels.questions), args.split)
     with progress_bar(f"scoring {args.split}", args.quiet) as progress:
-        run, result = score_and_evaluate(ranker, questions, clean=args.clean, progress=progress)
+        kept = evaluate_and_keep(store, args.model, args.data, args.split, args.labels, clean=args.clean,
+                                 progress=progress, actor=actor())
+    if kept.notice is not None:
+        print(kept.notice, file=sys.stderr)
     if args.run_out:
         from qa_core.data.exporters import write_trec_run
 
-        write_trec_run(run, Path(args.run_out), tag=ranker.name)
-    line = {"model": args.model, "data": args.data, "split": args.split, "labels": labels.rule.value,
-            **result.aggregate}
-    line.update(questions=result.questions, clean=result.clean)
-    qrels = qrels_from_questions(questions)
-    line.update(tie_aware(run, qrels, clean=args.clean).to_dict())
-    judged = judgements(run, qrels, clean=args.clean)
-    if not judged.complete:  # beside the standard numbers, which count unjudged candidates as not relevant
-        line["judgements"] = judged.to_dict()
-    line["run_id"] = store.runs.save_run(args.data, args.split, run, dict(line), model_version_id=version_id, tag=ranker.name,
-                                   actor=actor())
-    emit(line)
+        write_trec_run(kept.run, Path(args.run_out), tag=kept.ranker_name)
+    emit(kept.line)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:

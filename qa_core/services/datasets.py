@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from db.store import Store  # the type pages name the store by, too
 from qa_core import config
 from qa_core.types import InputError
 
 if TYPE_CHECKING:
     from db.reimport import ImportReport
-    from db.store import Store
     from qa_core.access import Actor
 
 EXPORT_FORMATS = ("qrels", "jsonl")
@@ -28,7 +28,6 @@ def open_store(url: str | None = None, *, team: bool = False) -> Store:
     with any password in the URL masked."""
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-    from db.store import Store
     from qa_core.services.workbench import masked_url
 
     url = url or config.database_url()
