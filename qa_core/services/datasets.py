@@ -30,7 +30,7 @@ def open_store(url: str | None = None, *, team: bool = False) -> Store:
 
     from qa_core.services.workbench import masked_url
 
-    url = url or config.database_url()
+    url = config.database_url() if url is None else url  # an empty URL is refused, not replaced
     try:
         return Store(url, team=team)
     except InputError as error:  # an unreadable URL: the message repeats none of it
