@@ -8,7 +8,6 @@ on stderr, never a traceback, nothing half written); 130 interrupted (Ctrl-C); 1
 (with its traceback). Results are JSON lines on stdout; notes for people go to stderr.
 """
 
-
 from __future__ import annotations
 
 import argparse
