@@ -153,8 +153,8 @@ def measure(name: str) -> dict[str, Any]:
 
         dataset = load(name)
         store = Store(f"sqlite:///{folder}/store.sqlite")
-        store.import_dataset(dataset)
-        records = store.candidate_rows(dataset.name, split="train")
+        store.datasets.import_dataset(dataset)
+        records = store.datasets.candidate_rows(dataset.name, split="train")
         store.close()
         test = dataset.split("test")
         conditions: dict[str, Any] = {}

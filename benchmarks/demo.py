@@ -84,7 +84,7 @@ def measure(corpus: Path) -> dict[str, Any]:
 
         dataset = load_pairs(corpus, name="demo")
         store = Store(f"sqlite:///{folder}/store.sqlite")
-        store.import_dataset(dataset)
+        store.datasets.import_dataset(dataset)
         test = dataset.split("test")
         pool = workbench.candidates_for_question(store, "demo", TYPED)
         held_out = typed_questions(dataset)

@@ -58,7 +58,7 @@ def full_data_run(store: Store, seed: int) -> CurvePoint:
         outcome = train_ranker(
             "smcnn", data, seed=seed, progress=False, checkpoint=Path(tmp) / "full.pt", model_config=MODEL_CONFIG
         )
-    test = store.load_dataset("wikiqa", split="test").questions
+    test = store.datasets.load_dataset("wikiqa", split="test").questions
     return CurvePoint(
         labels=sum(c.label is not None for q in data.split("train") for c in q.candidates),
         dev_map=float(outcome.metrics["dev_map"]),
@@ -87,9 +87,9 @@ def run(seeds: list[int], strategies: list[str], budgets: list[int]) -> dict[str
     with tempfile.TemporaryDirectory() as tmp:
         template = Path(tmp) / "template.sqlite"
         store = Store(f"sqlite:///{template}")
-        store.import_dataset(dataset)
+        store.datasets.import_dataset(dataset)
         bm25 = registry.create(COMMITTEE)  # IDF from each pool: nothing to fit
-        committee = {COMMITTEE: model_scores(bm25, store.candidate_rows("wikiqa", split="train"))}
+        committee = {COMMITTEE: model_scores(bm25, store.datasets.candidate_rows("wikiqa", split="train"))}
         for seed in seeds:
             point = full_data_run(store, seed)
             result["full"].append({"seed": seed, **point.__dict__})

@@ -52,14 +52,14 @@ def label(url: str, writer: int, count: int | None, log: str, stop: Any, start: 
     """Label the dataset's candidates round robin (``count`` labels, or until ``stop``), writing
     "label_id candidate_id" to ``log`` after each ``add_label`` returns."""
     store = Store(url)
-    rows = store.candidate_rows(DATASET)
+    rows = store.datasets.candidate_rows(DATASET)
     rng = random.Random(SEED + writer)
     with open(log, "w", buffering=1) as out:
         start.wait()
         i = 0
         while (count is None and not stop.is_set()) or (count is not None and i < count):
             row = rows[rng.randrange(len(rows))]
-            label_id = store.add_label(row.candidate_id, f"w{writer}", i % 5, note=f"{writer}:{i}")
+            label_id = store.labels.add_label(row.candidate_id, f"w{writer}", i % 5, note=f"{writer}:{i}")
             out.write(f"{label_id} {row.candidate_id}\n")
             i += 1
     store.close()
@@ -125,7 +125,7 @@ def tally(store: Store, labels: dict[int, int], texts: dict[int, str] | None = N
     result["lost"] = result["written"] - result["found"]
     result["moved_to_another_candidate"] = sum(found.get(i, c) != c for i, c in labels.items())
     if texts is not None:
-        now = {row.candidate_id: row.candidate for row in store.candidate_rows(DATASET)}
+        now = {row.candidate_id: row.candidate for row in store.datasets.candidate_rows(DATASET)}
         result["not_current_or_other_text"] = sum(now.get(c) != texts[c] for c in labels.values())
     return result
 
@@ -166,7 +166,7 @@ def concurrency(context: Any, url: str, folder: Path) -> dict[str, Any]:
 
 def reimport_race(context: Any, url: str, folder: Path, variants: list[Path]) -> dict[str, Any]:
     store = Store(url)
-    texts = {row.candidate_id: row.candidate for row in store.candidate_rows(DATASET)}
+    texts = {row.candidate_id: row.candidate for row in store.datasets.candidate_rows(DATASET)}
     processes, logs, stop, start = start_writers(context, url, folder, None, RACE_WRITERS, "race")
     start.set()
     reports, failures = [], []
@@ -182,7 +182,7 @@ def reimport_race(context: Any, url: str, folder: Path, variants: list[Path]) ->
         process.join()
     result = {**tally(store, written(logs), texts), "writers": RACE_WRITERS, "imports": len(variants),
               "import_failures": failures, "errors": sum(p.exitcode != 0 for p in processes), "reports": reports,
-              "orphaned_labels_at_end": len(store.orphaned_labels(DATASET))}
+              "orphaned_labels_at_end": len(store.labels.orphaned_labels(DATASET))}
     store.close()
     return result
 
@@ -198,7 +198,7 @@ def kills(context: Any, url: str, folder: Path, variants: list[Path]) -> dict[st
         process.join()
     writers = tally(store, written(logs))
     before = stored(store)
-    datasets_before = store.dataset_summary(DATASET)["candidates"]
+    datasets_before = store.datasets.dataset_summary(DATASET)["candidates"]
     import_kills = []
     for round_number in range(KILLED_IMPORTS):
         importer = cli(url, "data", "import", str(variants[round_number % len(variants)]), "--name", DATASET, "--replace")
@@ -207,7 +207,7 @@ def kills(context: Any, url: str, folder: Path, variants: list[Path]) -> dict[st
         importer.wait()
         import_kills.append(importer.returncode == -signal.SIGKILL)
     after = stored(store)
-    summary = store.dataset_summary(DATASET)
+    summary = store.datasets.dataset_summary(DATASET)
     result = {
         "writers_killed": KILLED_WRITERS, **writers,
         "imports_killed": sum(import_kills), "imports_finished_before_the_kill": len(import_kills) - sum(import_kills),

@@ -73,8 +73,8 @@ def measure(folder: str) -> dict[str, Any]:
     from qa_core.services.reproduce import weight_difference
 
     store = Store(f"sqlite:///{folder}/store.sqlite")
-    store.import_dataset(load_demo())
-    dataset = store.load_dataset("demo")
+    store.datasets.import_dataset(load_demo())
+    dataset = store.datasets.load_dataset("demo")
 
     def train(threads: int) -> tuple[Any, dict[str, Any]]:
         outcome = train_ranker("smcnn", dataset, seed=SEED, progress=False, threads=threads,
@@ -83,7 +83,7 @@ def measure(folder: str) -> dict[str, Any]:
                                        dev_split="dev", extra={"labels": "gold", "trained_by": "cli"})
 
     stored, (training_data, metrics) = train(1)
-    store.register_model("smcnn", kind="smcnn", checkpoint_path=str(stored.checkpoint),
+    store.models.register_model("smcnn", kind="smcnn", checkpoint_path=str(stored.checkpoint),
                          training_data=training_data, metrics=metrics)
     idle = [_rerun(store) for _ in range(RERUNS)]
     stop = multiprocessing.Event()

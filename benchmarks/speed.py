@@ -86,7 +86,7 @@ def run_e2e(profile_top: int = 25) -> dict[str, Any]:
     dataset = load_wikiqa(wikiqa_path())
     folder = Path(os.environ["RERANK_LAB_DATA"])
     store = Store(f"sqlite:///{folder / 'e2e.sqlite'}")
-    store.import_dataset(dataset)
+    store.datasets.import_dataset(dataset)
     ranker = trained_smcnn(dataset, folder)
     # Warm: every collection sentence already parsed (the app's state after a few requests); the
     # measured questions are not, so each one is parsed afresh as a typed question would be.
@@ -361,9 +361,9 @@ def run_walk(hold_seconds: int = 30) -> dict[str, Any]:
     steps: list[dict[str, Any]] = []
     with app_server(folder) as (url, server), chromium() as browser:
         store = Store(env["RERANK_LAB_DB"])
-        first_test = {name: store.load_dataset(name).split("test")[0].qid for name in store.dataset_names()}
+        first_test = {name: store.datasets.load_dataset(name).split("test")[0].qid for name in store.datasets.dataset_names()}
         for name in ("wikiqa", "trecqa"):  # a trained model beside the baselines on each, for Compare's three
-            store.promote("smcnn", store.promoted_model("smcnn", "demo")["version"], name)
+            store.models.promote("smcnn", store.models.promoted_model("smcnn", "demo")["version"], name)
         store.close()
         page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
 
@@ -488,10 +488,10 @@ NOTES = """\
 use torch's default of 2 intra-op threads, `after-fix-1-thread` sets `torch.set_num_threads(1)`).
 
 1. `workbench.dataset_version`, called on every request to key the BM25 collection cache, ran
-   `Store.dataset_summary`: per-split question counts, candidate and positive counts and a
+   `DatasetStore.dataset_summary`: per-split question counts, candidate and positive counts and a
    label-history subquery over all 12,153 WikiQA candidates, to read one `created_at`. It cost
    5.3 s of the 68 s profile (~50 ms a request, the whole retrieval p50). It is now one indexed
-   `SELECT id, created_at` (`Store.dataset_stamp`); retrieval p50 fell from 49 ms to 10 ms.
+   `SELECT id, created_at` (`DatasetStore.dataset_stamp`); retrieval p50 fell from 49 ms to 10 ms.
 2. The parse cache opened and closed a SQLite connection (three PRAGMAs each) for every lookup;
    it now keeps one connection per thread (and opens its own after a fork).
 3. After those, SM-CNN's forward pass was 75% of the profile, with `conv1d` and `masked_fill` on a

@@ -1,8 +1,10 @@
 """What every part of the store shares: the engine and sessions, and the queries they all need.
 
-``Store`` (``db/store.py``) is assembled from parts that each own a group of tables: datasets,
-labels, registry and runs (``db/store.py``), the labelling queue and review (``db/labeling.py``),
-training jobs (``db/jobs.py``). Each part builds on ``StoreBase``.
+``Store`` (``db/store.py``) composes one part per context over one ``Database``, each owning a group
+of tables: datasets (``db/datasets.py``), labels (``db/labels.py``), the labelling queue and review
+(``db/labeling.py``), guidelines and settings (``db/annotation.py``), calibration, preferences,
+model versions and promotions (``db/versions.py``), runs (``db/runs.py``), training jobs
+(``db/jobs.py``), users (``db/users.py``). Each part builds on ``StoreBase``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -49,7 +51,7 @@ class CandidateRecord(NamedTuple):
 
 
 class LabelRecord(NamedTuple):
-    """One current judgement (see ``Store.current_labels``)."""
+    """One current judgement (see ``LabelStore.current_labels``)."""
 
     label_id: int
     candidate_id: int
@@ -58,8 +60,9 @@ class LabelRecord(NamedTuple):
     created_at: datetime
 
 
-class StoreBase:
-    """Persistent store over SQLite or PostgreSQL; the schema is migrated on construction."""
+class Database:
+    """One SQLite or PostgreSQL database, migrated on construction, and its sessions: every
+    context's persistence (``StoreBase``) shares one, composed by ``db.store.Store``."""
 
     def __init__(self, url: str | None = None, engine: Engine | None = None, *, team: bool = False):
         """``team``: the app runs in team mode (sign-in configured), so every guarded write needs a
@@ -114,6 +117,23 @@ class StoreBase:
                     raise
         except (OperationalError, DataError, InternalError) as error:
             raise StorageError(describe_database_error(error)) from error
+
+
+class StoreBase:
+    """One context's persistence over a shared ``Database``: each public method runs in its own
+    session and transaction, so one part can be shared by Streamlit threads and background jobs."""
+
+    def __init__(self, database: Database):
+        self.database = database
+
+    @property
+    def team(self) -> bool:
+        """Team mode: every guarded write needs a signed-in actor (``db/audit.py``)."""
+        return self.database.team
+
+    def session_scope(self) -> AbstractContextManager[Session]:
+        """``Database.session_scope``: a transaction, committed when the block succeeds."""
+        return self.database.session_scope()
 
 
 def now() -> datetime:
@@ -256,7 +276,7 @@ def insert_model_version(
     caller's transaction.
 
     Two concurrent callers can pick the same version number: the unique constraint rejects one,
-    which retries (``Store.register_model``) or fails its job. The checkpoint file gets the version
+    which retries (``VersionStore.register_model``) or fails its job. The checkpoint file gets the version
     id written into it once the caller's transaction commits (a rollback leaves the file as it was),
     and its content hash is kept with the version (loading refuses a file with another); a file
     that does not exist gets none. A file outside the data folder's models folder
@@ -352,3 +372,13 @@ def jsonable(value: dict[str, Any]) -> dict[str, Any]:
         raise InputError(f"value of type {type(obj).__name__} cannot be stored as JSON")
 
     return json.loads(json.dumps(value, default=convert))
+
+
+def candidate_ids(session: Session, dataset_id: int) -> dict[tuple[str, str], int]:
+    """(qid, doc_id) -> id of the dataset's current candidates."""
+    rows = session.execute(
+        select(QuestionRow.qid, CandidateRow.doc_id, CandidateRow.id)
+        .join(QuestionRow, CandidateRow.question_id == QuestionRow.id)
+        .where(QuestionRow.dataset_id == dataset_id, CandidateRow.retired_at.is_(None))
+    )
+    return {(qid, doc_id): candidate_id for qid, doc_id, candidate_id in rows}

@@ -264,7 +264,7 @@ class JobStore(StoreBase):
         """Register the job's model as the next version of its name (promoted for the job's dataset
         only if asked) and mark the job succeeded, in ONE transaction; returns the ``model_versions`` id.
         The ``actor`` running the job needs the right to train (and to promote, with ``promote``);
-        the registration, and the promotion, are audited like ``Store.register_model``'s.
+        the registration, and the promotion, are audited like ``VersionStore.register_model``'s.
 
         ``InputError`` (and nothing registered) when the job is no longer running (with ``claim``:
         under that attempt), e.g. a reader declared it dead or gave it back to the queue.

@@ -1,4 +1,4 @@
-"""The labelling side of the store: undo (label retractions), adjudications and queue claims.
+"""The labelling queue's claims (leases); labels, their undo and adjudications are ``db/labels.py``.
 
 Queue claims (leases)
 ---------------------
@@ -33,14 +33,14 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from sqlalchemy import exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from db.annotation import guideline_in_force
-from db.audit import authorize, candidate_ref, record
+from db.audit import authorize
 from db.base import (
     StoreBase,
     candidates_of,
@@ -51,7 +51,7 @@ from db.base import (
     not_retracted,
     now,
 )
-from db.models import AdjudicationRow, CandidateRow, LabelRetractionRow, LabelRow, QueueClaimRow
+from db.models import AdjudicationRow, CandidateRow, LabelRow, QueueClaimRow
 from qa_core.access import Actor, Permission, acting_name
 from qa_core.types import InputError, StorageError
 
@@ -59,9 +59,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_LEASE_SECONDS = 600.0
 END_OUTCOMES = ("skipped", "released")
-# A concurrent undo of the same annotator can retract the label this one picked; it then takes
-# the next one (each call undoes one judgement).
-UNDO_ATTEMPTS = 5
 
 
 class Claim(NamedTuple):
@@ -109,99 +106,7 @@ class _QueueState:
 
 
 class LabelingStore(StoreBase):
-    """Undo, adjudication and the labelling queue's claims (mixed into ``db.store.Store``)."""
-
-    # ------------------------------------------------------------------ undo
-
-    def undo_last(
-        self, annotator: str | None, dataset: str | None = None, holder: str | None = None, *,
-        actor: Actor | None = None,
-    ) -> dict[str, Any] | None:
-        """Retract ``annotator``'s latest current judgement (in ``dataset`` if given; given in the
-        queue by ``holder``, one app session, if given) and return it (``label_id``,
-        ``candidate_id``, ``value``); ``None`` when there is nothing to undo.
-
-        With ``holder``, undo is per session: a second browser tab of the same annotator never
-        takes back what the first one judged. The judgement stays in the history, marked
-        retracted; the annotator's previous judgement of that pair, if any, becomes current
-        again. Repeated calls undo further back. A signed-in ``actor`` undoes only their own
-        judgements.
-        """
-        for attempt in range(1, UNDO_ATTEMPTS + 1):
-            try:
-                with self.session_scope() as session:
-                    who = authorize(session, actor, Permission.LABEL, team=self.team)
-                    annotator = check_annotator(acting_name(who, annotator))
-                    query = select(LabelRow).where(LabelRow.annotator == annotator, not_retracted())
-                    if holder is not None:
-                        query = query.where(
-                            LabelRow.claim_id.in_(select(QueueClaimRow.id).where(QueueClaimRow.holder == holder))
-                        )
-                    if dataset is not None:
-                        query = query.where(LabelRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)))
-                    label = session.scalars(query.order_by(LabelRow.id.desc()).limit(1)).first()
-                    if label is None:
-                        return None
-                    session.execute(insert(LabelRetractionRow).values(label_id=label.id, annotator=annotator))
-                    return {"label_id": label.id, "candidate_id": label.candidate_id, "value": label.value}
-            except IntegrityError:
-                if attempt == UNDO_ATTEMPTS:
-                    raise
-        return None
-
-    # ------------------------------------------------------------------ adjudication
-
-    def adjudicate(
-        self, candidate_id: int, value: int, adjudicator: str | None, note: str | None = None, *,
-        actor: Actor | None = None,
-    ) -> int:
-        """Record a reviewer's final value for a candidate and return its id; the latest
-        adjudication wins over every annotator's label (``qa_core.services.labeling.training_labels``).
-        A signed-in ``actor`` adjudicates as themselves (``adjudicator``: ``None`` or their name).
-
-        A reviewer who has a current label on the pair is a party to its conflict and may not
-        settle it (``InputError``): another reviewer does."""
-        value, note = check_grade(value), check_text(note, "the note")
-        with self.session_scope() as session:
-            who = authorize(session, actor, Permission.ADJUDICATE, team=self.team)
-            adjudicator = check_annotator(acting_name(who, adjudicator, "adjudicator"), "adjudicator")
-            if session.get(CandidateRow, candidate_id) is None:
-                raise InputError(f"no candidate with id {candidate_id}")
-            if session.scalar(
-                select(exists().where(LabelRow.candidate_id == candidate_id, LabelRow.annotator == adjudicator, not_retracted()))
-            ):
-                raise InputError(
-                    f"{adjudicator} labelled this pair, so cannot settle its conflict: another reviewer must"
-                )
-            adjudication_id = session.scalar(
-                insert(AdjudicationRow)
-                .values(candidate_id=candidate_id, value=value, adjudicator=adjudicator, note=note)
-                .returning(AdjudicationRow.id)
-            )
-            ref = candidate_ref(session, candidate_id)
-            record(session, who, "adjudicate", f"{ref.get('dataset')} {ref.get('qid')}/{ref.get('doc_id')}",
-                   {"candidate_id": candidate_id, "value": value, "adjudicator": adjudicator, "note": note})
-            return adjudication_id
-
-    def adjudications(self, dataset: str) -> dict[int, dict[str, Any]]:
-        """The latest adjudication per candidate of ``dataset``:
-        ``{candidate_id: {"id", "value", "adjudicator", "note", "created_at"}}``."""
-        with self.session_scope() as session:
-            rows = session.scalars(
-                select(AdjudicationRow)
-                .where(AdjudicationRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)))
-                .order_by(AdjudicationRow.id)
-            )
-            return {
-                row.candidate_id: {
-                    "id": row.id,
-                    "value": row.value,
-                    "adjudicator": row.adjudicator,
-                    "note": row.note,
-                    "created_at": row.created_at,
-                }
-                for row in rows
-            }
+    """The labelling queue's claims: who is shown which pair, and until when (``store.queue``)."""
 
     # ------------------------------------------------------------------ queue claims
 

@@ -140,7 +140,7 @@ class CandidateRow(Base):
     position: Mapped[int | None]  # in the file last imported (NULL before migration 0003: order by id)
     retired_at: Mapped[datetime | None]
     # set when a re-import changed the text under the same (qid, doc_id): its labels stay, and those
-    # older than this judged the earlier text (``Store.orphaned_labels`` lists them)
+    # older than this judged the earlier text (``LabelStore.orphaned_labels`` lists them)
     text_edited_at: Mapped[datetime | None]
 
 

@@ -11,7 +11,7 @@ occurrence number when the same pair appears more than once), see ``match_key``.
 - brings back a candidate retired by an earlier import when its key returns ("revived");
 - marks every current candidate whose key is gone ``retired_at`` ("retired"): it leaves the
   dataset's pools, queues, qrels and training data, but the row and its labels stay, listed by
-  ``Store.orphaned_labels`` and exported with the label history;
+  ``LabelStore.orphaned_labels`` and exported with the label history;
 - inserts the rest ("new").
 
 Questions are matched by (qid, text): a question whose text changed is a new question row, and

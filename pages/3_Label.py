@@ -23,7 +23,6 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
-from db.calibration import MAX_CALIBRATION_PAIRS
 from pages import (
     current_actor,
     get_questions,
@@ -38,6 +37,7 @@ from pages.judging import ANNOTATOR, GRADE_MEANINGS, GRADE_NAMES, Keys, grade_bu
 from qa_core.access import Permission
 from qa_core.services import analysis, labeling, workbench
 from qa_core.services.labeling import calibration, charts, dashboard, preferences, suggestions
+from qa_core.services.labeling.calibration import MAX_CALIBRATION_PAIRS
 from qa_core.types import InputError, NotTrainedError
 
 ORDER_HELP = {
@@ -107,7 +107,7 @@ def get_scores(_store, url: str, model: str, dataset: str, model_version: str | 
     and disagreement orders (shared by every session); a new model version or a re-import
     scores again."""
     ranker = get_ranker(_store, url, model, dataset, model_version, dataset_version)  # the pages' shared cache
-    return labeling.BackgroundScores(ranker, _store.candidate_rows(dataset))
+    return labeling.BackgroundScores(ranker, _store.datasets.candidate_rows(dataset))
 
 
 @st.fragment(run_every=SCORING_REFRESH_SECONDS)
@@ -171,7 +171,7 @@ def pair_beside_guidelines(store, dataset: str, record, suggesting: str | None =
 def guidelines_panel(store, dataset: str) -> None:
     """The grade scale and the dataset's guidelines in force, beside the pair (each label records
     the version it was made under)."""
-    guideline = store.guidelines(dataset)
+    guideline = store.annotation.guidelines(dataset)
     title = "Guidelines" if guideline is None else f"Guidelines (version {guideline.version})"
     with st.expander(title, expanded=True):
         st.markdown("\n".join(f"- **{grade} · {GRADE_NAMES[grade]}**: {meaning}" for grade, meaning in GRADE_MEANINGS.items()))
@@ -184,7 +184,7 @@ def guidelines_panel(store, dataset: str) -> None:
 def guidelines_view(store, dataset: str, author: str | None) -> None:
     """The dataset's guidelines and their versions; whoever may manage the dataset (an admin in
     team mode, anyone locally) edits them, every save a new version in the store."""
-    history = store.guideline_history(dataset)
+    history = store.annotation.guideline_history(dataset)
     current = history[-1].text if history else ""
     if not current_actor().may(Permission.MANAGE_ANNOTATION):
         st.info("Only an admin edits the guidelines of a dataset; these are the ones in force.")
@@ -198,7 +198,7 @@ def guidelines_view(store, dataset: str, author: str | None) -> None:
             st.info("Choose or type your name above to edit the guidelines.")
         elif saved:
             try:
-                guideline = store.save_guidelines(dataset, text, author, actor=current_actor())
+                guideline = store.annotation.save_guidelines(dataset, text, author, actor=current_actor())
             except InputError as error:
                 st.error(workbench.as_markdown(str(error)))
             else:
@@ -221,7 +221,7 @@ def guidelines_view(store, dataset: str, author: str | None) -> None:
 
 def calibration_setting(store, dataset: str, author: str | None) -> None:
     """Whether new annotators judge gold pairs first, and how many: the dataset manager's setting."""
-    settings = store.calibration_settings(dataset)
+    settings = store.calibration.calibration_settings(dataset)
     st.markdown("**Calibration of new annotators**")
     state = f"on, {settings.pairs} gold pairs" if settings.enabled else "off"
     changed = f"set by {settings.changed_by}" if settings.changed_by else "the default"
@@ -238,7 +238,7 @@ def calibration_setting(store, dataset: str, author: str | None) -> None:
         saved = st.form_submit_button("Save calibration", disabled=author is None)
     if saved and author is not None:
         try:
-            store.set_calibration(dataset, enabled, int(pairs), author, actor=current_actor())
+            store.calibration.set_calibration(dataset, enabled, int(pairs), author, actor=current_actor())
         except InputError as error:
             st.error(workbench.as_markdown(str(error)))
         else:
@@ -284,7 +284,7 @@ def calibration_gate(store, dataset: str, annotator: str) -> bool:
     if record is not None:
         if (st.session_state.get(CAL_SHOWN) or (None,))[0] != record.candidate_id:
             st.session_state[CAL_SHOWN] = (record.candidate_id, datetime.now(UTC))
-            store.release_claims(dataset, st.session_state[HOLDER], actor=current_actor())  # no queue pair held while calibrating
+            store.queue.release_claims(dataset, st.session_state[HOLDER], actor=current_actor())  # no queue pair held while calibrating
         st.progress((cal.position - 1) / cal.total, text=f"Calibration: gold pair {cal.position} of {cal.total} · "
                     "every new annotator judges these first; your agreement with gold comes at the end")
         pair_beside_guidelines(store, dataset, record)
@@ -461,7 +461,7 @@ def show_suggestion(store, dataset: str, model: str, record) -> None:
 def label_view(store, dataset: str, annotator: str) -> None:
     mode = st.selectbox("Judging", list(preferences.MODES), key="label_mode",
                         format_func=lambda m: f"{m}: {preferences.MODES[m]}")
-    splits = list(store.dataset_summary(dataset)["questions"])
+    splits = list(store.datasets.dataset_summary(dataset)["questions"])
     left, right = st.columns([1, 3])
     split = left.selectbox(  # TRAIN by default: labels there train models and never move a TEST metric
         "Split", splits, index=splits.index(LABEL_SPLIT) if LABEL_SPLIT in splits else 0, key=f"label_split-{dataset}",
@@ -560,8 +560,8 @@ def coefficient(value: float | None, items: int, enough: bool) -> str:
 
 def agreement_view(store, dataset: str, annotator: str | None) -> None:
     stamp = json.dumps(
-        [store.current_labels(dataset), sorted(store.adjudications(dataset)), len(store.judgement_times(dataset)),
-         len(store.calibration_judgements(dataset))],
+        [store.labels.current_labels(dataset), sorted(store.labels.adjudications(dataset)), len(store.annotation.judgement_times(dataset)),
+         len(store.calibration.calibration_judgements(dataset))],
         sort_keys=True,
     )
     board = get_dashboard(store, url, dataset, stamp)
@@ -620,7 +620,7 @@ def agreement_view(store, dataset: str, annotator: str | None) -> None:
 
 def overlap_setting(store, dataset: str, annotator: str | None) -> None:
     """The dataset's share of double-annotated pairs: in the store, so every session draws the same sample."""
-    settings = store.annotation_settings(dataset)
+    settings = store.annotation.annotation_settings(dataset)
     manages = current_actor().may(Permission.MANAGE_ANNOTATION)
     with st.form("overlap_form", border=False):
         share = st.slider(
@@ -633,7 +633,7 @@ def overlap_setting(store, dataset: str, annotator: str | None) -> None:
             st.caption("Only an admin changes it.")
         if st.form_submit_button("Save share", disabled=annotator is None or not manages) and annotator is not None:
             try:
-                store.set_annotation_settings(dataset, share / 100, settings.overlap, annotator, actor=current_actor())
+                store.annotation.set_annotation_settings(dataset, share / 100, settings.overlap, annotator, actor=current_actor())
             except InputError as error:
                 st.error(workbench.as_markdown(str(error)))
             else:
@@ -646,7 +646,7 @@ def settle(store, conflict: labeling.Conflict, grade: int, reviewer: str) -> Non
     this conflict only, so the box is emptied for the next one."""
     note = st.session_state.get("adjudication_note") or None
     try:
-        store.adjudicate(conflict.candidate_id, grade, reviewer, note, actor=current_actor())
+        store.labels.adjudicate(conflict.candidate_id, grade, reviewer, note, actor=current_actor())
     except InputError as error:
         st.session_state[NOTICE] = f"Not settled: {error}"
         return
@@ -761,7 +761,7 @@ if actor.signed_in:  # team mode: a label's annotator is the signed-in user, nev
     annotator = st.session_state[ANNOTATOR] = actor.name
 else:
     remembered = st.session_state.get(ANNOTATOR)
-    known = sorted({name for judged in store.current_labels(dataset).values() for name in judged} | {remembered} - {None})
+    known = sorted({name for judged in store.labels.current_labels(dataset).values() for name in judged} | {remembered} - {None})
     options = [*known, NEW_NAME]
     if st.session_state.get(CHOICE) not in options:
         st.session_state[CHOICE] = remembered if remembered in options else NEW_NAME
@@ -776,7 +776,7 @@ else:
 
 previous = st.session_state.get(CONFIG)
 if previous is not None and previous != (dataset, annotator):
-    store.release_claims(previous[0], st.session_state[HOLDER], actor=actor)  # hand back the pair left on screen
+    store.queue.release_claims(previous[0], st.session_state[HOLDER], actor=actor)  # hand back the pair left on screen
 st.session_state[CONFIG] = (dataset, annotator)
 
 views = [LABEL, *([AGREEMENT] if actor.may(Permission.SEE_AGREEMENT) else []),

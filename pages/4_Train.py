@@ -12,7 +12,7 @@ import streamlit as st
 from pages import current_actor, open_store, pick_dataset, pick_model, require_datasets
 from qa_core.access import Permission
 from qa_core.rankers import registry
-from qa_core.services import jobs, retraining, viz, workbench
+from qa_core.services import jobs, models, retraining, viz, workbench
 from qa_core.types import InputError
 
 JOB_KEY = "train_job"
@@ -85,13 +85,13 @@ def show_job(job_id: int, was_active: bool) -> None:
         st.plotly_chart(retraining.training_figure(status.events), key=f"job_curve_{job_id}")
     job = status.job
     if job["status"] == "failed":
-        promoted = store.promoted_model(job["model"], job["dataset"])
+        promoted = models.in_use(store, job["model"], job["dataset"])
         kept = f"version {promoted['version']} stays in use" if promoted else "no version is in use for its dataset"
         st.error(
             workbench.as_markdown(f"Training job {job_id} failed: {job['error']}. Nothing was registered; {kept}.")
         )
     elif job["status"] == "succeeded":
-        version = store.model_version(job["model_version_id"])
+        version = models.version(store, job["model_version_id"])
         st.success(f"Job {job_id} finished: {job['model']} version {version['version']} registered (not promoted).")
 
 
@@ -121,7 +121,7 @@ else:
     st.dataframe(versions, hide_index=True)
     st.caption(retraining.VERSION_METRICS_NOTE)
     numbers = versions["version"].tolist()
-    in_use = store.promoted_model(model, dataset)
+    in_use = models.in_use(store, model, dataset)
     left, middle, right = st.columns([2, 1, 1])
     if st.session_state.get(f"train_versions_seen_{model}") != len(numbers):  # a new version: show it first
         st.session_state[f"train_versions_seen_{model}"] = len(numbers)
@@ -136,7 +136,7 @@ else:
         check = None
         unchecked = f"Version {chosen} was not compared with the promoted one on DEV: {error}"
         st.warning(workbench.as_markdown(unchecked))
-    confirmed = True
+    confirmed = False
     if unchecked is not None:
         confirmed = st.checkbox(f"Promote version {chosen} without the comparison on DEV",
                                 key=f"train_confirm_{model}_{chosen}")
@@ -148,21 +148,23 @@ else:
             if check.significantly_worse:
                 confirmed = st.checkbox(f"Promote version {chosen} although it is significantly worse on DEV",
                                         key=f"train_confirm_{model}_{chosen}")
+    blocked = models.needs_confirmation(check, unchecked is None) and not confirmed
     already = in_use is not None and in_use["promoted"] and in_use["version"] == chosen
     reason = unchecked or f"Version {chosen} is significantly worse on DEV"
-    unconfirmed = None if confirmed else f"{reason}: confirm below first."
-    if middle.button(f"Promote for {dataset}", key="train_promote", disabled=already or not confirmed, help=unconfirmed):
+    unconfirmed = f"{reason}: confirm below first." if blocked else None
+    if middle.button(f"Promote for {dataset}", key="train_promote", disabled=already or blocked, help=unconfirmed):
         try:
-            store.promote(model, int(chosen), dataset, actor=actor)
+            models.promote(store, model, int(chosen), dataset, actor=actor, check=check, compared=unchecked is None,
+                           confirmed=confirmed)
             st.rerun()
         except InputError as error:  # e.g. the role was taken away meanwhile
             st.error(workbench.as_markdown(str(error)))
-    target = store.rollback_target(model, dataset)
+    target = models.rollback_target(store, model, dataset)
     rollback_label = "Roll back" if target is None else f"Roll back {dataset} to version {target['version']}"
     rollback_help = f"No earlier version was promoted for {dataset}." if target is None else None
     if right.button(rollback_label, key="train_rollback", disabled=target is None, help=rollback_help):
         try:
-            back = store.rollback(model, dataset, actor=actor)
+            back = models.rollback(store, model, dataset, target["version"], actor=actor)
             st.toast(f"Version {back['version']} promoted again for {dataset}")
             st.rerun()
         except InputError as error:  # another session rolled back or promoted in between

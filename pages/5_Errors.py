@@ -25,6 +25,7 @@ from pages import (
 )
 from qa_core.evaluation import qrels_from_questions
 from qa_core.services import analysis, errors, viz, workbench
+from qa_core.services.datasets import splits as dataset_splits
 from qa_core.services.evaluation_labels import describe, evaluation_labels
 
 ALL_SPLITS = "all splits"
@@ -51,7 +52,7 @@ datasets = require_datasets(store)
 left, middle, right = st.columns(3)
 dataset = pick_dataset(left, datasets, key="dataset", store=store)
 dataset_version = workbench.dataset_version(store, dataset)
-splits = list(store.dataset_summary(dataset)["questions"])
+splits = dataset_splits(store, dataset)
 split_options = [*splits, ALL_SPLITS]
 split = middle.selectbox(  # keyed per dataset: another dataset's split never carries over
     "Split", split_options, index=split_options.index("test") if "test" in splits else 0, key=f"split-{dataset}"

@@ -1,9 +1,9 @@
 """Audit: who imported, trained, promoted, rolled back, adjudicated or changed a role, and when (as
 CSV too); the team's users and their roles.
 
-Admins only in team mode. Widgets and layout only; the tables are ``qa_core.services.audit``'s,
-role changes ``Store.grant_role`` (which checks the role again and records the change). Data text
-is shown through ``st.dataframe`` or escaped markdown, never as HTML.
+Admins only in team mode. Widgets and layout only; the tables and role changes are
+``qa_core.services.users``' (the store checks the role again and records the change). Data text is
+shown through ``st.dataframe`` or escaped markdown, never as HTML.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import streamlit as st
 
 from pages import current_actor, open_store
 from qa_core.access import Permission, Role
-from qa_core.services import audit, workbench
+from qa_core.services import users, workbench
 from qa_core.types import InputError
 
 NOTICE = "audit_notice"
@@ -29,33 +29,33 @@ if notice:
 
 st.subheader("Who did what, and when")
 actions = st.multiselect(
-    "Actions", list(audit.AUDIT_ACTIONS), key="audit_actions", format_func=lambda a: f"{a}: {audit.AUDIT_ACTIONS[a]}",
+    "Actions", list(users.AUDIT_ACTIONS), key="audit_actions", format_func=lambda a: f"{a}: {users.AUDIT_ACTIONS[a]}",
     placeholder="every action",
 )
-events = audit.audit_table(store, actions or None)
+events = users.audit_table(store, actions or None)
 if events.empty:
     st.info("Nothing recorded yet: imports, training, promotions, roll backs, adjudications and role changes appear here.")
 else:
     st.dataframe(events, hide_index=True, key="audit_events")
 st.download_button(
-    "Download the audit trail (CSV)", audit.audit_csv(events), file_name="rerank-lab-audit.csv", mime="text/csv", key="audit_csv"
+    "Download the audit trail (CSV)", users.audit_csv(events), file_name="rerank-lab-audit.csv", mime="text/csv", key="audit_csv"
 )
 
 st.subheader("Users and roles")
-users = audit.users_table(store)
-if users.empty:
+team = users.users_table(store)
+if team.empty:
     st.info(
         "No one has signed in yet. Users appear at their first sign-in (team mode: an [auth] section in "
         ".streamlit/secrets.toml); the first one becomes admin."
     )
     st.stop()
-st.dataframe(users, hide_index=True, key="audit_users")
+st.dataframe(team, hide_index=True, key="audit_users")
 left, right, button = st.columns([2, 1, 1], vertical_alignment="bottom")
-who = left.selectbox("User", users["recorded as"].tolist(), key="audit_user")  # unique, unlike emails
+who = left.selectbox("User", team["recorded as"].tolist(), key="audit_user")  # unique, unlike emails
 role = right.selectbox("Role", list(Role), key="audit_role")
 if button.button("Change the role", key="audit_grant", type="primary"):
     try:
-        changed = store.grant_role(who, role, actor=actor)
+        changed = users.grant_role(store, who, role, actor=actor)
     except InputError as error:
         st.error(workbench.as_markdown(str(error)))
     else:

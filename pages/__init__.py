@@ -25,12 +25,12 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 from streamlit.errors import StreamlitSecretNotFoundError
 
-from db.store import Store
 from qa_core import config
 from qa_core.access import LOCAL, Actor, Permission, plain_http_refusal
 from qa_core.evaluation import Run
 from qa_core.rankers.base import Explanation, Ranker
-from qa_core.services import audit, experiments, ranking, text_views, trust, viz, workbench
+from qa_core.services import datasets, experiments, ranking, text_views, trust, users, viz, workbench
+from qa_core.services.datasets import Store
 from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
 from qa_core.types import Candidate, InputError, NotTrainedError, Question
 
@@ -284,9 +284,9 @@ def _signed_in(store: Store) -> Actor:
     known = st.session_state.get(ACTOR)
     try:
         if st.session_state.get(SIGNED_IN_TOKEN) == token and isinstance(known, Actor) and known.signed_in:
-            actor = store.user_actor(known)
+            actor = users.checked(store, known)
         else:  # a new sign-in in this browser session: the store records it (and the first user's admin role)
-            actor = audit.sign_in(store, claims)
+            actor = users.sign_in(store, claims)
             st.session_state[SIGNED_IN_TOKEN] = token
     except InputError as error:  # refused (AccessDenied), a token the store cannot keep, or the database
         st.session_state.pop(SIGNED_IN_TOKEN, None)
@@ -305,7 +305,7 @@ def _with_identity_in_sidebar(store: Store, actor: Actor) -> Actor:
     st.sidebar.markdown(f"Signed in as **{who}** ({workbench.as_markdown(actor.name)}) · {actor.role}")
     if st.sidebar.button("Sign out", key="sign_out"):
         try:
-            store.sign_out(actor)
+            users.sign_out(store, actor)
         except InputError as error:  # this browser still signs out; copies of its cookie are not ended
             st.sidebar.error(workbench.as_markdown(f"The store could not record the sign-out: {error}"))
         st.session_state.pop(SIGNED_IN_TOKEN, None)
@@ -383,11 +383,11 @@ def question_set(clean: bool, questions: int, split: str) -> str:
 
 def require_datasets(store: Store) -> list[str]:
     """The store's dataset names; an empty store says how to import one and stops the page."""
-    datasets = store.dataset_names()
-    if not datasets:
+    names = datasets.names(store)
+    if not names:
         st.info(NO_DATASETS)
         st.stop()
-    return datasets
+    return names
 
 
 ChosenQuestion = tuple[str, Sequence[Candidate], str | None]

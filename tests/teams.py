@@ -50,7 +50,7 @@ def small() -> Dataset:
 def sign_in(store: Store, who: str, *, at: datetime | None = None, lasts: timedelta = timedelta(hours=1)) -> Actor:
     """``who`` signs in with a token issued ``at`` (now) that lasts ``lasts``."""
     at = (at or datetime.now(UTC)).replace(microsecond=0)
-    return store.sign_in(f"sub-{who}", f"{who}@example.org", who.title(), issued_at=at, expires_at=at + lasts)
+    return store.users.sign_in(f"sub-{who}", f"{who}@example.org", who.title(), issued_at=at, expires_at=at + lasts)
 
 
 def table_rows(url: str, tables: Sequence[str]) -> dict[str, list[tuple]]:

@@ -38,7 +38,7 @@ def small_dataset() -> Dataset:
 
 @pytest.fixture
 def ann_store(store: Store) -> Store:
-    store.import_dataset(small_dataset())
+    store.datasets.import_dataset(small_dataset())
     return store
 
 
@@ -59,14 +59,14 @@ def ann_store(store: Store) -> Store:
     ],
 )
 def test_names_that_draw_nothing_are_refused_everywhere(ann_store: Store, name: str, message: str) -> None:
-    candidate = ann_store.candidate_rows("ann")[0].candidate_id
+    candidate = ann_store.datasets.candidate_rows("ann")[0].candidate_id
     with pytest.raises(InputError, match=message):
         annotator_name(name)
     with pytest.raises(InputError, match=message):
-        ann_store.add_label(candidate, name, 1)
+        ann_store.labels.add_label(candidate, name, 1)
     with pytest.raises(InputError, match=message):
-        ann_store.adjudicate(candidate, 1, name)
-    assert ann_store.current_labels("ann") == {}
+        ann_store.labels.adjudicate(candidate, 1, name)
+    assert ann_store.labels.current_labels("ann") == {}
 
 
 def test_real_names_pass_normalised(ann_store: Store) -> None:
@@ -80,17 +80,17 @@ def test_real_names_pass_normalised(ann_store: Store) -> None:
 
 
 def test_a_reviewer_cannot_settle_a_conflict_they_are_part_of(ann_store: Store) -> None:
-    candidate = ann_store.candidate_rows("ann")[0].candidate_id
-    ann_store.add_label(candidate, "alice", 0)
-    ann_store.add_label(candidate, "bob", 3)
+    candidate = ann_store.datasets.candidate_rows("ann")[0].candidate_id
+    ann_store.labels.add_label(candidate, "alice", 0)
+    ann_store.labels.add_label(candidate, "bob", 3)
     with pytest.raises(InputError, match="alice labelled this pair"):
-        ann_store.adjudicate(candidate, 3, "alice")
-    assert ann_store.adjudications("ann") == {}
-    ann_store.adjudicate(candidate, 2, "carol")
-    assert ann_store.adjudications("ann")[candidate]["adjudicator"] == "carol"
-    ann_store.undo_last("bob")  # bob took his label back: no longer a party
-    ann_store.adjudicate(candidate, 1, "bob")
-    assert ann_store.adjudications("ann")[candidate]["value"] == 1
+        ann_store.labels.adjudicate(candidate, 3, "alice")
+    assert ann_store.labels.adjudications("ann") == {}
+    ann_store.labels.adjudicate(candidate, 2, "carol")
+    assert ann_store.labels.adjudications("ann")[candidate]["adjudicator"] == "carol"
+    ann_store.labels.undo_last("bob")  # bob took his label back: no longer a party
+    ann_store.labels.adjudicate(candidate, 1, "bob")
+    assert ann_store.labels.adjudications("ann")[candidate]["value"] == 1
 
 
 # ------------------------------------------------------------------------------ undo per session
@@ -108,9 +108,9 @@ def test_undo_is_per_session_not_across_tabs(ann_store: Store) -> None:
     tab_b.label(b_item, 1)  # the newest label of alice: tab b's
     undone = tab_a.undo()
     assert undone is not None and undone.candidate_id == a_item.candidate_id  # tab a's own, not b's newer one
-    assert ann_store.current_labels("ann") == {b_item.candidate_id: {"alice": 1}}
+    assert ann_store.labels.current_labels("ann") == {b_item.candidate_id: {"alice": 1}}
     assert tab_a.undo() is None  # nothing of tab a's left
-    assert ann_store.current_labels("ann") == {b_item.candidate_id: {"alice": 1}}
+    assert ann_store.labels.current_labels("ann") == {b_item.candidate_id: {"alice": 1}}
     assert tab_b.undo().candidate_id == b_item.candidate_id
 
 
@@ -122,28 +122,28 @@ def test_judgement_times_run_from_shown_to_judged(ann_store: Store) -> None:
     item = alice.current()
     time.sleep(0.3)
     label_id = alice.label(item, 2)
-    ann_store.add_label(ann_store.candidate_rows("ann")[-1].candidate_id, "bob", 1)  # outside the queue: no time
-    (timing,) = ann_store.judgement_times("ann")
+    ann_store.labels.add_label(ann_store.datasets.candidate_rows("ann")[-1].candidate_id, "bob", 1)  # outside the queue: no time
+    (timing,) = ann_store.annotation.judgement_times("ann")
     assert (timing.label_id, timing.candidate_id, timing.annotator) == (label_id, item.candidate_id, "alice")
     assert timing.shown_at == item.claim.claimed_at
     assert 0.3 <= timing.seconds < 30
     alice.undo()
-    assert ann_store.judgement_times("ann") == []  # a retracted judgement is no longer timed
+    assert ann_store.annotation.judgement_times("ann") == []  # a retracted judgement is no longer timed
 
 
 def test_overlap_setting_is_the_stores_with_history(ann_store: Store) -> None:
     assert queue_policy(ann_store, "ann").overlap_share == 0.2  # the default
-    ann_store.set_annotation_settings("ann", 0.5, 2, "lead")
-    ann_store.set_annotation_settings("ann", 1.0, 3, "lead")
-    settings = ann_store.annotation_settings("ann")
+    ann_store.annotation.set_annotation_settings("ann", 0.5, 2, "lead")
+    ann_store.annotation.set_annotation_settings("ann", 1.0, 3, "lead")
+    settings = ann_store.annotation.annotation_settings("ann")
     assert (settings.overlap_share, settings.overlap, settings.changed_by) == (1.0, 3, "lead")
     policy = queue_policy(ann_store, "ann")
-    assert set(policy.targets([r.candidate_id for r in ann_store.candidate_rows("ann")]).values()) == {3}
+    assert set(policy.targets([r.candidate_id for r in ann_store.datasets.candidate_rows("ann")]).values()) == {3}
     for share, overlap in [(1.5, 2), (-0.1, 2), (0.5, 1), (0.5, True)]:
         with pytest.raises(InputError):
-            ann_store.set_annotation_settings("ann", share, overlap, "lead")
+            ann_store.annotation.set_annotation_settings("ann", share, overlap, "lead")
     with pytest.raises(InputError, match="unknown dataset"):
-        ann_store.set_annotation_settings("nope", 0.5, 2, "lead")
+        ann_store.annotation.set_annotation_settings("nope", 0.5, 2, "lead")
 
 
 # ------------------------------------------------------------------------------ agreement (pure)
@@ -172,7 +172,7 @@ def test_agreement_reports_shared_pairs_and_refuses_to_mean_something_over_few()
 
 
 def test_background_scores_fill_in_and_match_scoring_at_once(ann_store: Store) -> None:
-    records = ann_store.candidate_rows("ann")
+    records = ann_store.datasets.candidate_rows("ann")
     ranker = registry.create("overlap")
     job = BackgroundScores(ranker, records, questions_per_step=1)
     final = job.wait(timeout=60)
@@ -192,7 +192,7 @@ def test_background_scoring_reports_a_failure_and_keeps_what_it_scored(ann_store
                 raise InputError("the model refuses this text")
             return [[0.5] * len(candidates) for _, candidates in pools]
 
-    job = BackgroundScores(Refuses(), ann_store.candidate_rows("ann"), questions_per_step=1)
+    job = BackgroundScores(Refuses(), ann_store.datasets.candidate_rows("ann"), questions_per_step=1)
     final = job.wait(timeout=60)
     assert final.done and final.error == "the model refuses this text" and final.scored == 3
 
@@ -234,22 +234,22 @@ def test_exit_stops_background_scoring_after_its_current_step(tmp_path: Path) ->
 
 
 def test_guidelines_are_versioned_and_every_queue_label_records_its_version(ann_store: Store) -> None:
-    assert ann_store.guidelines("ann") is None
+    assert ann_store.annotation.guidelines("ann") is None
     alice = session(ann_store, "alice", "tab")
     before = alice.label(alice.current(), 1)  # made under no guidelines
-    first = ann_store.save_guidelines("ann", "# Grades\n\nA date answers *when*.", "lead")
+    first = ann_store.annotation.save_guidelines("ann", "# Grades\n\nA date answers *when*.", "lead")
     assert (first.version, first.author) == (1, "lead")
-    assert ann_store.save_guidelines("ann", "# Grades\n\nA date answers *when*.", "bob") == first  # unchanged: no new version
+    assert ann_store.annotation.save_guidelines("ann", "# Grades\n\nA date answers *when*.", "bob") == first  # unchanged: no new version
     under_first = alice.label(alice.current(), 2)
-    second = ann_store.save_guidelines("ann", "# Grades\n\nA year alone is partly answering.", "lead")
+    second = ann_store.annotation.save_guidelines("ann", "# Grades\n\nA year alone is partly answering.", "lead")
     under_second = alice.label(alice.current(), 3)
-    assert second.version == 2 and ann_store.guidelines("ann") == second
-    assert [g.version for g in ann_store.guideline_history("ann")] == [1, 2]
-    versions = ann_store.label_guideline_versions("ann")
+    assert second.version == 2 and ann_store.annotation.guidelines("ann") == second
+    assert [g.version for g in ann_store.annotation.guideline_history("ann")] == [1, 2]
+    versions = ann_store.annotation.label_guideline_versions("ann")
     assert (versions[before], versions[under_first], versions[under_second]) == (None, 1, 2)
     for text, message in [("   ", "empty"), ("x\x00", "NUL"), ("x" * 100_001, "too long")]:
         with pytest.raises(InputError, match=message):
-            ann_store.save_guidelines("ann", text, "lead")
+            ann_store.annotation.save_guidelines("ann", text, "lead")
     with pytest.raises(InputError, match="blank"):
-        ann_store.save_guidelines("ann", "fine", "\u200b")
-    assert len(ann_store.guideline_history("ann")) == 2
+        ann_store.annotation.save_guidelines("ann", "fine", "\u200b")
+    assert len(ann_store.annotation.guideline_history("ann")) == 2

@@ -74,7 +74,7 @@ def tiny_tree_kernel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def register(store_url: str, checkpoint: Path, model: str = "smcnn") -> None:
     store = Store(store_url)
-    store.register_model(model, model, copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True)
+    store.models.register_model(model, model, copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True)
     store.close()
 
 
@@ -95,7 +95,7 @@ def test_landing_page_imports_demo_and_lists_it(store_url, both_modes):
     # the word joiner after "@" keeps Streamlit from making a mailto link of it (workbench.as_markdown)
     assert signed_in == (["Signed in as **Ada** (ada@\u2060example.org) · admin"] if both_modes == "team" else [])
     assert any("Running on: " in caption.value for caption in app.caption)
-    assert "demo" in Store(store_url).dataset_names()
+    assert "demo" in Store(store_url).datasets.dataset_names()
     assert "demo" in set(app.dataframe[0].value["dataset"])
 
 
@@ -120,7 +120,7 @@ def test_typed_question_ranks_the_answer_first(store_url, model):
     assert any(DEMO_ANSWER in text for text in table.loc[best, "text"])
     assert table["first_stage_rank"].notna().all()
     assert any("Running on: " in caption.value for caption in app.caption)
-    collection = len(workbench.collection_sentences(Store(store_url).load_dataset("demo")))
+    collection = len(workbench.collection_sentences(Store(store_url).datasets.load_dataset("demo")))
     assert (f"{len(table)} candidates, BM25's best of the dataset's {collection:,} unique sentences "
             f"({FIRST_STAGE.describe()})") in markdown(app)
 
@@ -174,7 +174,7 @@ def test_candidate_text_is_escaped_not_rendered(store_url):
         ],
     )
     store = Store(store_url)
-    store.import_dataset(injected)
+    store.datasets.import_dataset(injected)
     store.close()
 
     app = open_page(ASK)
@@ -235,9 +235,9 @@ def test_latest_stored_label_is_shown_next_to_gold(store_url):
     wrong = next(c for c in question.candidates if c.label == 0)
     store = Store(store_url)
     workbench.ensure_demo(store)
-    candidate_id = store.find_candidate_id("demo", SISTINE, wrong.doc_id)
-    store.add_label(candidate_id, "ann", 1)
-    store.add_label(candidate_id, "ann", 2)  # the latest counts
+    candidate_id = store.datasets.find_candidate_id("demo", SISTINE, wrong.doc_id)
+    store.labels.add_label(candidate_id, "ann", 1)
+    store.labels.add_label(candidate_id, "ann", 2)  # the latest counts
     store.close()
 
     table = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap").dataframe[0].value
@@ -262,14 +262,14 @@ def test_judge_in_place_on_ask_writes_the_store_and_the_table(store_url, both_mo
     assert app.dataframe[0].value.iloc[0]["stored_label"] == "3"
     store = Store(store_url)
     question = next(q for q in load_demo().questions if q.qid == SISTINE)
-    candidate_id = store.find_candidate_id("demo", SISTINE, next(c.doc_id for c in question.candidates
+    candidate_id = store.datasets.find_candidate_id("demo", SISTINE, next(c.doc_id for c in question.candidates
                                                                  if c.text == first["text"]))
-    assert [(h["annotator"], h["value"], h["retracted_at"]) for h in store.label_history(candidate_id)] == [
+    assert [(h["annotator"], h["value"], h["retracted_at"]) for h in store.labels.label_history(candidate_id)] == [
         (annotator, 3, None)]
     app.button(key="judge-undo").click().run()
     assert not app.exception, app.exception
     assert app.dataframe[0].value.iloc[0]["stored_label"] == ""
-    [undone] = store.label_history(candidate_id)
+    [undone] = store.labels.label_history(candidate_id)
     assert undone["retracted_at"] is not None
     store.close()
 
@@ -391,8 +391,8 @@ def test_errors_label_source_follows_the_store(store_url):
     workbench.ensure_demo(store)
     labelled, adjudicated = demo[SISTINE], demo["demo-39"]
     wrong = next(c for c in labelled.candidates if c.label == 0)
-    store.add_label(store.find_candidate_id("demo", SISTINE, wrong.doc_id), "ann", 1)  # a second correct answer
-    store.adjudicate(store.find_candidate_id("demo", "demo-39", adjudicated.candidates[0].doc_id), 0, "lead")
+    store.labels.add_label(store.datasets.find_candidate_id("demo", SISTINE, wrong.doc_id), "ann", 1)  # a second correct answer
+    store.labels.adjudicate(store.datasets.find_candidate_id("demo", "demo-39", adjudicated.candidates[0].doc_id), 0, "lead")
     store.close()
 
     app = errors_page()
@@ -410,7 +410,7 @@ def test_errors_label_source_follows_the_store(store_url):
 
 def test_errors_page_without_model_or_labels_says_why(store_url):
     store = Store(store_url)
-    store.import_dataset(Dataset("unlabelled", [Question("q1", "who wrote it", [Candidate("d1", "Ann wrote it")], split="test")]))
+    store.datasets.import_dataset(Dataset("unlabelled", [Question("q1", "who wrote it", [Candidate("d1", "Ann wrote it")], split="test")]))
     store.close()
     app = errors_page()
     app.selectbox(key="model").select("smcnn").run()
@@ -424,7 +424,7 @@ def test_errors_page_without_model_or_labels_says_why(store_url):
 
 def test_errors_page_escapes_question_text(store_url):
     store = Store(store_url)
-    store.import_dataset(
+    store.datasets.import_dataset(
         Dataset("xss", [Question("q1", f"who {SCRIPT} wrote *it*", [Candidate("d1", "Ann wrote it", label=1),
                                                                    Candidate("d2", "nothing", label=0)], split="test")])
     )

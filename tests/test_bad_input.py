@@ -62,9 +62,9 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store holding work that must survive: the demo corpus with labels, and a dataset without positives."""
     folder = tmp_path_factory.mktemp("seeded")
     store = Store(f"sqlite:///{folder / 'store.sqlite'}")
-    store.import_dataset(load_demo())
-    store.import_qrels("demo", {"demo-01": {"demo-01-0": 2, "demo-01-1": 0}}, "alice")
-    store.import_dataset(_no_positives())
+    store.datasets.import_dataset(load_demo())
+    store.labels.import_qrels("demo", {"demo-01": {"demo-01-0": 2, "demo-01-1": 0}}, "alice")
+    store.datasets.import_dataset(_no_positives())
     store.close()
     return folder
 
@@ -454,7 +454,7 @@ def test_ask_shows_html_dataset_without_positives_escaped(env: Env):
         Candidate("d2", "<b>bold</b> claims about the script", label=0),
     ], split="test")])
     store = Store(env.url)
-    store.import_dataset(dataset)
+    store.datasets.import_dataset(dataset)
     store.close()
     engine = create_engine(env.url)
     with engine.begin() as connection:
@@ -483,7 +483,7 @@ def test_ask_reports_a_corrupt_checkpoint_and_keeps_the_store(env: Env):
     Rank button off, the registry and labels as they were."""
     corrupt = _corrupt_checkpoint(config.checkpoint_dir())  # registered only from the data folder
     store = Store(env.url)
-    store.register_model("smcnn", kind="smcnn", checkpoint_path=str(corrupt), training_data={}, metrics={})
+    store.models.register_model("smcnn", kind="smcnn", checkpoint_path=str(corrupt), training_data={}, metrics={})
     store.close()
     before = snapshot(env.url)
 
@@ -630,24 +630,24 @@ def _one_question(**changes: object) -> Dataset:
 
 
 STORE_CASES: dict[str, tuple[Callable[[Store, int], object], str]] = {
-    "dataset-name-of-10000-characters": (lambda s, c: s.import_dataset(_one_question(name="d" * 10_000)), "too long"),
-    "dataset-name-with-nul": (lambda s, c: s.import_dataset(_one_question(name="a\x00b")), "NUL"),
-    "question-id-too-long": (lambda s, c: s.import_dataset(_one_question(qid="q" * 300)), "too long"),
-    "candidate-id-with-nul": (lambda s, c: s.import_dataset(_one_question(doc_id="d\x001")), "NUL"),
-    "question-text-with-nul": (lambda s, c: s.import_dataset(_one_question(question="who\x00")), "NUL"),
-    "candidate-text-with-nul": (lambda s, c: s.import_dataset(_one_question(candidate="she\x00did")), "NUL"),
-    "negative-first-stage-rank": (lambda s, c: s.import_dataset(_one_question(rank=-4)), "first-stage rank"),
-    "contradicting-gold-labels": (lambda s, c: s.import_dataset(_one_question(second=("d2", "she did", 0))),
+    "dataset-name-of-10000-characters": (lambda s, c: s.datasets.import_dataset(_one_question(name="d" * 10_000)), "too long"),
+    "dataset-name-with-nul": (lambda s, c: s.datasets.import_dataset(_one_question(name="a\x00b")), "NUL"),
+    "question-id-too-long": (lambda s, c: s.datasets.import_dataset(_one_question(qid="q" * 300)), "too long"),
+    "candidate-id-with-nul": (lambda s, c: s.datasets.import_dataset(_one_question(doc_id="d\x001")), "NUL"),
+    "question-text-with-nul": (lambda s, c: s.datasets.import_dataset(_one_question(question="who\x00")), "NUL"),
+    "candidate-text-with-nul": (lambda s, c: s.datasets.import_dataset(_one_question(candidate="she\x00did")), "NUL"),
+    "negative-first-stage-rank": (lambda s, c: s.datasets.import_dataset(_one_question(rank=-4)), "first-stage rank"),
+    "contradicting-gold-labels": (lambda s, c: s.datasets.import_dataset(_one_question(second=("d2", "she did", 0))),
                                   "gold label"),
-    "annotator-of-10000-characters": (lambda s, c: s.add_label(c, "a" * 10_000, 1), "too long"),
-    "annotator-with-nul": (lambda s, c: s.add_label(c, "ann\x00", 1), "NUL"),
-    "note-with-nul": (lambda s, c: s.add_label(c, "ann", 1, note="fine\x00"), "NUL"),
-    "adjudicator-too-long": (lambda s, c: s.adjudicate(c, 1, "r" * 300), "too long"),
-    "model-name-too-long": (lambda s, c: s.register_model("m" * 300, "smcnn", model_file("x.pt"), {}, {}), "too long"),
-    "model-name-with-nul": (lambda s, c: s.register_model("m\x00", "smcnn", model_file("x.pt"), {}, {}), "NUL"),
-    "queue-holder-too-long": (lambda s, c: s.claim_candidate(c, "ann", holder="h" * 300), "too long"),
-    "job-dataset-name-too-long": (lambda s, c: s.create_job("smcnn", "d" * 300, {}), "too long"),
-    "qrels-annotator-with-nul": (lambda s, c: s.import_qrels("demo", {"demo-01": {"demo-01-0": 1}}, "a\x00"), "NUL"),
+    "annotator-of-10000-characters": (lambda s, c: s.labels.add_label(c, "a" * 10_000, 1), "too long"),
+    "annotator-with-nul": (lambda s, c: s.labels.add_label(c, "ann\x00", 1), "NUL"),
+    "note-with-nul": (lambda s, c: s.labels.add_label(c, "ann", 1, note="fine\x00"), "NUL"),
+    "adjudicator-too-long": (lambda s, c: s.labels.adjudicate(c, 1, "r" * 300), "too long"),
+    "model-name-too-long": (lambda s, c: s.models.register_model("m" * 300, "smcnn", model_file("x.pt"), {}, {}), "too long"),
+    "model-name-with-nul": (lambda s, c: s.models.register_model("m\x00", "smcnn", model_file("x.pt"), {}, {}), "NUL"),
+    "queue-holder-too-long": (lambda s, c: s.queue.claim_candidate(c, "ann", holder="h" * 300), "too long"),
+    "job-dataset-name-too-long": (lambda s, c: s.jobs.create_job("smcnn", "d" * 300, {}), "too long"),
+    "qrels-annotator-with-nul": (lambda s, c: s.labels.import_qrels("demo", {"demo-01": {"demo-01-0": 1}}, "a\x00"), "NUL"),
 }
 
 
@@ -657,9 +657,9 @@ def test_store_refuses_what_the_database_cannot_hold_before_it_sees_it(database_
     (where they used to surface as DataError / ProgramLimitExceeded), and nothing written."""
     store = Store(database_url)
     try:
-        store.import_dataset(load_demo())
-        candidate = store.find_candidate_id("demo", "demo-01", "demo-01-0")
-        store.add_label(candidate, "alice", 2)
+        store.datasets.import_dataset(load_demo())
+        candidate = store.datasets.find_candidate_id("demo", "demo-01", "demo-01-0")
+        store.labels.add_label(candidate, "alice", 2)
         before = snapshot(database_url)
         action, needle = STORE_CASES[name]
         with pytest.raises(InputError, match=needle) as caught:
@@ -727,21 +727,21 @@ def _json_result(result: subprocess.CompletedProcess) -> dict:
 def test_labelling_on_a_full_disk_reports_it_and_keeps_every_saved_label(tmp_path: Path, full_disk_runner):
     result = _json_result(full_disk_runner(tmp_path / "disk", """
 store = Store(f"sqlite:///{disk / 'store.sqlite'}")
-store.import_dataset(load_demo())
-rows = store.candidate_rows("demo")
-saved = [store.add_label(rows[i].candidate_id, "ann", 1) for i in range(10)]
+store.datasets.import_dataset(load_demo())
+rows = store.datasets.candidate_rows("demo")
+saved = [store.labels.add_label(rows[i].candidate_id, "ann", 1) for i in range(10)]
 error = None
 fill()
 for i in range(5000):
     try:
-        saved.append(store.add_label(rows[i % len(rows)].candidate_id, "ann", i % 5))
+        saved.append(store.labels.add_label(rows[i % len(rows)].candidate_id, "ann", i % 5))
     except Exception as exc:
         error = exc
         break
 free()
 store.close()
 store = Store(f"sqlite:///{disk / 'store.sqlite'}")
-found = {h["id"] for row in rows for h in store.label_history(row.candidate_id)}
+found = {h["id"] for row in rows for h in store.labels.label_history(row.candidate_id)}
 print(json.dumps({"saved": len(saved), "error": type(error).__name__, "message": str(error),
                   "found": len(found), "lost": len(set(saved) - found)}))
 """))
@@ -754,19 +754,19 @@ def test_importing_on_a_full_disk_reports_it_and_changes_nothing(tmp_path: Path,
     result = _json_result(full_disk_runner(tmp_path / "disk", """
 from qa_core.types import Candidate, Dataset, Question
 store = Store(f"sqlite:///{disk / 'store.sqlite'}")
-store.import_dataset(load_demo())
-store.add_label(store.candidate_rows("demo")[0].candidate_id, "ann", 3)
+store.datasets.import_dataset(load_demo())
+store.labels.add_label(store.datasets.candidate_rows("demo")[0].candidate_id, "ann", 3)
 big = Dataset("big", [Question(f"q{i}", f"question {i} " * 20, [Candidate(f"d{j}", f"answer {i} {j} " * 30)
                                                                   for j in range(20)]) for i in range(200)])
 fill()
 try:
-    store.import_dataset(big)
+    store.datasets.import_dataset(big)
     error = None
 except Exception as exc:
     error = exc
 free()
-print(json.dumps({"error": type(error).__name__, "message": str(error), "datasets": store.dataset_names(),
-                  "labels": store.current_labels("demo") != {}}))
+print(json.dumps({"error": type(error).__name__, "message": str(error), "datasets": store.datasets.dataset_names(),
+                  "labels": store.labels.current_labels("demo") != {}}))
 """))
     assert result["error"] == "StorageError" and "disk is full" in result["message"]
     assert result["datasets"] == ["demo"] and result["labels"]
@@ -838,8 +838,8 @@ def read_only(url: str) -> str:
 def refusing_store(database_url: str) -> str:
     """URL of a store holding the demo corpus and one label, whose database now refuses writes."""
     store = Store(database_url)
-    store.import_dataset(load_demo())
-    store.add_label(store.find_candidate_id("demo", "demo-01", "demo-01-0"), "alice", 2)
+    store.datasets.import_dataset(load_demo())
+    store.labels.add_label(store.datasets.find_candidate_id("demo", "demo-01", "demo-01-0"), "alice", 2)
     store.close()
     return read_only(database_url)
 
@@ -847,12 +847,12 @@ def refusing_store(database_url: str) -> str:
 def test_a_database_that_refuses_writes_is_one_sentence(refusing_store: str, capsys: pytest.CaptureFixture):
     store = Store(refusing_store)
     try:
-        candidate = store.find_candidate_id("demo", "demo-01", "demo-01-1")
-        for write in (lambda: store.add_label(candidate, "bob", 1), lambda: store.import_dataset(load_demo(), replace=True),
-                      lambda: store.register_model("smcnn", "smcnn", model_file("x.pt"), {}, {})):
+        candidate = store.datasets.find_candidate_id("demo", "demo-01", "demo-01-1")
+        for write in (lambda: store.labels.add_label(candidate, "bob", 1), lambda: store.datasets.import_dataset(load_demo(), replace=True),
+                      lambda: store.models.register_model("smcnn", "smcnn", model_file("x.pt"), {}, {})):
             with pytest.raises(StorageError, match="read-only, so nothing was saved"):
                 write()
-        assert store.current_labels("demo") == {store.find_candidate_id("demo", "demo-01", "demo-01-0"): {"alice": 2}}
+        assert store.labels.current_labels("demo") == {store.datasets.find_candidate_id("demo", "demo-01", "demo-01-0"): {"alice": 2}}
     finally:
         store.close()
     demo_file = str(ROOT / "qa_core/data/demo_corpus.jsonl")
@@ -894,7 +894,7 @@ def test_a_read_only_data_folder_says_so_and_still_reads(tmp_path: Path):
     folder.mkdir()
     url = f"sqlite:///{folder / 'store.sqlite'}"
     store = Store(url)
-    store.import_dataset(load_demo())
+    store.datasets.import_dataset(load_demo())
     store.close()
     read_only_mount = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" "$1" && shift && exec "$@"'
 

@@ -49,29 +49,29 @@ def team(store_url: str):
 
 def test_a_forged_annotator_name_is_refused(team) -> None:
     store, url = team
-    anna = store.sign_in("sub-anna", "anna@example.org", "Anna", **_times())
-    candidate = store.find_candidate_id("demo", "demo-01", "demo-01-0")
+    anna = store.users.sign_in("sub-anna", "anna@example.org", "Anna", **_times())
+    candidate = store.datasets.find_candidate_id("demo", "demo-01", "demo-01-0")
     before = snapshot(url)
     with pytest.raises(AccessDenied, match="anna@example.org cannot record a judgement as annotator 'ada@example.org'"):
-        store.add_label(candidate, "ada@example.org", 4, actor=anna)
+        store.labels.add_label(candidate, "ada@example.org", 4, actor=anna)
     with pytest.raises(AccessDenied, match="may not adjudicate"):
-        store.adjudicate(candidate, 4, "ada@example.org", actor=anna)
+        store.labels.adjudicate(candidate, 4, "ada@example.org", actor=anna)
     assert snapshot(url) == before
     # A request whose session state names another annotator: the page labels as the signed-in user.
     page = team_page(LABEL, claims("anna"), annotator="ada@example.org", new_annotator="ada@example.org")
     assert [t.value for t in page.text_input] == ["anna@example.org"]  # no name to type or choose
     page.button(key="grade-3").click().run()
     assert not page.exception, page.exception
-    labels = store.current_label_records("demo")
+    labels = store.labels.current_label_records("demo")
     assert [label.annotator for label in labels] == ["anna@example.org"]
 
 
 def test_a_role_change_by_a_non_admin_is_refused(team) -> None:
     store, url = team
-    anna = store.sign_in("sub-anna", "anna@example.org", "Anna", **_times())
+    anna = store.users.sign_in("sub-anna", "anna@example.org", "Anna", **_times())
     before = snapshot(url)
     with pytest.raises(AccessDenied, match=r"anna@example.org \(annotator\) may not change roles; ask an admin"):
-        store.grant_role("anna@example.org", "admin", actor=anna)
+        store.users.grant_role("anna@example.org", "admin", actor=anna)
     page = team_page(AUDIT, claims("anna"))
     assert "anna@example.org (annotator) may not read the audit trail here" in shown(page)
     assert [b.key for b in page.button] == ["sign_out"] and not page.selectbox and not page.dataframe
@@ -84,13 +84,13 @@ def test_a_session_after_sign_out_is_refused(team) -> None:
     page = team_page(LABEL, token)
     page.sidebar.button(key="sign_out").click().run()
     assert not page.exception, page.exception
-    assert store.users()[1]["signed_out_at"] is not None
+    assert store.users.users()[1]["signed_out_at"] is not None
     before = snapshot(url)
     replayed = team_page(LABEL, token)  # the same identity token (a copied cookie) after the sign-out
     assert "anna@example.org signed out at" in shown(replayed) and "sign in again" in shown(replayed)
     assert [b.label for b in replayed.button] == ["Sign in"] and not replayed.radio
     with pytest.raises(AccessDenied, match="signed out"):
-        store.sign_in("sub-anna", "anna@example.org", "Anna", **_times(token))
+        store.users.sign_in("sub-anna", "anna@example.org", "Anna", **_times(token))
     assert snapshot(url) == before
 
 
@@ -102,7 +102,7 @@ def test_an_expired_token_is_refused(team) -> None:
     assert "the sign-in of anna@example.org expired at" in shown(page) and "sign in again" in shown(page)
     assert [b.label for b in page.button] == ["Sign in"] and not page.radio
     with pytest.raises(AccessDenied, match="expired"):
-        store.sign_in("sub-anna", "anna@example.org", "Anna", **_times(expired))
+        store.users.sign_in("sub-anna", "anna@example.org", "Anna", **_times(expired))
     assert snapshot(url) == before
 
 
@@ -126,4 +126,4 @@ def test_ask_judges_as_the_signed_in_user_whatever_the_session_names(team) -> No
     app.run()
     app.button(key="judge-grade-2").click().run()
     assert not app.exception, app.exception
-    assert list(store.current_labels("demo").values()) == [{"anna@example.org": 2}]
+    assert list(store.labels.current_labels("demo").values()) == [{"anna@example.org": 2}]

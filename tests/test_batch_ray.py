@@ -126,8 +126,8 @@ def test_cli_scores_a_trec_run_from_the_store_on_a_cluster_it_starts_and_stops(c
     local cluster, gone afterwards."""
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     store = Store(url)
-    store.import_dataset(load_demo())
-    store.register_model("attention_lstm", "attention_lstm", copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True)
+    store.datasets.import_dataset(load_demo())
+    store.models.register_model("attention_lstm", "attention_lstm", copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True)
     store.close()
     first_stage = tmp_path / "bm25.run"
     first_stage.write_text("".join(f"{q.qid} Q0 {c.doc_id} {i} {20 - i} bm25\n"

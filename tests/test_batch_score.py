@@ -111,7 +111,7 @@ def test_pools_are_candidate_records_with_rank_and_url(env: Path):
 
 def test_trec_run_input_takes_texts_from_the_store(env: Path, capsys):
     store = Store(f"sqlite:///{env / 'store.sqlite'}")
-    store.import_dataset(load_demo())
+    store.datasets.import_dataset(load_demo())
     first_stage = env / "bm25.run"
     first_stage.write_text("".join(f"{q.qid} Q0 {c.doc_id} {i} {10 - i} bm25\n"
                                    for q in demo_questions() for i, c in enumerate(q.candidates, start=1)))
@@ -132,8 +132,8 @@ def test_a_trained_model_scores_with_the_version_in_use_for_data(env: Path, chec
     from qa_core.rankers import registry
 
     store = Store(f"sqlite:///{env / 'store.sqlite'}")
-    store.import_dataset(load_demo())
-    store.register_model("smcnn", "smcnn", copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True)
+    store.datasets.import_dataset(load_demo())
+    store.models.register_model("smcnn", "smcnn", copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True)
     pairs, out = write_pairs(env / "pairs.jsonl"), env / "smcnn.run"
     assert main(["batch-score", str(pairs), "--model", "smcnn", "--data", "demo", "--out", str(out), "--workers", "0",
                  "--quiet"]) == 0, capsys.readouterr().err

@@ -122,15 +122,15 @@ def gold_dataset() -> Dataset:
 
 
 def test_calibration_runs_stores_its_judgements_apart_from_labels_and_reports(store: Store) -> None:
-    store.import_dataset(gold_dataset())
-    assert store.calibration_settings("cal") == DEFAULT_CALIBRATION  # off by default
+    store.datasets.import_dataset(gold_dataset())
+    assert store.calibration.calibration_settings("cal") == DEFAULT_CALIBRATION  # off by default
     assert Calibration.build(store, "cal", "ann").current is None
-    settings = store.set_calibration("cal", True, 3, "lead")
+    settings = store.calibration.set_calibration("cal", True, 3, "lead")
     assert (settings.enabled, settings.pairs, settings.changed_by) == (True, 3, "lead")
     for pairs in (0, 51, True):
         with pytest.raises(InputError, match="1 to 50 gold pairs"):
-            store.set_calibration("cal", True, pairs, "lead")
-    store.save_guidelines("cal", "Grade 3 when it answers.", "lead")
+            store.calibration.set_calibration("cal", True, pairs, "lead")
+    store.annotation.save_guidelines("cal", "Grade 3 when it answers.", "lead")
 
     ann = Calibration.build(store, "cal", "ann", holder="tab1")
     bob = Calibration.build(store, "cal", "bob")
@@ -139,8 +139,8 @@ def test_calibration_runs_stores_its_judgements_apart_from_labels_and_reports(st
     shown = datetime.now(UTC) - timedelta(seconds=7)
     first = ann.current
     assert ann.judge(first, 3, shown) is False
-    assert store.record_calibration(first.candidate_id, 0, "ann", ann.settings_id, shown) is None  # first stands
-    store.set_calibration("cal", True, 5, "lead")  # a larger run for those who have not started
+    assert store.calibration.record_calibration(first.candidate_id, 0, "ann", ann.settings_id, shown) is None  # first stands
+    store.calibration.set_calibration("cal", True, 5, "lead")  # a larger run for those who have not started
     ann = Calibration.build(store, "cal", "ann", holder="tab1")
     assert (ann.total, ann.position) == (3, 2)  # ann's run keeps the size it started with
     assert ann.judge(ann.current, 0, shown) is False
@@ -149,7 +149,7 @@ def test_calibration_runs_stores_its_judgements_apart_from_labels_and_reports(st
     assert done.current is None and done.result().complete and len(done.result().pairs) == 3
     assert Calibration.build(store, "cal", "bob").total == 5
 
-    judged = store.calibration_judgements("cal")
+    judged = store.calibration.calibration_judgements("cal")
     assert [(j.annotator, j.run_pairs, j.guideline_version) for j in judged] == [("ann", 3, 1)] * 3
     assert judged[0].value == 3 and judged[0].gold == first.gold_label
     assert abs((judged[0].judged_at - judged[0].shown_at).total_seconds() - 7) < 5
@@ -157,37 +157,37 @@ def test_calibration_runs_stores_its_judgements_apart_from_labels_and_reports(st
     relevant = [int(g > 0) for g in grades]
     assert done.result().exact == pytest.approx(sum(r == j.gold for r, j in zip(relevant, judged)) / 3)
     # Not labels: no training label, no agreement, no progress in the queue.
-    assert store.current_labels("cal") == {}
+    assert store.labels.current_labels("cal") == {}
     assert training_labels(store, "cal").counts()["labels"] == 0
-    assert report_from_labels(store.current_labels("cal")).annotators == []
+    assert report_from_labels(store.labels.current_labels("cal")).annotators == []
 
-    for candidate in store.candidate_rows("cal")[:5]:  # cy labelled 5 pairs before calibration was on
-        store.add_label(candidate.candidate_id, "cy", 1)
+    for candidate in store.datasets.candidate_rows("cal")[:5]:  # cy labelled 5 pairs before calibration was on
+        store.labels.add_label(candidate.candidate_id, "cy", 1)
     assert Calibration.build(store, "cal", "cy").current is None  # not new: straight to work
     assert Calibration.build(store, "cal", "dee").total == 5  # new: calibrates
 
-    store.set_calibration("cal", False, 5, "lead")  # off: bob, who never started, goes straight to work
+    store.calibration.set_calibration("cal", False, 5, "lead")  # off: bob, who never started, goes straight to work
     assert Calibration.build(store, "cal", "bob").current is None
-    store.import_dataset(Dataset("nogold", [Question("q", "q?", [Candidate("a", "x"), Candidate("b", "y")])]))
+    store.datasets.import_dataset(Dataset("nogold", [Question("q", "q?", [Candidate("a", "x"), Candidate("b", "y")])]))
     with pytest.raises(InputError, match="needs a gold label"):
-        store.record_calibration(store.candidate_rows("nogold")[0].candidate_id, 1, "ann", settings.settings_id, shown)
+        store.calibration.record_calibration(store.datasets.candidate_rows("nogold")[0].candidate_id, 1, "ann", settings.settings_id, shown)
 
 
 def test_in_team_mode_only_an_admin_turns_calibration_on_and_judgements_are_ones_own(database_url: str) -> None:
     team = Store(database_url, team=True)
     try:
-        team.import_dataset(gold_dataset(), actor=SYSTEM)
+        team.datasets.import_dataset(gold_dataset(), actor=SYSTEM)
         ada, anna = sign_in(team, "ada"), sign_in(team, "anna")  # the first user is the admin
         with pytest.raises(AccessDenied, match="may not edit a dataset's guidelines or labelling settings"):
-            team.set_calibration("cal", True, 2, actor=anna)
-        assert team.calibration_settings("cal") == DEFAULT_CALIBRATION
-        settings = team.set_calibration("cal", True, 2, actor=ada)
+            team.calibration.set_calibration("cal", True, 2, actor=anna)
+        assert team.calibration.calibration_settings("cal") == DEFAULT_CALIBRATION
+        settings = team.calibration.set_calibration("cal", True, 2, actor=ada)
         assert settings.changed_by == "ada@example.org"
-        assert [e["action"] for e in team.audit_events(["calibration_settings"])] == ["calibration_settings"]
+        assert [e["action"] for e in team.users.audit_events(["calibration_settings"])] == ["calibration_settings"]
         run = Calibration.build(team, "cal", anna.name, actor=anna)
         with pytest.raises(AccessDenied, match="cannot record a judgement as annotator 'bob'"):
-            team.record_calibration(run.current.candidate_id, 2, "bob", run.settings_id, datetime.now(UTC), actor=anna)
+            team.calibration.record_calibration(run.current.candidate_id, 2, "bob", run.settings_id, datetime.now(UTC), actor=anna)
         run.judge(run.current, 2, datetime.now(UTC))
-        assert [j.annotator for j in team.calibration_judgements("cal")] == ["anna@example.org"]
+        assert [j.annotator for j in team.calibration.calibration_judgements("cal")] == ["anna@example.org"]
     finally:
         team.close()

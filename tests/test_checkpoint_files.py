@@ -66,12 +66,12 @@ def test_training_on_a_dataset_named_like_a_path_writes_inside_the_data_folder(d
 
 def run_demo_job(store: Store) -> dict:
     """A real training job of SM-CNN on the demo corpus, run in this process, promoted."""
-    job_id = store.create_job("smcnn", "demo", {
+    job_id = store.jobs.create_job("smcnn", "demo", {
         "store_labels": False, "gold": True, "seed": 1, "train_split": "train", "dev_split": "dev",
         "config": FAST, "promote": True,
     })
     version_id = jobs.run_job(store, job_id)
-    return store.model_version(version_id)
+    return store.models.model_version(version_id)
 
 
 def test_two_stores_sharing_a_data_folder_keep_their_own_models(store: Store, data_dir: Path, tmp_path: Path) -> None:
@@ -80,8 +80,8 @@ def test_two_stores_sharing_a_data_folder_keep_their_own_models(store: Store, da
     other = Store(f"sqlite:///{tmp_path / 'other.sqlite'}")
     try:
         assert store.store_id != other.store_id
-        store.import_dataset(load_demo())
-        other.import_dataset(load_demo())
+        store.datasets.import_dataset(load_demo())
+        other.datasets.import_dataset(load_demo())
         first = run_demo_job(store)
         question = load_demo().split("test")[0]
         before = registry.load(Path(first["checkpoint_path"])).score(question.text, question.candidates)
@@ -95,7 +95,7 @@ def test_two_stores_sharing_a_data_folder_keep_their_own_models(store: Store, da
 
         # Each store's gc keeps the other's registered model.
         for mine, theirs in ((store, second), (other, first)):
-            registered = {Path(v["checkpoint_path"]) for v in mine.model_versions()}
+            registered = {Path(v["checkpoint_path"]) for v in mine.models.model_versions()}
             collect_garbage(data_dir / "models", owner=mine.store_id, registered=registered, grace_minutes=0)
             assert Path(theirs["checkpoint_path"]).is_file()
     finally:
@@ -132,9 +132,9 @@ def test_gc_cleans_what_killed_trainings_leave_and_nothing_else(database_url: st
     try:
         models = data_dir / "models"
         registered = registry.save(registry.create("overlap"), new_checkpoint_path("overlap", "demo", owner=store.store_id))
-        store.register_model("overlap", "overlap", registered, {"dataset": "demo"}, {}, promote=True)
+        store.models.register_model("overlap", "overlap", registered, {"dataset": "demo"}, {}, promote=True)
         legacy_registered = registry.save(registry.create("overlap"), models / "overlap-demo-job1.pt")
-        store.register_model("overlap", "overlap", legacy_registered, {}, {})
+        store.models.register_model("overlap", "overlap", legacy_registered, {}, {})
         orphan = new_checkpoint_path("smcnn", "demo", "job2", owner=store.store_id)
         overlap = registry.create("overlap")
         run_killed(killed_before_registering, orphan, overlap.name, overlap.state())

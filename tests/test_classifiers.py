@@ -367,10 +367,10 @@ def test_cli_trains_registers_and_the_analysis_finds_them(tmp_path: Path, monkey
         assert 0.0 <= line["dev_accuracy"] <= 1.0
 
     store = Store(url)
-    record = store.promoted_model("question_class")
+    record = store.models.promoted_model("question_class")
     assert record is not None and record["metrics"]["test_accuracy"] >= 0.0
-    assert store.promoted_model("question_focus")["training_data"]["seed"] == 2
-    assert record["version"] == store.promoted_model("question_focus")["version"] == 1
+    assert store.models.promoted_model("question_focus")["training_data"]["seed"] == 2
+    assert record["version"] == store.models.promoted_model("question_focus")["version"] == 1
     analyzer = question_analyzer(store)
     store.close()
     assert analyzer.source == "classifiers"

@@ -30,9 +30,9 @@ def test_demo_train_evaluate_rank(cli_env, capsys):
     assert line["clean"] is False and line["questions"] > 0
     assert 0.0 < line["map"] <= 1.0
     stored = Store(f"sqlite:///{cli_env / 'store.sqlite'}")
-    saved = next(run for run in stored.runs("demo") if run["id"] == line["run_id"])
+    saved = next(run for run in stored.runs.runs("demo") if run["id"] == line["run_id"])
     assert saved["model_version_id"] == trained["model_version_id"] and saved["metrics"]["map"] == line["map"]
-    assert stored.load_run(line["run_id"]).keys() == {q.qid for q in stored.load_dataset("demo").split("test")}
+    assert stored.runs.load_run(line["run_id"]).keys() == {q.qid for q in stored.datasets.load_dataset("demo").split("test")}
 
     code, out, _ = run_cli("evaluate", "--model", trained["checkpoint"], "--data", "demo", "--clean", capsys=capsys)
     assert code == 0 and json.loads(out)["clean"] is True

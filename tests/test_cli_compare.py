@@ -86,7 +86,7 @@ def test_compare_bad_input_is_one_error_line(runs, capsys, cli_env):
     assert code == 2 and "named twice" in err
     code, _, err = run_cli("compare", oracle, "smcnn", "--data", "demo", capsys=capsys)
     assert code == 2 and "python -m qa_core train --model smcnn --data demo" in err
-    assert Store(f"sqlite:///{cli_env / 'store.sqlite'}").runs() == []  # comparing writes nothing
+    assert Store(f"sqlite:///{cli_env / 'store.sqlite'}").runs.runs() == []  # comparing writes nothing
 
 
 def test_compare_as_a_process(runs, cli_env):

@@ -111,9 +111,9 @@ def write_labels(url_or_store: str | Store, writer: int, candidate_ids: list[int
         barrier.wait(timeout=120)
         for i in range(LABELS_PER_WRITER):
             candidate_id = candidate_ids[(7 * i + writer) % len(candidate_ids)]
-            store.add_label(candidate_id, annotator, i % 5, note=f"{writer}:{i}")
+            store.labels.add_label(candidate_id, annotator, i % 5, note=f"{writer}:{i}")
             if i % UNDO_EVERY == UNDO_EVERY - 1:
-                assert store.undo_last(annotator)["candidate_id"] == candidate_id
+                assert store.labels.undo_last(annotator)["candidate_id"] == candidate_id
     finally:
         if isinstance(url_or_store, str):
             store.close()
@@ -139,12 +139,12 @@ def label_until_stopped(url: str, writer: int, out: str, stop: Any, barrier: Any
     recording every (label id, candidate id, text) that ``add_label`` returned."""
     store = Store(url)
     try:
-        rows = store.candidate_rows("race")
+        rows = store.datasets.candidate_rows("race")
         barrier.wait(timeout=120)
         written, i = [], 0
         while i < RACE_MIN_LABELS or not stop.is_set():
             row = rows[(7 * i + writer) % len(rows)]
-            written.append((store.add_label(row.candidate_id, f"w{writer}", i % 5, note=f"{writer}:{i}"),
+            written.append((store.labels.add_label(row.candidate_id, f"w{writer}", i % 5, note=f"{writer}:{i}"),
                             row.candidate_id, row.candidate))
             i += 1
             time.sleep(LABEL_PAUSE_S)
@@ -185,8 +185,8 @@ def race_files(folder: Path) -> list[str]:
 
 @pytest.mark.parametrize("kind", ["threads", "processes"])
 def test_eight_writers_lose_and_duplicate_nothing(store: Store, database_url: str, kind: str) -> None:
-    store.import_dataset(conc_dataset(10, 5))
-    candidate_ids = [r.candidate_id for r in store.candidate_rows("conc")]
+    store.datasets.import_dataset(conc_dataset(10, 5))
+    candidate_ids = [r.candidate_id for r in store.datasets.candidate_rows("conc")]
     shared = store if kind == "threads" else database_url  # threads share one Store, like app sessions
     run_parallel(kind, write_labels, [(shared, writer, candidate_ids) for writer in range(WRITERS)])
 
@@ -211,13 +211,13 @@ def test_eight_writers_lose_and_duplicate_nothing(store: Store, database_url: st
             if i % UNDO_EVERY != UNDO_EVERY - 1:
                 candidate_id = candidate_ids[(7 * i + writer) % len(candidate_ids)]
                 expected.setdefault(candidate_id, {})[f"w{writer}"] = i % 5
-    assert store.current_labels("conc") == expected
+    assert store.labels.current_labels("conc") == expected
 
 
 @pytest.mark.parametrize("kind", ["threads", "processes"])
 def test_sessions_never_hold_the_same_pair_at_once(store: Store, database_url: str, kind: str) -> None:
-    store.import_dataset(conc_dataset(8, 6))
-    pairs = [r.candidate_id for r in store.candidate_rows("conc")]
+    store.datasets.import_dataset(conc_dataset(8, 6))
+    pairs = [r.candidate_id for r in store.datasets.candidate_rows("conc")]
     shared = store if kind == "threads" else database_url
     run_parallel(kind, label_queue, [(shared, f"session-{i}") for i in range(WRITERS)])
 
@@ -245,7 +245,7 @@ def test_labels_written_during_replace_imports_all_survive(store: Store, databas
     """The issue's case: labelling processes and ``data import --replace`` at once used to lose
     committed labels (and, on PostgreSQL, hand writers ForeignKeyViolation errors)."""
     base, *replacements = race_files(tmp_path)
-    store.import_dataset(load_dataset(base, name="race"))
+    store.datasets.import_dataset(load_dataset(base, name="race"))
     stop = process_context().Event()
     outs = [tmp_path / f"writer{w}.json" for w in range(RACE_WRITERS)]
     run_processes(
@@ -259,6 +259,6 @@ def test_labels_written_during_replace_imports_all_survive(store: Store, databas
         stored = {label_id: candidate_id for label_id, candidate_id in session.execute(select(LabelRow.id, LabelRow.candidate_id))}
     assert len(stored) == len(written)  # 0 lost, 0 extra
     assert all(stored.get(label_id) == candidate_id for label_id, candidate_id, _ in written)
-    texts = {row.candidate_id: row.candidate for row in store.candidate_rows("race")}
+    texts = {row.candidate_id: row.candidate for row in store.datasets.candidate_rows("race")}
     assert all(texts[candidate_id] == text for _, candidate_id, text in written)  # on the same text, current again
-    assert store.orphaned_labels("race") == []
+    assert store.labels.orphaned_labels("race") == []

@@ -83,13 +83,13 @@ def test_charts_escape_names() -> None:
 
 
 def test_store_dashboard_reads_labels_adjudications_classes_and_times(store: Store) -> None:
-    store.import_dataset(
+    store.datasets.import_dataset(
         Dataset("dash", [
             Question("q1", "who wrote hamlet?", [Candidate("d0", "shakespeare"), Candidate("d1", "marlowe")]),
             Question("q2", "where is paris?", [Candidate("d0", "in france")]),
         ])
     )
-    store.set_annotation_settings("dash", 1.0, 2, "lead")
+    store.annotation.set_annotation_settings("dash", 1.0, 2, "lead")
     grades = {"ann": {"q1/d0": 3, "q1/d1": 0, "q2/d0": 4}, "bob": {"q1/d0": 2, "q1/d1": 0, "q2/d0": 4}}
     for name, mine in grades.items():
         session = LabelingSession.build(store, "dash", name, "random", holder=name, policy=queue_policy(store, "dash"))

@@ -109,11 +109,11 @@ def test_ask_judges_the_open_candidate_by_key_and_undoes_by_click(running_app, p
         timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_text(re.compile(r"^#1 · score .* · stored 3$"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     store = Store(running_app.database_url)
-    assert [labels for labels in store.current_labels("demo", "erin").values()] == [{"erin": 3}]
+    assert [labels for labels in store.labels.current_labels("demo", "erin").values()] == [{"erin": 3}]
     page_screenshots(page, screenshot_dir, "ask-judge")
     page.get_by_role("button", name=re.compile(r"^Undo")).click()
     expect(page.get_by_text(re.compile(r"^Took back your label 3 of candidate \d+"))).to_be_visible(
         timeout=BROWSER_TIMEOUT_MS)
-    assert store.current_labels("demo", "erin") == {}
+    assert store.labels.current_labels("demo", "erin") == {}
     store.close()
     assert "Traceback" not in page.content()

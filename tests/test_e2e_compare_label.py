@@ -65,14 +65,14 @@ def test_label_five_pairs_with_the_keyboard(running_app, page, screenshot_dir):
 
     store = Store(running_app.database_url)
     try:
-        labels = store.current_label_records("demo", annotator)
+        labels = store.labels.current_label_records("demo", annotator)
         assert sorted(label.value for label in labels) == sorted(grades)
         last = max(labels, key=lambda label: label.label_id)
         expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
         page.keyboard.press("u")  # undo takes back the last judgement, keeping it in the history
         expect(page.get_by_text("Took back your label")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-        assert len(store.current_label_records("demo", annotator)) == len(grades) - 1
-        (undone,) = [h for h in store.label_history(last.candidate_id) if h["annotator"] == annotator]
+        assert len(store.labels.current_label_records("demo", annotator)) == len(grades) - 1
+        (undone,) = [h for h in store.labels.label_history(last.candidate_id) if h["annotator"] == annotator]
         assert undone["id"] == last.label_id and undone["retracted_at"] is not None
     finally:
         store.close()

@@ -19,7 +19,7 @@ def test_the_label_page_shows_imported_text_without_its_direction_override(runni
 
     store = Store(running_app.database_url)
     try:
-        store.import_dataset(Dataset(DATASET, [Question("q1", f"who{ZERO_WIDTH_SPACE}discovered penicillin", [
+        store.datasets.import_dataset(Dataset(DATASET, [Question("q1", f"who{ZERO_WIDTH_SPACE}discovered penicillin", [
             Candidate("a", f"{OVERRIDE}live\u202c bacteria were found", label=0)], split="train")]))
     finally:
         store.close()

@@ -87,7 +87,7 @@ def test_label_page_with_the_keyboard_only(running_app, page):
 
     store = Store(running_app.database_url)
     try:
-        labels = store.current_label_records("demo", annotator)
+        labels = store.labels.current_label_records("demo", annotator)
         assert sorted(label.value for label in labels) == [1, 2, 3]  # the 4 was undone; nothing typed into a box
     finally:
         store.close()
@@ -134,10 +134,10 @@ def test_pairwise_and_topk_modes_with_the_keyboard_only(running_app, page):
 
     store = Store(running_app.database_url)
     try:
-        assert [j.outcome for j in store.preference_judgements("demo", annotator, "pairwise")] == ["right"]
-        first, second = store.preference_judgements("demo", annotator, "topk")
+        assert [j.outcome for j in store.preferences.preference_judgements("demo", annotator, "pairwise")] == ["right"]
+        first, second = store.preferences.preference_judgements("demo", annotator, "topk")
         assert first.picked == (first.shown[1],) and second.picked == ()
-        assert store.current_label_records("demo", annotator) == []  # no digit became a graded label
+        assert store.labels.current_label_records("demo", annotator) == []  # no digit became a graded label
     finally:
         store.close()
 
@@ -149,7 +149,7 @@ def test_calibration_with_the_keyboard_only(running_app, page):
     annotator = f"e2e-calibration-{uuid.uuid4().hex[:8]}"
 
     store = Store(running_app.database_url)
-    store.set_calibration("demo", True, 2, "e2e-lead")
+    store.calibration.set_calibration("demo", True, 2, "e2e-lead")
     try:
         open_label_page_as(page, running_app.url, annotator)
         for number, grade in ((1, "3"), (2, "0")):
@@ -173,10 +173,10 @@ def test_calibration_with_the_keyboard_only(running_app, page):
         expect(page.get_by_text(f"Labelled {qid} / {doc_id} as 4")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
         assert "Traceback" not in page.content()
 
-        assert [j.value for j in store.calibration_judgements("demo", annotator)] == [3, 0]
-        assert [label.value for label in store.current_label_records("demo", annotator)] == [4]  # not the 2
+        assert [j.value for j in store.calibration.calibration_judgements("demo", annotator)] == [3, 0]
+        assert [label.value for label in store.labels.current_label_records("demo", annotator)] == [4]  # not the 2
     finally:
-        store.set_calibration("demo", False, 2, "e2e-lead")  # the other browser tests label without it
+        store.calibration.set_calibration("demo", False, 2, "e2e-lead")  # the other browser tests label without it
         store.close()
 
 
@@ -192,6 +192,6 @@ def test_a_grade_pressed_at_once_after_typing_a_new_name_is_not_lost(running_app
         timeout=BROWSER_TIMEOUT_MS)
     store = Store(running_app.database_url)
     try:
-        assert [label.value for label in store.current_label_records("demo", annotator)] == [2]
+        assert [label.value for label in store.labels.current_label_records("demo", annotator)] == [2]
     finally:
         store.close()

@@ -38,13 +38,13 @@ def test_a_200_kb_candidate_is_refused_and_one_at_the_limit_is_explained(running
     refused = import_file(running_app, huge, "huge")
     assert refused.returncode == 2 and refused.stderr.startswith(f"error: {huge}, line 2: the candidate is too long")
     store = Store(running_app.database_url)
-    assert "huge" not in store.dataset_names()
+    assert "huge" not in store.datasets.dataset_names()
 
     at_limit = ("The valley is long and the river is wide. " * 120)[:5_000].strip()
     fine = tmp_path / "fine.jsonl"
     fine.write_text(pairs([(ANSWER, 1), (at_limit, 0), ("Mountains rise above the plain.", 0)]))
     assert import_file(running_app, fine, "longtexts").returncode == 0
-    assert "longtexts" in store.dataset_names()
+    assert "longtexts" in store.datasets.dataset_names()
     store.close()
 
     page.goto(f"{running_app.url}/Ask")

@@ -21,10 +21,10 @@ def test_settling_a_conflict_moves_the_box_and_clears_the_note(running_app, page
     first, second = f"e2e-ann-a-{tag}", f"e2e-ann-b-{tag}"
     store = Store(running_app.database_url)
     try:
-        candidates = {pair: store.find_candidate_id("demo", *pair) for pair in PAIRS}
+        candidates = {pair: store.datasets.find_candidate_id("demo", *pair) for pair in PAIRS}
         for candidate_id in candidates.values():  # the two annotators disagree on both pairs
-            store.add_label(candidate_id, first, 0)
-            store.add_label(candidate_id, second, 3)
+            store.labels.add_label(candidate_id, first, 0)
+            store.labels.add_label(candidate_id, second, 3)
     finally:
         store.close()
 
@@ -62,7 +62,7 @@ def test_settling_a_conflict_moves_the_box_and_clears_the_note(running_app, page
         qid, doc_id = shown.split(" / ")
         store = Store(running_app.database_url)
         try:
-            text = next(c.text for q in store.load_dataset("demo").questions if q.qid == qid
+            text = next(c.text for q in store.datasets.load_dataset("demo").questions if q.qid == qid
                         for c in q.candidates if c.doc_id == doc_id)
         finally:
             store.close()
@@ -75,7 +75,7 @@ def test_settling_a_conflict_moves_the_box_and_clears_the_note(running_app, page
 
     store = Store(running_app.database_url)
     try:
-        adjudications = store.adjudications("demo")
+        adjudications = store.labels.adjudications("demo")
         assert adjudications[candidates[pair_a]]["note"] == "first note only"
         assert adjudications[candidates[pair_b]]["note"] is None
     finally:

@@ -181,17 +181,17 @@ def test_admin_reviewer_and_annotator_see_what_their_role_may_do(team_app: TeamA
     # Not through the library either: the store checks the role an annotator's page would pass.
     store = team_app.store()
     try:
-        anna = next(u for u in store.users() if u["email"] == "anna@example.org")
+        anna = next(u for u in store.users.users() if u["email"] == "anna@example.org")
         now = datetime.now(UTC)
         actor = Actor(anna["email"], Role.ADMIN, user_id=anna["id"], subject=anna["subject"],  # a page bug's claim
                       signed_in_at=now, expires_at=now + timedelta(hours=1))
         with pytest.raises(AccessDenied, match="annotator\\) may not promote models"):
-            store.promote("smcnn", 1, "demo", actor=actor)
+            store.models.promote("smcnn", 1, "demo", actor=actor)
         with pytest.raises(AccessDenied, match="may not adjudicate"):
-            store.adjudicate(store.find_candidate_id("demo", "demo-01", "demo-01-0"), 3, None, actor=actor)
+            store.labels.adjudicate(store.datasets.find_candidate_id("demo", "demo-01", "demo-01-0"), 3, None, actor=actor)
         with pytest.raises(AccessDenied, match="may not train"):
-            store.create_job("smcnn", "demo", {"seed": 1}, actor=actor)
-        assert store.adjudications("demo") == {} and store.jobs() == []
+            store.jobs.create_job("smcnn", "demo", {"seed": 1}, actor=actor)
+        assert store.labels.adjudications("demo") == {} and store.jobs.jobs() == []
     finally:
         store.close()
 
@@ -250,7 +250,7 @@ def test_an_expired_token_is_refused(team_app: TeamApp, chromium):
     page = signed_in_page(chromium, team_app, "eve", provider="short")
     store = team_app.store()
     try:
-        eve = next(u for u in store.users() if u["email"] == "eve@example.org")
+        eve = next(u for u in store.users.users() if u["email"] == "eve@example.org")
     finally:
         store.close()
     time.sleep(SHORT_TOKEN_SECONDS + 1)  # the token's exp passes; the browser's cookie stays
@@ -272,7 +272,7 @@ def test_the_same_subject_and_email_from_another_provider_is_another_person(team
     expect(page.get_by_text(re.compile("ada@\u2060example\\.org #\\d+\\) · annotator"))).to_be_visible()
     store = team_app.store()
     try:
-        adas = [user for user in store.users() if user["email"] == "ada@example.org"]
+        adas = [user for user in store.users.users() if user["email"] == "ada@example.org"]
     finally:
         store.close()
     assert sorted(user["role"] for user in adas) == ["admin", "annotator"]

@@ -14,7 +14,7 @@ def test_train_page_retrains_and_registers_a_new_version(running_app, page, scre
     from playwright.sync_api import expect
 
     store = Store(running_app.database_url)
-    before = len(store.model_versions("smcnn"))
+    before = len(store.models.model_versions("smcnn"))
 
     page.goto(f"{running_app.url}/Train")
     epochs = page.get_by_role("spinbutton", name=re.compile("Epochs"))
@@ -25,7 +25,7 @@ def test_train_page_retrains_and_registers_a_new_version(running_app, page, scre
     page.get_by_role("button", name="Retrain").click()
     expect(page.get_by_text(re.compile(r"version \d+ registered"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
 
-    versions = store.model_versions("smcnn")
+    versions = store.models.model_versions("smcnn")
     assert len(versions) == before + 1
     newest = versions[-1]
     assert newest["training_data"]["dataset"] == "demo" and newest["training_data"]["train_labels"] > 0

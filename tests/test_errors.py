@@ -126,10 +126,10 @@ def test_scoring_with_progress_reports_blocks_and_gives_the_same_run(monkeypatch
 
 
 def test_label_rules_gold_by_default_training_rule_on_request(store):
-    store.import_dataset(Dataset("toy", QUESTIONS))
-    store.add_label(store.find_candidate_id("toy", "q-none", "b"), "ann", 2)  # now has a correct answer
-    store.add_label(store.find_candidate_id("toy", "q-where", "a"), "ann", 1)
-    store.adjudicate(store.find_candidate_id("toy", "q-where", "a"), 0, "lead")  # overrules ann
+    store.datasets.import_dataset(Dataset("toy", QUESTIONS))
+    store.labels.add_label(store.datasets.find_candidate_id("toy", "q-none", "b"), "ann", 2)  # now has a correct answer
+    store.labels.add_label(store.datasets.find_candidate_id("toy", "q-where", "a"), "ann", 1)
+    store.labels.adjudicate(store.datasets.find_candidate_id("toy", "q-where", "a"), 0, "lead")  # overrules ann
     gold = evaluation_labels(store, "toy")
     assert gold.rule is LabelRule.GOLD and set(gold.sources.values()) == {"gold"}
     assert qrels_from_questions(gold.questions) == qrels_from_questions(QUESTIONS)  # app labels change nothing

@@ -25,7 +25,7 @@ def flip_a_test_answer(url: str) -> str:
     answer = next(c for c in question.candidates if c.label)
     store = Store(url)
     workbench.ensure_demo(store)
-    store.add_label(store.find_candidate_id("demo", question.qid, answer.doc_id), "ann", 0)
+    store.labels.add_label(store.datasets.find_candidate_id("demo", question.qid, answer.doc_id), "ann", 0)
     store.close()
     return question.qid
 
@@ -92,7 +92,7 @@ def test_compare_and_errors_give_the_same_map_by_default_and_when_clean(store_ur
         if q.qid in unanswered else q for q in demo.questions])
     store = Store(store_url)
     workbench.ensure_demo(store)
-    store.import_dataset(mixed)
+    store.datasets.import_dataset(mixed)
     store.close()
     default = errors_map(LabelRule.GOLD, clean=None, dataset="mixed")
     assert default == pytest.approx(compare_map(LabelRule.GOLD, dataset="mixed"), abs=1e-12)

@@ -57,7 +57,7 @@ def trained_store(tmp_path_factory: pytest.TempPathFactory) -> str:
         patch.setenv("RERANK_LAB_DATA", str(folder / "data"))
         patch.setenv("RERANK_LAB_DB", url)
         store = Store(url)
-        store.import_dataset(small_demo())
+        store.datasets.import_dataset(small_demo())
         started = {
             model: jobs.start_training_job(
                 store, model, "demo", store_labels=False, gold=True, model_config=fast_settings(model), promote=True,
@@ -69,7 +69,7 @@ def trained_store(tmp_path_factory: pytest.TempPathFactory) -> str:
                                 capture_output=True, text=True, timeout=600)
         assert worker.returncode == 0, worker.stderr
         for model, job_id in started.items():
-            job = store.job(job_id)
+            job = store.jobs.job(job_id)
             assert job["status"] == "succeeded", f"{model}: {job['error']}"
         store.close()
         yield url
@@ -78,11 +78,11 @@ def trained_store(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.mark.parametrize("model", registry.trainable())
 def test_trains_as_a_job_with_typed_progress_and_is_promoted(trained_store: str, model: str) -> None:
     store = Store(trained_store)
-    job = store.jobs(model)[0]
-    events = [recorded.event for recorded in store.job_events(job["id"])]
+    job = store.jobs.jobs(model)[0]
+    events = [recorded.event for recorded in store.jobs.job_events(job["id"])]
     assert events and all(event.total for event in events), "every event says how far along it is"
     assert events[-1].dev_map is not None and 0.0 <= events[-1].dev_map <= 1.0
-    promoted = store.promoted_model(model, "demo")
+    promoted = store.models.promoted_model(model, "demo")
     assert promoted is not None and promoted["id"] == job["model_version_id"]
     store.close()
 

@@ -19,29 +19,29 @@ GUIDELINES = "A year alone *partly* answers a when-question."
 def test_only_an_admin_edits_guidelines_and_settings_in_team_mode(database_url: str) -> None:
     store = Store(database_url, team=True)
     try:
-        store.import_dataset(small(), actor=SYSTEM)
+        store.datasets.import_dataset(small(), actor=SYSTEM)
         ada, rita, anna = sign_in(store, "ada"), sign_in(store, "rita"), sign_in(store, "anna")
-        store.grant_role("rita@example.org", "reviewer", actor=ada)
+        store.users.grant_role("rita@example.org", "reviewer", actor=ada)
         rita = rita.with_role("reviewer")
         before = table_rows(database_url, WRITTEN)
         for who, role in ((anna, "annotator"), (rita, "reviewer")):
             refusal = f"{who.name} \\({role}\\) may not edit a dataset's guidelines or labelling settings"
             with pytest.raises(AccessDenied, match=refusal + ".*nothing was saved"):
-                store.save_guidelines("d", GUIDELINES, actor=who)
+                store.annotation.save_guidelines("d", GUIDELINES, actor=who)
             with pytest.raises(AccessDenied, match=refusal):
-                store.set_annotation_settings("d", 1.0, 2, actor=who)
+                store.annotation.set_annotation_settings("d", 1.0, 2, actor=who)
         with pytest.raises(AccessDenied, match="sign in"):
-            store.save_guidelines("d", GUIDELINES, "ada@example.org")  # no actor: team mode refuses
+            store.annotation.save_guidelines("d", GUIDELINES, "ada@example.org")  # no actor: team mode refuses
         with pytest.raises(AccessDenied, match="cannot record .* as author 'bob'"):
-            store.save_guidelines("d", GUIDELINES, "bob", actor=ada)  # an admin writes as themselves
+            store.annotation.save_guidelines("d", GUIDELINES, "bob", actor=ada)  # an admin writes as themselves
         assert table_rows(database_url, WRITTEN) == before
 
-        saved = store.save_guidelines("d", GUIDELINES, actor=ada)
-        store.set_annotation_settings("d", 0.5, 3, actor=ada)
+        saved = store.annotation.save_guidelines("d", GUIDELINES, actor=ada)
+        store.annotation.set_annotation_settings("d", 0.5, 3, actor=ada)
         assert (saved.version, saved.author) == (1, "ada@example.org")
-        assert store.annotation_settings("d")[:3] == (0.5, 3, "ada@example.org")
+        assert store.annotation.annotation_settings("d")[:3] == (0.5, 3, "ada@example.org")
         trail = [(e["actor"], e["action"], e["target"], e["detail"]) for e in
-                 reversed(store.audit_events(["guidelines", "annotation_settings"]))]
+                 reversed(store.users.audit_events(["guidelines", "annotation_settings"]))]
         assert trail == [
             ("ada@example.org", "guidelines", "d", {"version": 1, "author": "ada@example.org", "characters": len(GUIDELINES)}),
             ("ada@example.org", "annotation_settings", "d", {"overlap_share": 0.5, "overlap": 3, "changed_by": "ada@example.org"}),
@@ -51,9 +51,9 @@ def test_only_an_admin_edits_guidelines_and_settings_in_team_mode(database_url: 
 
     local = Store(database_url)  # the same database in local mode: anyone, under a typed name
     try:
-        assert local.save_guidelines("d", GUIDELINES + " Dates too.", "bob").author == "bob"
-        local.set_annotation_settings("d", 0.2, 2, "bob")
-        assert [e["actor"] for e in local.audit_events(["guidelines", "annotation_settings"], limit=2)] == ["local", "local"]
+        assert local.annotation.save_guidelines("d", GUIDELINES + " Dates too.", "bob").author == "bob"
+        local.annotation.set_annotation_settings("d", 0.2, 2, "bob")
+        assert [e["actor"] for e in local.users.audit_events(["guidelines", "annotation_settings"], limit=2)] == ["local", "local"]
     finally:
         local.close()
 
@@ -79,7 +79,7 @@ def test_the_label_page_offers_the_guideline_editor_to_admins_only(store_url: st
     assert not ada.exception, ada.exception
     store = Store(store_url)
     try:
-        assert (store.guidelines("demo").version, store.guidelines("demo").author) == (1, "ada@example.org")
+        assert (store.annotation.guidelines("demo").version, store.annotation.guidelines("demo").author) == (1, "ada@example.org")
     finally:
         store.close()
 
@@ -90,8 +90,8 @@ def test_the_label_page_offers_the_guideline_editor_to_admins_only(store_url: st
     assert any(m.label == "Exact agreement" for m in anna.metric)
     store = Store(store_url)
     try:
-        assert [(j.annotator, j.value) for j in store.calibration_judgements("demo")] == [("anna@example.org", 3)]
-        assert store.calibration_settings("demo").changed_by == "ada@example.org"
+        assert [(j.annotator, j.value) for j in store.calibration.calibration_judgements("demo")] == [("anna@example.org", 3)]
+        assert store.calibration.calibration_settings("demo").changed_by == "ada@example.org"
     finally:
         store.close()
     anna.radio(key="label_view").set_value("Guidelines").run()

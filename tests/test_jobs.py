@@ -44,7 +44,7 @@ def trained_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def demo_store(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
     """The demo corpus in the store; checkpoints and job logs go to this test's folder."""
     monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
-    store.import_dataset(load_demo())
+    store.datasets.import_dataset(load_demo())
     return store
 
 
@@ -52,38 +52,38 @@ def promote_v1(store: Store, checkpoint: Path) -> dict:
     """Version 1 of smcnn, promoted, on its own copy of the trained checkpoint (in the data folder)."""
     path = model_file("smcnn-v1.pt")
     shutil.copy(checkpoint, path)
-    store.register_model("smcnn", "smcnn", path, {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
-    return store.promoted_model("smcnn", "demo")
+    store.models.register_model("smcnn", "smcnn", path, {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
+    return store.models.promoted_model("smcnn", "demo")
 
 
 def test_job_succeeds_and_registers_an_unpromoted_version(demo_store: Store, trained_checkpoint: Path) -> None:
     current = promote_v1(demo_store, trained_checkpoint)
-    candidate = demo_store.find_candidate_id("demo", "demo-01", "demo-01-1")
-    demo_store.add_label(candidate, "alice", 4)
-    demo_store.add_label(candidate, "bob", 0)
-    demo_store.adjudicate(candidate, 2, "carol")
+    candidate = demo_store.datasets.find_candidate_id("demo", "demo-01", "demo-01-1")
+    demo_store.labels.add_label(candidate, "alice", 4)
+    demo_store.labels.add_label(candidate, "bob", 0)
+    demo_store.labels.adjudicate(candidate, 2, "carol")
 
     job_id = jobs.start_training_job(demo_store, "smcnn", "demo", gold=True, model_config=FAST)
-    assert demo_store.job(job_id)["status"] in {"queued", "running", "succeeded"}
+    assert demo_store.jobs.job(job_id)["status"] in {"queued", "running", "succeeded"}
     job = jobs.wait_for_job(demo_store, job_id, WAIT_S)
     assert job["status"] == "succeeded", job["error"]
     assert job["started_at"] <= job["finished_at"] and job["phase"] == "done"
 
-    version = demo_store.model_version(job["model_version_id"])
+    version = demo_store.models.model_version(job["model_version_id"])
     assert (version["name"], version["version"], version["promoted_for"]) == ("smcnn", 2, [])
     assert 0.0 <= version["metrics"]["dev_map"] <= 1.0 and "test_gold_map" in version["metrics"]
     assert version["training_data"]["labels"] == {"adjudicated": 1, "labels": 0, "preferences": 0, "gold": DEMO_PAIRS - 1}
     assert version["training_data"]["job"] == job_id
     assert Path(version["checkpoint_path"]).is_file()
-    assert demo_store.promoted_model("smcnn", "demo")["id"] == current["id"]  # registered, not promoted
+    assert demo_store.models.promoted_model("smcnn", "demo")["id"] == current["id"]  # registered, not promoted
 
-    events = demo_store.job_events(job_id)
+    events = demo_store.jobs.job_events(job_id)
     last = events[-1].event
     assert (last.step, last.total, last.unit) == (1, 1, "epoch") and 0.0 <= last.dev_map <= 1.0
-    assert demo_store.job_events(job_id, after_id=events[-1].id) == []
-    assert [j["id"] for j in demo_store.jobs("smcnn")] == [job_id]
+    assert demo_store.jobs.job_events(job_id, after_id=events[-1].id) == []
+    assert [j["id"] for j in demo_store.jobs.jobs("smcnn")] == [job_id]
 
-    demo_store.promote("smcnn", 2, "demo")
+    demo_store.models.promote("smcnn", 2, "demo")
     assert workbench.load_ranker(demo_store, "smcnn", "demo").score("who painted it?", ["Leonardo"]).shape == (1,)
 
 
@@ -94,7 +94,7 @@ def test_job_with_bad_input_fails_with_a_clear_error(demo_store: Store, trained_
     job = jobs.wait_for_job(demo_store, job_id, WAIT_S)
     assert job["status"] == "failed"
     assert "no labels to train on in split 'train'" in job["error"]
-    assert [v["id"] for v in demo_store.model_versions("smcnn")] == [current["id"]]
+    assert [v["id"] for v in demo_store.models.model_versions("smcnn")] == [current["id"]]
 
     for kwargs, message in [
         ({"model": "overlap", "dataset": "demo"}, "nothing to train"),
@@ -104,7 +104,7 @@ def test_job_with_bad_input_fails_with_a_clear_error(demo_store: Store, trained_
     ]:
         with pytest.raises(InputError, match=message):
             jobs.start_training_job(demo_store, **kwargs)
-    assert len(demo_store.jobs()) == 1
+    assert len(demo_store.jobs.jobs()) == 1
 
 
 def test_progress_fraction_for_the_progress_bar() -> None:
@@ -127,35 +127,35 @@ def test_job_killed_at_a_random_point_leaves_model_and_store_intact(demo_store: 
     rng = random.Random(seed)
     current = promote_v1(demo_store, trained_checkpoint)
     checkpoint_bytes = Path(current["checkpoint_path"]).read_bytes()
-    candidate = demo_store.find_candidate_id("demo", "demo-02", "demo-02-0")
-    demo_store.add_label(candidate, "alice", 3)
-    history = demo_store.label_history(candidate)
+    candidate = demo_store.datasets.find_candidate_id("demo", "demo-02", "demo-02-0")
+    demo_store.labels.add_label(candidate, "alice", 3)
+    history = demo_store.labels.label_history(candidate)
 
     # Long enough (up to 90 dev checks) that the kill lands before the end.
     slow = {"max_epochs": 30, "patience": 30, "eval_every": 1}
     job_id = jobs.start_training_job(demo_store, "smcnn", "demo", gold=True, model_config=slow)
     kill_after_events = rng.randint(0, 12)  # 0: somewhere while it loads data and models
-    wait_until(lambda: demo_store.job(job_id)["status"] == "running", "the job to start")
+    wait_until(lambda: demo_store.jobs.job(job_id)["status"] == "running", "the job to start")
     if kill_after_events == 0:
         time.sleep(rng.uniform(0.0, 2.0))
     else:
-        wait_until(lambda: len(demo_store.job_events(job_id)) >= kill_after_events, "progress events")
+        wait_until(lambda: len(demo_store.jobs.job_events(job_id)) >= kill_after_events, "progress events")
         time.sleep(rng.uniform(0.0, 0.05))
-    job = demo_store.job(job_id)
+    job = demo_store.jobs.job(job_id)
     assert job["status"] == "running", f"seed {seed}: the job ended before the kill: {job}"
     os.kill(job["pid"], signal.SIGKILL)
 
-    failed = wait_until(lambda: (j := demo_store.job(job_id))["status"] == "failed" and j, "the job to be marked failed")
+    failed = wait_until(lambda: (j := demo_store.jobs.job(job_id))["status"] == "failed" and j, "the job to be marked failed")
     assert "ended without reporting" in failed["error"], f"seed {seed}"
-    assert [v["id"] for v in demo_store.model_versions("smcnn")] == [current["id"]], f"seed {seed}"
+    assert [v["id"] for v in demo_store.models.model_versions("smcnn")] == [current["id"]], f"seed {seed}"
     assert Path(current["checkpoint_path"]).read_bytes() == checkpoint_bytes
-    assert demo_store.label_history(candidate) == history
+    assert demo_store.labels.label_history(candidate) == history
     with demo_store.session_scope() as session:
         assert session.scalar(select(func.count()).select_from(LabelRow)) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback: the promoted checkpoint loads
         assert workbench.load_ranker(demo_store, "smcnn", "demo") is not None
-    assert len(demo_store.job_events(job_id)) >= kill_after_events
+    assert len(demo_store.jobs.job_events(job_id)) >= kill_after_events
 
 
 def test_cancel_stops_the_process_and_fails_the_job(demo_store: Store) -> None:
@@ -164,47 +164,47 @@ def test_cancel_stops_the_process_and_fails_the_job(demo_store: Store) -> None:
     job = jobs.wait_for_job(demo_store, job_id, WAIT_S)
     assert (job["status"], job["error"]) == ("failed", "cancelled")
     assert jobs.cancel_job(demo_store, job_id) is False
-    assert demo_store.model_versions("smcnn") == []
+    assert demo_store.models.model_versions("smcnn") == []
 
 
 def test_finish_is_one_transaction_that_a_dead_verdict_blocks(store: Store) -> None:
     """A job declared dead (here: marked failed) cannot register its model afterwards, and the
     rolled-back registration leaves the promoted flag where it was."""
-    store.register_model("smcnn", "smcnn", model_file("1.pt"), {"dataset": "demo"}, {}, promote=True)
-    job_id = store.create_job("smcnn", "demo", {"promote": True})
-    store.start_job(job_id)
-    store.add_job_event(job_id, TrainingEvent(1, 2, batch=3, loss=float("nan"), dev_map=0.5))
-    assert store.job_events(job_id)[0].event.loss is None
-    assert store.fail_job(job_id, "declared dead") is True
+    store.models.register_model("smcnn", "smcnn", model_file("1.pt"), {"dataset": "demo"}, {}, promote=True)
+    job_id = store.jobs.create_job("smcnn", "demo", {"promote": True})
+    store.jobs.start_job(job_id)
+    store.jobs.add_job_event(job_id, TrainingEvent(1, 2, batch=3, loss=float("nan"), dev_map=0.5))
+    assert store.jobs.job_events(job_id)[0].event.loss is None
+    assert store.jobs.fail_job(job_id, "declared dead") is True
     with pytest.raises(InputError, match="no longer running"):
-        store.finish_job(job_id, kind="smcnn", checkpoint_path=model_file("2.pt"), training_data={}, metrics={}, promote=True)
-    assert [(v["version"], v["promoted_for"]) for v in store.model_versions("smcnn")] == [(1, ["demo"])]
-    assert store.job(job_id)["status"] == "failed"
+        store.jobs.finish_job(job_id, kind="smcnn", checkpoint_path=model_file("2.pt"), training_data={}, metrics={}, promote=True)
+    assert [(v["version"], v["promoted_for"]) for v in store.models.model_versions("smcnn")] == [(1, ["demo"])]
+    assert store.jobs.job(job_id)["status"] == "failed"
     with pytest.raises(InputError, match="only a queued job"):
-        store.start_job(job_id)
+        store.jobs.start_job(job_id)
 
 
 def test_reader_marks_a_silent_job_failed(store: Store) -> None:
     # A job on another host: no pid check possible, only the heartbeat.
-    job_id = store.create_job("smcnn", "demo", {})
-    store.start_job(job_id, pid=1, host="another-host")
-    assert store.job(job_id)["status"] == "running"
+    job_id = store.jobs.create_job("smcnn", "demo", {})
+    store.jobs.start_job(job_id, pid=1, host="another-host")
+    assert store.jobs.job(job_id)["status"] == "running"
     with store.session_scope() as session:
         stale = now() - timedelta(hours=1)
         session.execute(update(TrainingJobRow).where(TrainingJobRow.id == job_id).values(heartbeat_at=stale))
-    job = store.job(job_id)
+    job = store.jobs.job(job_id)
     assert job["status"] == "failed" and "no heartbeat" in job["error"]
     # On this host: a pid that no longer runs.
-    other = store.create_job("smcnn", "demo", {})
-    store.start_job(other, pid=_dead_pid())
-    assert store.jobs()[0]["status"] == "failed"
+    other = store.jobs.create_job("smcnn", "demo", {})
+    store.jobs.start_job(other, pid=_dead_pid())
+    assert store.jobs.jobs()[0]["status"] == "failed"
     with pytest.raises(InputError):
-        store.job(other + 100)
+        store.jobs.job(other + 100)
 
 
 def test_cli_runs_only_queued_jobs(store: Store, database_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    job_id = store.create_job("smcnn", "demo", {})
-    store.fail_job(job_id, "cancelled")
+    job_id = store.jobs.create_job("smcnn", "demo", {})
+    store.jobs.fail_job(job_id, "cancelled")
     assert main(["--db", database_url, "train", "--job", str(job_id)]) == 2
     assert "only a queued job can start" in capsys.readouterr().err
     assert main(["--db", database_url, "train", "--model", "smcnn"]) == 2
@@ -222,9 +222,9 @@ def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(
     paths = {v: models_dir / f"v{v}.pt" for v in (1, 2, 3, 4)}
     for version, path in paths.items():
         shutil.copy(trained_checkpoint, path)
-        store.register_model("smcnn", "smcnn", path, {"dataset": "other" if version == 4 else "demo"}, {})
-    store.promote("smcnn", 1, "demo")
-    store.promote("smcnn", 2, "demo")  # version 3 is newer but was never promoted; 4 is another dataset's
+        store.models.register_model("smcnn", "smcnn", path, {"dataset": "other" if version == 4 else "demo"}, {})
+    store.models.promote("smcnn", 1, "demo")
+    store.models.promote("smcnn", 2, "demo")  # version 3 is newer but was never promoted; 4 is another dataset's
 
     assert jobs.load_promoted(store, "smcnn", "demo").notice is None
     paths[2].write_bytes(b"not a checkpoint")
@@ -242,7 +242,7 @@ def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(
     paths[3].unlink()
     with pytest.raises(InputError, match="no version of model 'smcnn' could be loaded"):
         workbench.load_ranker(store, "smcnn", "demo")  # never the version trained on another dataset
-    assert store.promoted_model("smcnn", "demo")["version"] == 2  # loading never changes the registry
+    assert store.models.promoted_model("smcnn", "demo")["version"] == 2  # loading never changes the registry
 
 
 def _dead_pid() -> int:

@@ -204,8 +204,8 @@ def test_compare_and_errors_give_each_system_its_judgements_beside_the_standard_
 
 def test_cli_evaluate_and_compare_name_the_judgements_where_candidates_are_unjudged(cli_env, capsys):
     store = Store()
-    store.import_dataset(with_holes())
-    store.import_dataset(load_demo())
+    store.datasets.import_dataset(with_holes())
+    store.datasets.import_dataset(load_demo())
     store.close()
     forward = cli_env / "forward.run"  # the same qids and doc ids in both datasets
     write_trec_run(oracle_and_reverse(load_demo().split("test"))["forward"], forward, tag="forward")
@@ -234,7 +234,7 @@ def test_cli_evaluate_and_compare_name_the_judgements_where_candidates_are_unjud
 
 
 def test_compare_page_flags_systems_whose_top_10_is_under_80_percent_judged(store_url):
-    Store(store_url).import_dataset(with_holes())
+    Store(store_url).datasets.import_dataset(with_holes())
     app = open_page(COMPARE)
     app.selectbox(key="dataset").select(HOLES).run()
     app.multiselect(key="models").set_value(["bm25", "overlap"]).run()

@@ -126,7 +126,7 @@ def queue_dataset() -> Dataset:
 
 @pytest.fixture
 def queue_store(store: Store) -> Store:
-    store.import_dataset(queue_dataset())
+    store.datasets.import_dataset(queue_dataset())
     return store
 
 
@@ -154,8 +154,8 @@ def test_session_labels_skips_and_finishes(queue_store: Store) -> None:
     assert sorted(seen) == sorted(alice.order)
     progress = alice.progress()
     assert (progress.total, progress.complete, progress.labelled_by_me, progress.available_to_me) == (6, 6, 6, 0)
-    assert queue_store.current_labels("queue")[second.candidate_id] == {"alice": 3}
-    assert queue_store.label_history(second.candidate_id)[0]["note"] == "clear"
+    assert queue_store.labels.current_labels("queue")[second.candidate_id] == {"alice": 3}
+    assert queue_store.labels.label_history(second.candidate_id)[0]["note"] == "clear"
 
 
 def test_two_sessions_hold_different_pairs_until_the_lease_ends(queue_store: Store) -> None:
@@ -164,14 +164,14 @@ def test_two_sessions_hold_different_pairs_until_the_lease_ends(queue_store: Sto
     a, b = tab_a.current(), tab_b.current()
     assert a.candidate_id != b.candidate_id
     assert tab_b.progress().held_by_others == 1
-    assert {c.holder for c in queue_store.open_claims("queue")} == {"tab-a", "tab-b"}
+    assert {c.holder for c in queue_store.queue.open_claims("queue")} == {"tab-a", "tab-b"}
     time.sleep(0.6)  # tab-a's lease runs out: its pair is free again
     tab_b.label(b, 2)
     assert tab_b.current().candidate_id == a.candidate_id
     # tab-a comes back: its claim was ended ("expired"), so it is handed another pair.
     assert tab_a.current().candidate_id not in {a.candidate_id, b.candidate_id}
     tab_a.label(a, 4)  # its judgement of the pair it showed is still written, never lost
-    assert queue_store.current_labels("queue")[a.candidate_id] == {"alice": 4}
+    assert queue_store.labels.current_labels("queue")[a.candidate_id] == {"alice": 4}
 
 
 def test_overlap_pairs_go_to_two_annotators_and_no_more(queue_store: Store) -> None:
@@ -207,17 +207,17 @@ def test_undo_shows_the_pair_again_and_keeps_history(queue_store: Store) -> None
     undone = alice.undo()
     assert undone.candidate_id == second.candidate_id
     assert alice.current().candidate_id == second.candidate_id  # shown again, not the next pair
-    assert shown.candidate_id not in {c.candidate_id for c in queue_store.open_claims("queue")}
+    assert shown.candidate_id not in {c.candidate_id for c in queue_store.queue.open_claims("queue")}
     alice.label(undone, 3)
-    history = queue_store.label_history(second.candidate_id)
+    history = queue_store.labels.label_history(second.candidate_id)
     assert [(h["value"], h["retracted_at"] is not None) for h in history] == [(4, True), (3, False)]
     assert alice.progress().labelled_by_me == 2
     assert session(queue_store, "bob").undo() is None
 
 
 def test_adjudicated_pairs_leave_the_queue(queue_store: Store) -> None:
-    records = queue_store.candidate_rows("queue")
-    queue_store.adjudicate(records[0].candidate_id, 2, "carol")
+    records = queue_store.datasets.candidate_rows("queue")
+    queue_store.labels.adjudicate(records[0].candidate_id, 2, "carol")
     alice = session(queue_store, "alice")
     handed = []
     while (item := alice.current()) is not None:
@@ -233,12 +233,12 @@ def test_session_input_errors(queue_store: Store) -> None:
         LabelingSession(queue_store, "queue", [999_999], "alice")
     item = session(queue_store, "alice").current()
     with pytest.raises(InputError):
-        queue_store.label_claim(item.claim.claim_id, 9)
+        queue_store.queue.label_claim(item.claim.claim_id, 9)
     with pytest.raises(InputError):
-        queue_store.end_claim(item.claim.claim_id, "lost")
+        queue_store.queue.end_claim(item.claim.claim_id, "lost")
     with pytest.raises(InputError):
-        queue_store.label_claim(item.claim.claim_id + 100, 1)
-    assert queue_store.current_labels("queue") == {}
+        queue_store.queue.label_claim(item.claim.claim_id + 100, 1)
+    assert queue_store.labels.current_labels("queue") == {}
 
 
 # ------------------------------------------------------------------------------ agreement
@@ -276,11 +276,11 @@ def test_krippendorff_alpha_against_hand_computed_values() -> None:
 
 
 def test_agreement_report_and_conflicts_on_the_store(queue_store: Store) -> None:
-    ids = [r.candidate_id for r in queue_store.candidate_rows("queue")]
+    ids = [r.candidate_id for r in queue_store.datasets.candidate_rows("queue")]
     for candidate_id, a, b in zip(ids, [0, 1, 2, 3], [0, 2, 2, 3]):
-        queue_store.add_label(candidate_id, "alice", a)
-        queue_store.add_label(candidate_id, "bob", b)
-    queue_store.add_label(ids[4], "alice", 1)
+        queue_store.labels.add_label(candidate_id, "alice", a)
+        queue_store.labels.add_label(candidate_id, "bob", b)
+    queue_store.labels.add_label(ids[4], "alice", 1)
     report = agreement_report(queue_store, "queue")
     assert report.annotators == ["alice", "bob"] and report.items_with_overlap == 4
     (pair,) = report.pairs
@@ -288,7 +288,7 @@ def test_agreement_report_and_conflicts_on_the_store(queue_store: Store) -> None
     assert [c.candidate_id for c in report.conflicts] == [ids[1]]
     conflict = report.conflicts[0]
     assert (conflict.qid, conflict.doc_id, conflict.labels, conflict.gold_label) == ("q1", "d1", {"alice": 1, "bob": 2}, 1)
-    queue_store.adjudicate(ids[1], 2, "carol")
+    queue_store.labels.adjudicate(ids[1], 2, "carol")
     assert conflicts(queue_store, "queue") == []
 
 
@@ -323,16 +323,16 @@ def test_resolve_labels_on_a_hand_made_conflict_table() -> None:
 
 
 def test_training_dataset_from_the_store(queue_store: Store) -> None:
-    ids = {(r.qid, r.doc_id): r.candidate_id for r in queue_store.candidate_rows("queue")}
-    queue_store.add_label(ids[("q1", "d0")], "alice", 3)
-    queue_store.add_label(ids[("q1", "d0")], "bob", 1)  # tie: bob's is newer
-    queue_store.add_label(ids[("q1", "d1")], "alice", 0)
-    queue_store.add_label(ids[("q1", "d1")], "bob", 0)
-    queue_store.add_label(ids[("q1", "d2")], "alice", 2)
-    queue_store.add_label(ids[("q1", "d2")], "bob", 4)
-    queue_store.adjudicate(ids[("q1", "d2")], 3, "carol")
-    queue_store.add_label(ids[("q2", "d1")], "alice", 4)
-    queue_store.undo_last("alice")  # retracted: q2/d1 falls back to gold, or to nothing
+    ids = {(r.qid, r.doc_id): r.candidate_id for r in queue_store.datasets.candidate_rows("queue")}
+    queue_store.labels.add_label(ids[("q1", "d0")], "alice", 3)
+    queue_store.labels.add_label(ids[("q1", "d0")], "bob", 1)  # tie: bob's is newer
+    queue_store.labels.add_label(ids[("q1", "d1")], "alice", 0)
+    queue_store.labels.add_label(ids[("q1", "d1")], "bob", 0)
+    queue_store.labels.add_label(ids[("q1", "d2")], "alice", 2)
+    queue_store.labels.add_label(ids[("q1", "d2")], "bob", 4)
+    queue_store.labels.adjudicate(ids[("q1", "d2")], 3, "carol")
+    queue_store.labels.add_label(ids[("q2", "d1")], "alice", 4)
+    queue_store.labels.undo_last("alice")  # retracted: q2/d1 falls back to gold, or to nothing
 
     plain = training_labels(queue_store, "queue")
     assert {k: v.value for k, v in plain.labels.items()} == {ids[("q1", "d0")]: 1, ids[("q1", "d1")]: 0, ids[("q1", "d2")]: 3}

@@ -1,5 +1,6 @@
 """The one-way layers of docs/architecture.md are enforced: `lint-imports` (import-linter, run by
-`make test`) passes on the tree and fails on a copy with an upward import or an import cycle."""
+`make test`) passes on the tree and fails on a copy with an upward import, an import cycle, or a page
+or CLI module reaching the store without the services' front doors."""
 
 from __future__ import annotations
 
@@ -42,8 +43,11 @@ def test_the_tree_keeps_its_layers() -> None:
         ("qa_core/rankers/smcnn.py", "import streamlit", "The library imports no service"),
         ("db/store.py", "import qa_core.services.jobs", "Pages over the CLI over the app services over the store"),
         ("qa_core/rankers/base.py", "import qa_core.rankers.registry", "No import cycles"),
+        ("pages/6_Audit.py", "import db.users", "Pages and the CLI reach the store only through"),
+        ("qa_core/cli/admin.py", "from db.store import Store", "Pages and the CLI reach the store only through"),
     ],
-    ids=["library-to-service", "library-to-streamlit", "store-to-service", "registry-cycle"],
+    ids=["library-to-service", "library-to-streamlit", "store-to-service", "registry-cycle", "page-to-store",
+         "cli-to-store"],
 )
 def test_an_upward_import_or_a_cycle_fails(tree_copy: Path, module: str, line: str, contract: str) -> None:
     path = tree_copy / module

@@ -32,14 +32,14 @@ FAST = {"max_epochs": 8, "patience": 3}
 def demo_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
     monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
     store = Store(f"sqlite:///{tmp_path / 'store.sqlite'}")
-    store.import_dataset(load_demo())
+    store.datasets.import_dataset(load_demo())
     yield store
     store.close()
 
 
 @pytest.fixture
 def committee(demo_store: Store) -> dict[str, dict[int, float]]:
-    return {"bm25": model_scores(registry.create("bm25"), demo_store.candidate_rows("demo", split="train"))}
+    return {"bm25": model_scores(registry.create("bm25"), demo_store.datasets.candidate_rows("demo", split="train"))}
 
 
 def test_loop_improves_on_the_seed_model_through_the_store(demo_store: Store, committee) -> None:
@@ -49,16 +49,16 @@ def test_loop_improves_on_the_seed_model_through_the_store(demo_store: Store, co
     assert final.dev_map > seed_model.dev_map and final.test_map > seed_model.test_map
     # The labels went into the store as the simulated annotator's, each the pair's gold grade,
     # and the training rule reads them back (TRAIN only: dev/test gold stays out of the store).
-    train = demo_store.candidate_rows("demo", split="train")
+    train = demo_store.datasets.candidate_rows("demo", split="train")
     gold = {r.candidate_id: r.gold_label for r in train}
-    current = demo_store.current_labels("demo")
+    current = demo_store.labels.current_labels("demo")
     assert len(current) == 60 and set(current) <= set(gold)
     assert all(grades == {ANNOTATOR: gold[candidate_id]} for candidate_id, grades in current.items())
     assert training_labels(demo_store, "demo").counts() == {"adjudicated": 0, "labels": 60, "preferences": 0, "gold": 0}
 
 
 def test_seed_set_is_whole_questions_and_shared_by_every_strategy(demo_store: Store) -> None:
-    records = demo_store.candidate_rows("demo", split="train")
+    records = demo_store.datasets.candidate_rows("demo", split="train")
     order = seed_order(records, seed=3)
     assert sorted(order) == sorted(r.candidate_id for r in records) and order == seed_order(records, seed=3)
     qid_of = {r.candidate_id: r.qid for r in records}
@@ -70,7 +70,7 @@ def test_seed_set_is_whole_questions_and_shared_by_every_strategy(demo_store: St
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_strategies_pick_deterministically_under_a_seed(demo_store: Store, committee, strategy: str) -> None:
-    records = demo_store.candidate_rows("demo", split="train")
+    records = demo_store.datasets.candidate_rows("demo", split="train")
     # A fixed "current model" score: the overlap baseline (no training needed).
     scores = {"current": model_scores(registry.create("overlap"), records), **committee}
     wanted = {"uncertainty": {"current": scores["current"]}, "disagreement": scores}.get(strategy, {})

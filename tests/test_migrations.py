@@ -27,12 +27,12 @@ T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 def populated(store: Store) -> tuple[int, int]:
     """A dataset with labels, a registered version and a run that names it; (version id, run id)."""
-    store.import_dataset(Dataset("d", [Question("q1", "who?", [Candidate("a", "him", label=1), Candidate("b", "her")])]))
-    candidate = store.find_candidate_id("d", "q1", "a")
-    store.add_label(candidate, "alice", 2)
-    store.add_label(candidate, "bob", 1)
-    version_id = store.register_model("smcnn", "smcnn", model_file("m.pt"), {}, {"dev_map": 0.5}, promote=True)
-    run_id = store.save_run("d", None, {"q1": {"a": 1.0, "b": 0.5}}, {"map": 1.0}, model_version_id=version_id)
+    store.datasets.import_dataset(Dataset("d", [Question("q1", "who?", [Candidate("a", "him", label=1), Candidate("b", "her")])]))
+    candidate = store.datasets.find_candidate_id("d", "q1", "a")
+    store.labels.add_label(candidate, "alice", 2)
+    store.labels.add_label(candidate, "bob", 1)
+    version_id = store.models.register_model("smcnn", "smcnn", model_file("m.pt"), {}, {"dev_map": 0.5}, promote=True)
+    run_id = store.runs.save_run("d", None, {"q1": {"a": 1.0, "b": 0.5}}, {"map": 1.0}, model_version_id=version_id)
     return version_id, run_id
 
 
@@ -52,7 +52,7 @@ def test_down_to_0001_and_back_keeps_every_row(store: Store) -> None:
         assert connection.execute(text("SELECT COUNT(*) FROM labels")).scalar() == 2
     upgrade(store.engine, "head")
     assert counts(store) == (2, version_id)
-    assert store.runs()[0]["model"] == "smcnn" and store.load_run(run_id) == {"q1": {"a": 1.0, "b": 0.5}}
+    assert store.runs.runs()[0]["model"] == "smcnn" and store.runs.load_run(run_id) == {"q1": {"a": 1.0, "b": 0.5}}
 
 
 def test_the_alembic_command_keeps_every_row_too(tmp_path: Path) -> None:
@@ -87,10 +87,10 @@ def test_a_store_upgraded_from_0001_rolls_back_to_the_version_promoted_before(da
         engine.dispose()
     store = Store(database_url)  # upgrades to head
     try:  # versions without a training dataset serve every dataset: scope "*"
-        store.promote("smcnn", 3, "*")
-        assert store.rollback_target("smcnn", "*")["version"] == 2
-        assert store.rollback("smcnn", "*")["version"] == 2
-        assert store.promoted_model("smcnn")["checkpoint_path"] == "/v2.pt"
+        store.models.promote("smcnn", 3, "*")
+        assert store.models.rollback_target("smcnn", "*")["version"] == 2
+        assert store.models.rollback("smcnn", "*")["version"] == 2
+        assert store.models.promoted_model("smcnn")["checkpoint_path"] == "/v2.pt"
     finally:
         store.close()
 
@@ -124,22 +124,22 @@ def test_promotions_become_per_dataset_without_changing_what_any_page_uses(datab
     store = Store(database_url)  # upgrades to head
     try:
         for dataset in ("wikiqa", "trecqa"):
-            in_use = store.promoted_model("smcnn", dataset)
+            in_use = store.models.promoted_model("smcnn", dataset)
             assert (in_use["version"], in_use["promoted"]) == (2, True), "what every page used before"
-            assert store.rollback_target("smcnn", dataset)["version"] == 1
-        assert store.promoted_model("question_class")["version"] == 1
-        assert [v["action"] for v in store.promotion_history("smcnn", "wikiqa")] == ["migrated", "migrated"]
-        store.rollback("smcnn", "wikiqa")  # only wikiqa's pages move back
-        assert store.promoted_model("smcnn", "wikiqa")["version"] == 1
-        assert store.promoted_model("smcnn", "trecqa")["version"] == 2
+            assert store.models.rollback_target("smcnn", dataset)["version"] == 1
+        assert store.models.promoted_model("question_class")["version"] == 1
+        assert [v["action"] for v in store.models.promotion_history("smcnn", "wikiqa")] == ["migrated", "migrated"]
+        store.models.rollback("smcnn", "wikiqa")  # only wikiqa's pages move back
+        assert store.models.promoted_model("smcnn", "wikiqa")["version"] == 1
+        assert store.models.promoted_model("smcnn", "trecqa")["version"] == 2
     finally:
         store.close()
 
 
 def test_a_downgrade_that_would_drop_kept_labels_is_refused(store: Store) -> None:
     populated(store)
-    store.import_dataset(Dataset("d", [Question("q1", "who?", [Candidate("b", "her")])]), replace=True)
-    assert len(store.orphaned_labels("d")) == 2
+    store.datasets.import_dataset(Dataset("d", [Question("q1", "who?", [Candidate("b", "her")])]), replace=True)
+    assert len(store.labels.orphaned_labels("d")) == 2
     with pytest.raises(RuntimeError, match="retired"):
         downgrade(store.engine, "0002")
     with store.engine.connect() as connection:
@@ -162,10 +162,10 @@ def test_a_store_that_numbered_typed_events_0003_gets_candidate_identity(databas
         engine.dispose()
     store = Store(database_url)  # upgrades to head
     try:
-        store.import_dataset(Dataset("d", [Question("q1", "who?", [Candidate("a", "him", label=1)])]))
-        store.import_dataset(Dataset("d", [Question("q1", "who?", [Candidate("b", "her"), Candidate("a", "him", label=1)])]),
+        store.datasets.import_dataset(Dataset("d", [Question("q1", "who?", [Candidate("a", "him", label=1)])]))
+        store.datasets.import_dataset(Dataset("d", [Question("q1", "who?", [Candidate("b", "her"), Candidate("a", "him", label=1)])]),
                              replace=True)  # content identity: the candidate keeps its row
-        assert store.store_id and sorted(r.doc_id for r in store.candidate_rows("d")) == ["a", "b"]
+        assert store.store_id and sorted(r.doc_id for r in store.datasets.candidate_rows("d")) == ["a", "b"]
         with store.engine.connect() as connection:
             assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == head_revision()
     finally:

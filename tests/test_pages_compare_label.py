@@ -24,7 +24,7 @@ ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 
 def import_xss(url: str) -> None:
     store = Store(url)
-    store.import_dataset(
+    store.datasets.import_dataset(
         Dataset(
             "xss",
             [
@@ -138,10 +138,10 @@ def test_compare_judges_the_opened_candidate_in_place(store_url):
     assert not app.exception, app.exception
     assert stored() == ["Stored label: 4 (latest in the store)"]
     store = Store(store_url)
-    assert list(store.current_labels("demo", "cleo").values()) == [{"cleo": 4}]
+    assert list(store.labels.current_labels("demo", "cleo").values()) == [{"cleo": 4}]
     app.button(key="judge-undo").click().run()
     assert stored() == ["Stored label: none (latest in the store)"]
-    assert store.current_labels("demo", "cleo") == {}
+    assert store.labels.current_labels("demo", "cleo") == {}
     store.close()
 
 
@@ -188,21 +188,21 @@ def test_label_undo_skip_write_to_the_store_with_history(store_url):
     second = shown_pair(app)
     assert second != first
     app.button(key="grade-0").click().run()
-    labels = store.current_labels("demo", "alice")
+    labels = store.labels.current_labels("demo", "alice")
     assert sorted(grades["alice"] for grades in labels.values()) == [0, 2]
     assert "2 of" in app.get("progress")[0].proto.text
 
     app.button(key="undo").click().run()  # takes back the 0 and shows that pair again
     assert not app.exception, app.exception
     assert shown_pair(app) == second
-    assert [grades["alice"] for grades in store.current_labels("demo", "alice").values()] == [2]
+    assert [grades["alice"] for grades in store.labels.current_labels("demo", "alice").values()] == [2]
     undone = next(c for c, grades in labels.items() if grades["alice"] == 0)
-    history = store.label_history(undone)
+    history = store.labels.label_history(undone)
     assert len(history) == 1 and history[0]["value"] == 0 and history[0]["retracted_at"] is not None
 
     app.button(key="skip").click().run()
     assert shown_pair(app) not in (first, second)
-    assert len(store.current_labels("demo", "alice")) == 1  # a skip writes no label
+    assert len(store.labels.current_labels("demo", "alice")) == 1  # a skip writes no label
     # The name is remembered: the annotator box now shows it, and the next session knows it.
     assert [s for s in app.selectbox if s.label == "Annotator"][0].value == "alice"
     assert "alice" in [s for s in open_page(LABEL).selectbox if s.label == "Annotator"][0].options
@@ -242,7 +242,7 @@ def test_model_based_orders_label(store_url, order, models):
         app.multiselect(key="order_models").set_value(models).run()
     assert not app.exception, app.exception
     app.button(key="grade-1").click().run()
-    assert [g["alice"] for g in Store(store_url).current_labels("demo", "alice").values()] == [1]
+    assert [g["alice"] for g in Store(store_url).labels.current_labels("demo", "alice").values()] == [1]
 
 
 def test_uncertainty_with_untrained_model_names_the_train_command(store_url):
@@ -257,10 +257,10 @@ def test_uncertainty_with_untrained_model_names_the_train_command(store_url):
 def test_agreement_and_review_settle_a_conflict(store_url):
     store = Store(store_url)
     workbench.ensure_demo(store)
-    pairs = [r.candidate_id for r in store.candidate_rows("demo")][:6]
+    pairs = [r.candidate_id for r in store.datasets.candidate_rows("demo")][:6]
     for candidate_id, (a, b) in zip(pairs, [(0, 0), (1, 1), (2, 2), (0, 1), (3, 3), (4, 2)]):
-        store.add_label(candidate_id, "ann", a)
-        store.add_label(candidate_id, "bob", b)
+        store.labels.add_label(candidate_id, "ann", a)
+        store.labels.add_label(candidate_id, "bob", b)
     app = open_page(LABEL)
     app.radio(key="label_view").set_value("Agreement").run()
     assert not app.exception, app.exception
@@ -287,7 +287,7 @@ def test_agreement_and_review_settle_a_conflict(store_url):
     app.text_input(key="new_annotator").input("carol").run()  # not a party: may settle it
     app.button(key="settle-1").click().run()
     assert not app.exception, app.exception
-    adjudications = store.adjudications("demo")
+    adjudications = store.labels.adjudications("demo")
     assert [(a["value"], a["adjudicator"]) for a in adjudications.values()] == [(1, "carol")]
     assert len(app.dataframe[0].value) == 1
     store.close()
@@ -316,7 +316,7 @@ def test_label_needs_a_name(store_url):
 
 def test_compare_split_without_gold_labels_says_so(store_url):
     store = Store(store_url)
-    store.import_dataset(
+    store.datasets.import_dataset(
         Dataset("unjudged", [Question("q1", "who wrote it", [Candidate("d1", "she wrote it"), Candidate("d2", "no")], split="test")])
     )
     store.close()

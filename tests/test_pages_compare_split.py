@@ -42,7 +42,7 @@ def test_fuse_these_then_compare_three_models_with_holm(store_url):
     # as_markdown puts an invisible word joiner after the tag's colon (no ":rrf" directive)
     assert any(FUSION in s.value.replace("\u2060", "") and "DEV MAP" in s.value for s in app.success)
     store = Store(store_url)
-    kept = [run for run in store.runs("demo") if run["tag"] == FUSION]
+    kept = [run for run in store.runs.runs("demo") if run["tag"] == FUSION]
     assert sorted(run["split"] for run in kept) == ["dev", "test"]
     assert kept[0]["metrics"]["members"] == ["bm25", "overlap"] and "k" in kept[0]["metrics"]["params"]
     store.close()

@@ -39,15 +39,15 @@ def test_a_name_hiding_a_zero_width_space_is_refused(store_url):
     app = open_page(LABEL)
     app.text_input(key="new_annotator").input("ali\u200bce").run()
     assert any("invisible character" in e.value for e in app.error)
-    assert Store(store_url).current_labels("demo") == {}
+    assert Store(store_url).labels.current_labels("demo") == {}
 
 
 def test_agreement_over_one_shared_pair_says_not_enough_overlap(store_url):
     store = Store(store_url)
     workbench.ensure_demo(store)
-    (first, *_) = [r.candidate_id for r in store.candidate_rows("demo")]
-    store.add_label(first, "ann", 1)
-    store.add_label(first, "bob", 2)
+    (first, *_) = [r.candidate_id for r in store.datasets.candidate_rows("demo")]
+    store.labels.add_label(first, "ann", 1)
+    store.labels.add_label(first, "bob", 2)
     app = open_page(LABEL)
     app.radio(key="label_view").set_value("Agreement").run()
     assert not app.exception, app.exception
@@ -61,11 +61,11 @@ def test_agreement_over_one_shared_pair_says_not_enough_overlap(store_url):
 def test_agreement_with_enough_overlap_shows_coefficients_and_intervals(store_url):
     store = Store(store_url)
     workbench.ensure_demo(store)
-    ids = [r.candidate_id for r in store.candidate_rows("demo")][:12]
+    ids = [r.candidate_id for r in store.datasets.candidate_rows("demo")][:12]
     grades = [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (0, 1), (1, 1), (2, 3), (3, 3), (4, 3), (0, 0), (2, 2)]
     for candidate_id, (a, b) in zip(ids, grades):
-        store.add_label(candidate_id, "ann", a)
-        store.add_label(candidate_id, "bob", b)
+        store.labels.add_label(candidate_id, "ann", a)
+        store.labels.add_label(candidate_id, "bob", b)
     app = open_page(LABEL)
     app.radio(key="label_view").set_value("Agreement").run()
     assert not app.exception, app.exception
@@ -92,13 +92,13 @@ def test_share_of_double_annotated_pairs_is_set_on_the_page(store_url):
     app.button[[b.label for b in app.button].index("Save share")].click().run()
     assert not app.exception, app.exception
     store = Store(store_url)
-    settings = store.annotation_settings("demo")
+    settings = store.annotation.annotation_settings("demo")
     assert (settings.overlap_share, settings.changed_by) == (1.0, "alice")
     # Every pair now wants two annotators: alice's judgement leaves her pair open for bob, so
     # bob's share of the queue is every pair (with 20%, alice's pair would likely be complete).
     app.radio(key="label_view").set_value("Label").run()
     app.button(key="grade-2").click().run()
-    total = len(store.candidate_rows("demo", split="train"))  # the queue's default split
+    total = len(store.datasets.candidate_rows("demo", split="train"))  # the queue's default split
     bob = start("bob")
     assert bob.get("progress")[0].proto.text.startswith(f"0 of {total} labelled by you")
     store.close()
@@ -110,10 +110,10 @@ def test_undo_takes_back_only_this_sessions_labels(store_url):
     tab_b.button(key="grade-1").click().run()
     tab_a.button(key="undo").click().run()
     store = Store(store_url)
-    assert sorted(g["alice"] for g in store.current_labels("demo").values()) == [1]  # tab b's stays
+    assert sorted(g["alice"] for g in store.labels.current_labels("demo").values()) == [1]  # tab b's stays
     tab_a.button(key="undo").click().run()  # nothing of tab a's left: tab b's label is not touched
     assert any("Nothing of yours to undo" in c.value for c in tab_a.caption)
-    assert sorted(g["alice"] for g in store.current_labels("demo").values()) == [1]
+    assert sorted(g["alice"] for g in store.labels.current_labels("demo").values()) == [1]
     store.close()
 
 
@@ -142,7 +142,7 @@ def test_guidelines_written_on_the_page_show_beside_the_pair_and_version_the_lab
     assert any(m.value == "A year alone <b>partly</b> answers a *when* question." for m in app.markdown)
     app.button(key="grade-2").click().run()
     store = Store(store_url)
-    (version,) = store.label_guideline_versions("demo").values()
+    (version,) = store.annotation.label_guideline_versions("demo").values()
     assert version == 1
     store.close()
 
@@ -172,7 +172,7 @@ def test_pairwise_mode_judges_skips_and_undoes_with_history(store_url):
     app.button(key="undo").click().run()
     assert any("Took back your judgement" in c.value for c in app.caption)
     store = Store(store_url)
-    judged = store.preference_judgements("demo", "alice", "pairwise")
+    judged = store.preferences.preference_judgements("demo", "alice", "pairwise")
     assert [j.outcome for j in judged] == ["right"] and judged[0].qid == first.split(" · ")[0]
     store.close()
 
@@ -192,7 +192,7 @@ def test_topk_mode_saves_the_picks_best_first_at_k(store_url):
     assert any(c.value.startswith(f"Judged {qid}: picked 2, 1") for c in app.caption)
     app.button(key="pick-done").click().run()  # the next pool: none fits
     store = Store(store_url)
-    first, second = store.preference_judgements("demo", "alice", "topk")
+    first, second = store.preferences.preference_judgements("demo", "alice", "topk")
     assert first.qid == qid and first.picked == (first.shown[1], first.shown[0]) and second.picked == ()
     store.close()
 
@@ -230,10 +230,10 @@ def test_review_queues_a_models_disagreements_with_the_consensus(store_url):
     assert caption.startswith("0 pairs"), caption  # no labels yet: no consensus to disagree with
 
     store = Store(store_url)
-    question = next(q for q in store.load_dataset("demo").questions if q.qid == "demo-01")
+    question = next(q for q in store.datasets.load_dataset("demo").questions if q.qid == "demo-01")
     scores = workbench.load_ranker(store, "overlap", "demo").score(question.text, question.candidates)
     first = question.candidates[ordering.order([c.doc_id for c in question.candidates], scores)[0]].doc_id
-    store.add_label(store.find_candidate_id("demo", "demo-01", first), "alice", 0)  # the annotators say no
+    store.labels.add_label(store.datasets.find_candidate_id("demo", "demo-01", first), "alice", 0)  # the annotators say no
     store.close()
     app.run()
     assert not app.exception, app.exception

@@ -41,7 +41,7 @@ def test_a_new_annotator_calibrates_on_gold_first_and_sees_agreement_before_real
     app.button[[b.label for b in app.button].index("Save calibration")].click().run()
     assert not app.exception, app.exception
     store = Store(store_url)
-    settings = store.calibration_settings("demo")
+    settings = store.calibration.calibration_settings("demo")
     assert (settings.enabled, settings.pairs) == (True, 3)
     annotator = settings.changed_by  # alice, or the signed-in admin
 
@@ -57,10 +57,10 @@ def test_a_new_annotator_calibrates_on_gold_first_and_sees_agreement_before_real
         app.button(key=f"grade-{grade}").click().run()
         assert not app.exception, app.exception
 
-    judged = store.calibration_judgements("demo")
+    judged = store.calibration.calibration_judgements("demo")
     assert [f"{j.qid} · {j.doc_id}" for j in judged] == shown and [j.value for j in judged] == [2, 0, 3]
     assert {j.annotator for j in judged} == {annotator}
-    assert store.current_labels("demo") == {}  # calibration is not labelling
+    assert store.labels.current_labels("demo") == {}  # calibration is not labelling
     agree = sum(int(g > 0) == j.gold for g, j in zip((2, 0, 3), judged))
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Exact agreement"] == f"{agree / 3:.0%}" and metrics["Gold pairs"] == "3"
@@ -72,8 +72,8 @@ def test_a_new_annotator_calibrates_on_gold_first_and_sees_agreement_before_real
     app.button(key="begin_work").click().run()  # real work begins: the queue
     assert any(c.value.startswith("Keys: 0–4 judge the pair") for c in app.caption)
     app.button(key="grade-1").click().run()
-    assert [judgements[annotator] for judgements in store.current_labels("demo").values()] == [1]
-    assert len(store.calibration_judgements("demo")) == 3
+    assert [judgements[annotator] for judgements in store.labels.current_labels("demo").values()] == [1]
+    assert len(store.calibration.calibration_judgements("demo")) == 3
 
     again = start("alice")  # another tab later: calibrated already, straight to work
     assert not progress(again).startswith("Calibration") and again.button(key="grade-0")
@@ -89,9 +89,9 @@ def test_a_new_annotator_calibrates_on_gold_first_and_sees_agreement_before_real
 def test_gold_pairs_and_their_report_escape_the_data(store_url):
     store = Store(store_url)
     html = "<script>alert(1)</script> **bold** [link](http://example.org)"
-    store.import_dataset(Dataset("xss", [Question("q1", f"who wrote {html}?", [
+    store.datasets.import_dataset(Dataset("xss", [Question("q1", f"who wrote {html}?", [
         Candidate("d1", f"{html} wrote it", label=1), Candidate("d2", "nothing here", label=0)], split="train")]))
-    store.set_calibration("xss", True, 2, "lead")
+    store.calibration.set_calibration("xss", True, 2, "lead")
     app = start("alice")  # the only dataset: the demo is imported into an empty store only
     seen = []
     for _ in range(2):  # alice's own order: 4 for the right answer, 0 for the other

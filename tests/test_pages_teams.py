@@ -29,7 +29,7 @@ def test_each_role_sees_what_it_may_do_and_the_landing_page_lists_only_those_pag
     assert [link.label.split(":")[0] for link in anna.get("page_link")] == ["Ask", "Compare", "Label", "Errors"]
     store = Store(store_url)
     team_page(LANDING, claims("rita"))
-    store.grant_role("rita@example.org", Role.REVIEWER)  # local actor: the command line's way
+    store.users.grant_role("rita@example.org", Role.REVIEWER)  # local actor: the command line's way
     store.close()
     label_views = {who: team_page(LABEL, claims(who)).radio(key="label_view").options for who in ("anna", "rita", "ada")}
     assert label_views == {
@@ -54,16 +54,16 @@ def test_the_pages_write_as_the_signed_in_user(store_url) -> None:
 
     store = Store(store_url)
     try:
-        candidate = store.find_candidate_id("demo", "demo-01", "demo-01-0")
-        store.add_label(candidate, "x", 1)  # a conflict, written in local mode by two typed names
-        store.add_label(candidate, "y", 3)
+        candidate = store.datasets.find_candidate_id("demo", "demo-01", "demo-01-0")
+        store.labels.add_label(candidate, "x", 1)  # a conflict, written in local mode by two typed names
+        store.labels.add_label(candidate, "y", 3)
         for _ in range(2):
-            store.register_model("smcnn", "smcnn", model_file("m.pt"), {"dataset": "demo"}, {}, promote=True, actor=SYSTEM)
+            store.models.register_model("smcnn", "smcnn", model_file("m.pt"), {"dataset": "demo"}, {}, promote=True, actor=SYSTEM)
         review = team_page(LABEL, claims("rita"))
         review.radio(key="label_view").set_value("Review conflicts").run()
         review.button(key="settle-3").click().run()
         assert not review.exception, review.exception
-        settled = store.adjudications("demo")[candidate]
+        settled = store.labels.adjudications("demo")[candidate]
         assert (settled["adjudicator"], settled["value"]) == ("rita@example.org", 3)
 
         train = team_page(TRAIN, claims("ada"))
@@ -73,8 +73,8 @@ def test_the_pages_write_as_the_signed_in_user(store_url) -> None:
         train.checkbox(key="train_confirm_smcnn_1").check().run()
         train.button(key="train_promote").click().run()
         assert not train.exception, train.exception
-        assert store.promoted_model("smcnn", "demo")["version"] == 1
-        trail = [(e["actor"], e["action"]) for e in store.audit_events(["role_change", "adjudicate", "promote"])]
+        assert store.models.promoted_model("smcnn", "demo")["version"] == 1
+        trail = [(e["actor"], e["action"]) for e in store.users.audit_events(["role_change", "adjudicate", "promote"])]
         assert trail == [("ada@example.org", "promote"), ("rita@example.org", "adjudicate"),
                          ("ada@example.org", "role_change")]
     finally:

@@ -100,8 +100,8 @@ def dataset() -> Dataset:
 
 
 def test_judgements_are_stored_with_history_undone_per_session_and_become_training_labels(store: Store) -> None:
-    store.import_dataset(dataset())
-    ids = {(r.qid, r.doc_id): r.candidate_id for r in store.candidate_rows("p")}
+    store.datasets.import_dataset(dataset())
+    ids = {(r.qid, r.doc_id): r.candidate_id for r in store.datasets.candidate_rows("p")}
     tab1 = PreferenceSession.build(store, "p", "alice", PAIRWISE, "random", holder="tab1")
     tab2 = PreferenceSession.build(store, "p", "alice", PAIRWISE, "random", holder="tab2")
     assert tab1.progress() == (0, len(tab1.items)) and len(tab1.items) == 4  # q1: 2 in round 1, 1 in round 2; q2: 1
@@ -111,18 +111,18 @@ def test_judgements_are_stored_with_history_undone_per_session_and_become_traini
     tab2.judge_pair(tab2.current(), "left")
     assert tab1.undo() == first  # tab1's own judgement, not tab2's later one
     assert tab1.undo() is None and tab1.current() == first
-    assert [j.outcome for j in store.preference_judgements("p")] == ["left"]
+    assert [j.outcome for j in store.preferences.preference_judgements("p")] == ["left"]
 
     with pytest.raises(InputError, match="one of left, right, tie, both_bad"):
-        store.judge_pair(ids["q1", "a"], ids["q1", "b"], "better", "alice")
+        store.preferences.judge_pair(ids["q1", "a"], ids["q1", "b"], "better", "alice")
     with pytest.raises(InputError, match="candidates of one question"):
-        store.judge_pair(ids["q1", "a"], ids["q2", "a"], "left", "alice")
+        store.preferences.judge_pair(ids["q1", "a"], ids["q2", "a"], "left", "alice")
     with pytest.raises(InputError, match="picks must be different candidates of the pool"):
-        store.judge_pool([ids["q1", "a"], ids["q1", "b"]], [ids["q1", "c"]], "alice")
+        store.preferences.judge_pool([ids["q1", "a"], ids["q1", "b"]], [ids["q1", "c"]], "alice")
 
-    store.judge_pool([ids["q1", "b"], ids["q1", "a"], ids["q1", "c"]], [ids["q1", "a"]], "bob")
-    store.judge_pair(ids["q2", "b"], ids["q2", "a"], "right", "bob")
-    store.add_label(ids["q2", "b"], "carol", 2)  # a graded label wins over preferences
+    store.preferences.judge_pool([ids["q1", "b"], ids["q1", "a"], ids["q1", "c"]], [ids["q1", "a"]], "bob")
+    store.preferences.judge_pair(ids["q2", "b"], ids["q2", "a"], "right", "bob")
+    store.labels.add_label(ids["q2", "b"], "carol", 2)  # a graded label wins over preferences
     resolved = training_labels(store, "p")
     values = {(r.qid, r.doc_id): resolved.labels[r.candidate_id] for r in resolved.candidates
               if r.candidate_id in resolved.labels}
@@ -139,23 +139,23 @@ def test_judgements_are_stored_with_history_undone_per_session_and_become_traini
 def test_a_model_as_an_annotator_judges_its_first_ranked_candidate_relevant(store: Store) -> None:
     from qa_core.services.labeling.suggestions import MODEL_RELEVANT, model_disagreements, model_grades
 
-    store.import_dataset(dataset())
-    ids = {(r.qid, r.doc_id): r.candidate_id for r in store.candidate_rows("p")}
+    store.datasets.import_dataset(dataset())
+    ids = {(r.qid, r.doc_id): r.candidate_id for r in store.datasets.candidate_rows("p")}
     scores = {ids["q1", "a"]: 0.2, ids["q1", "b"]: 0.9, ids["q1", "c"]: 0.1, ids["q2", "a"]: 0.7}  # q2/b unscored
-    assert model_grades(scores, store.candidate_rows("p")) == {
+    assert model_grades(scores, store.datasets.candidate_rows("p")) == {
         ids["q1", "a"]: 0, ids["q1", "b"]: MODEL_RELEVANT, ids["q1", "c"]: 0, ids["q2", "a"]: MODEL_RELEVANT}
     tied = {ids["q1", "a"]: 0.5, ids["q1", "b"]: 0.5, ids["q1", "c"]: 0.5}  # a tie: the one rule, doc id descending
-    assert model_grades(tied, store.candidate_rows("p")) == {ids["q1", "a"]: 0, ids["q1", "b"]: 0,
+    assert model_grades(tied, store.datasets.candidate_rows("p")) == {ids["q1", "a"]: 0, ids["q1", "b"]: 0,
                                                               ids["q1", "c"]: MODEL_RELEVANT}
-    store.add_label(ids["q1", "a"], "alice", 3)  # consensus relevant, model: not -> queued
-    store.add_label(ids["q1", "b"], "alice", 0)  # consensus not, model: relevant -> queued
-    store.add_label(ids["q1", "c"], "alice", 0)  # both say not relevant
-    store.add_label(ids["q2", "a"], "alice", 2)  # both relevant
-    store.add_label(ids["q2", "b"], "alice", 0)  # not scored: the model has no say
+    store.labels.add_label(ids["q1", "a"], "alice", 3)  # consensus relevant, model: not -> queued
+    store.labels.add_label(ids["q1", "b"], "alice", 0)  # consensus not, model: relevant -> queued
+    store.labels.add_label(ids["q1", "c"], "alice", 0)  # both say not relevant
+    store.labels.add_label(ids["q2", "a"], "alice", 2)  # both relevant
+    store.labels.add_label(ids["q2", "b"], "alice", 0)  # not scored: the model has no say
     queued = model_disagreements(store, "p", "overlap", scores)
     assert {(c.qid, c.doc_id): c.labels for c in queued} == {
         ("q1", "a"): {"alice": 3, "model:overlap": 0}, ("q1", "b"): {"alice": 0, "model:overlap": MODEL_RELEVANT}}
-    store.adjudicate(ids["q1", "a"], 3, "rita")  # settled by a reviewer: no longer queued
+    store.labels.adjudicate(ids["q1", "a"], 3, "rita")  # settled by a reviewer: no longer queued
     assert [(c.qid, c.doc_id) for c in model_disagreements(store, "p", "overlap", scores)] == [("q1", "b")]
 
 
@@ -165,16 +165,16 @@ def test_in_team_mode_a_preference_is_the_signed_in_users_own(database_url: str)
 
     team = Store(database_url, team=True)
     try:
-        team.import_dataset(dataset(), actor=SYSTEM)
+        team.datasets.import_dataset(dataset(), actor=SYSTEM)
         sign_in(team, "ada")
         anna = sign_in(team, "anna")  # an annotator may judge
-        ids = {(r.qid, r.doc_id): r.candidate_id for r in team.candidate_rows("p")}
+        ids = {(r.qid, r.doc_id): r.candidate_id for r in team.datasets.candidate_rows("p")}
         with pytest.raises(AccessDenied, match="sign in"):
-            team.judge_pair(ids["q1", "a"], ids["q1", "b"], "left", "anna@example.org")
+            team.preferences.judge_pair(ids["q1", "a"], ids["q1", "b"], "left", "anna@example.org")
         with pytest.raises(AccessDenied, match="cannot record a judgement as annotator 'bob'"):
-            team.judge_pool([ids["q1", "a"], ids["q1", "b"]], [], "bob", actor=anna)
-        team.judge_pair(ids["q1", "a"], ids["q1", "b"], "left", None, actor=anna)
-        assert [j.annotator for j in team.preference_judgements("p")] == ["anna@example.org"]
+            team.preferences.judge_pool([ids["q1", "a"], ids["q1", "b"]], [], "bob", actor=anna)
+        team.preferences.judge_pair(ids["q1", "a"], ids["q1", "b"], "left", None, actor=anna)
+        assert [j.annotator for j in team.preferences.preference_judgements("p")] == ["anna@example.org"]
     finally:
         team.close()
 
@@ -186,7 +186,7 @@ def test_in_team_mode_a_preference_is_the_signed_in_users_own(database_url: str)
 def test_two_sessions_never_hold_the_same_item_and_an_expired_lease_frees_it(store: Store, mode: str) -> None:
     from qa_core.services.labeling import LabelingSession
 
-    store.import_dataset(dataset())
+    store.datasets.import_dataset(dataset())
     tab1 = PreferenceSession.build(store, "p", "alice", mode, "random", holder="tab1", lease_seconds=0.5)
     tab2 = PreferenceSession.build(store, "p", "alice", mode, "random", holder="tab2")
     bob = PreferenceSession.build(store, "p", "bob", mode, "random", holder="tab3")
@@ -207,19 +207,19 @@ def test_two_sessions_never_hold_the_same_item_and_an_expired_lease_frees_it(sto
         tab2.judge_pair(second, "left")
     else:
         tab2.judge_pool(second, [second[0]])
-    assert store.open_claims("p") and not {c.candidate_id for c in store.open_claims("p") if c.holder == "tab2"}
+    assert store.queue.open_claims("p") and not {c.candidate_id for c in store.queue.open_claims("p") if c.holder == "tab2"}
     bob.release()  # skipped: bob's item is free for the others at once
-    assert {c.holder for c in store.open_claims("p")} <= {"tab1"}
+    assert {c.holder for c in store.queue.open_claims("p")} <= {"tab1"}
 
 
 def test_a_tab_that_switches_to_graded_keeps_one_pair_and_frees_the_rest(store: Store) -> None:
     from qa_core.services.labeling import LabelingSession
 
-    store.import_dataset(dataset())
+    store.datasets.import_dataset(dataset())
     pool = PreferenceSession.build(store, "p", "alice", TOPK, "random", holder="tab").current()
     graded = LabelingSession(store, "p", list(pool), "alice", holder="tab").current()
     assert graded.candidate_id in pool
-    assert [c.candidate_id for c in store.open_claims("p")] == [graded.candidate_id]  # the pool's others are free
+    assert [c.candidate_id for c in store.queue.open_claims("p")] == [graded.candidate_id]  # the pool's others are free
 
 
 @pytest.mark.parametrize("mode", [PAIRWISE, TOPK])
@@ -228,7 +228,7 @@ def test_sessions_racing_for_the_queue_get_disjoint_items(database_url: str, mod
     questions = [Question(f"q{n}", f"question {n}", [Candidate(d, f"answer {n}{d}") for d in "abc"], "train")
                  for n in range(sessions)]
     stores = [Store(database_url) for _ in range(sessions)]  # one connection pool each, as app processes
-    stores[0].import_dataset(Dataset("race", questions))
+    stores[0].datasets.import_dataset(Dataset("race", questions))
     barrier = threading.Barrier(sessions, timeout=120)
 
     def claim(n: int) -> tuple[int, ...] | None:

@@ -39,9 +39,9 @@ def store(store_url: str, two_checkpoints) -> Store:
     each promoted for its own dataset, as two trainings would leave them."""
     store = Store(store_url)
     workbench.ensure_demo(store)
-    store.import_dataset(dataclasses.replace(load_demo(), name=OTHER))
+    store.datasets.import_dataset(dataclasses.replace(load_demo(), name=OTHER))
     for dataset, path in zip(("demo", OTHER), two_checkpoints):
-        store.register_model("smcnn", "smcnn", copy_to_models(path), {"dataset": dataset, "seed": 1}, {}, promote=True)
+        store.models.register_model("smcnn", "smcnn", copy_to_models(path), {"dataset": dataset, "seed": 1}, {}, promote=True)
     yield store
     store.close()
 
@@ -76,14 +76,14 @@ def test_each_dataset_uses_its_own_version_on_every_page(store):
     demo_map = float(demo_errors.dataframe[0].value["AP"].mean())
     assert "smcnn version 2" in captions(errors_page(OTHER))
 
-    store.promote("smcnn", 1, OTHER)  # the demo's version, promoted explicitly for the other dataset
+    store.models.promote("smcnn", 1, OTHER)  # the demo's version, promoted explicitly for the other dataset
     assert "smcnn version 1 · trained on demo, seed 1 · promoted for other" in ask_top_score(OTHER)[0]
     again = errors_page("demo")
     assert float(again.dataframe[0].value["AP"].mean()) == demo_map and "smcnn version 1" in captions(again)
 
 
 def test_roll_back_on_the_train_page_stays_within_its_dataset(store):
-    store.promote("smcnn", 1, OTHER)
+    store.models.promote("smcnn", 1, OTHER)
     app = open_page(TRAIN)
     app.selectbox(key="train_dataset").select(OTHER).run()
     app.selectbox(key="train_model").select("smcnn").run()
@@ -92,9 +92,9 @@ def test_roll_back_on_the_train_page_stays_within_its_dataset(store):
     assert rollback.label == f"Roll back {OTHER} to version 2"
     rollback.click().run()
     assert not app.exception, app.exception
-    assert store.promoted_model("smcnn", OTHER)["version"] == 2
-    assert store.promoted_model("smcnn", "demo")["version"] == 1  # the demo's promotion is untouched
-    assert store.rollback_target("smcnn", "demo") is None
+    assert store.models.promoted_model("smcnn", OTHER)["version"] == 2
+    assert store.models.promoted_model("smcnn", "demo")["version"] == 1  # the demo's promotion is untouched
+    assert store.models.rollback_target("smcnn", "demo") is None
 
 
 def test_pages_start_on_the_trained_model_and_follow_a_dataset_change(store):

@@ -20,14 +20,14 @@ TINY = {"max_epochs": 2, "filters": 8}
 def _register(store: Store, seed: int, recorded_seed: int, training_hash: bool = True) -> None:
     """A version trained with ``seed`` whose record says ``recorded_seed`` (without
     ``training_hash``: as versions from before the record kept the checkpoint's hash)."""
-    dataset = store.load_dataset("demo")
+    dataset = store.datasets.load_dataset("demo")
     outcome = train_ranker("smcnn", dataset, seed=seed, progress=False, model_config=TINY,
                            checkpoint=new_checkpoint_path("smcnn", "demo", f"seed{seed}", owner=store.store_id))
     training_data, metrics = version_record(outcome, dataset, dataset.split(EVAL_SPLIT), seed=recorded_seed,
                                             train_split="train", dev_split="dev", extra={"labels": "gold"})
     if not training_hash:
         del training_data["reproducibility"]["checkpoint_sha256"]
-    store.register_model("smcnn", kind="smcnn", checkpoint_path=str(outcome.checkpoint),
+    store.models.register_model("smcnn", kind="smcnn", checkpoint_path=str(outcome.checkpoint),
                          training_data=training_data, metrics=metrics)
 
 
@@ -41,7 +41,7 @@ def test_training_paths_agree_and_reproduce_says_what_differs(cli_env, capsys, m
     # The Train page's job (its own process, another hash seed: a set's order once followed it into
     # the checkpoint) and a worker train the same bytes as this process did. Registering stamps each
     # file with its version id, so the bytes compared are the ones training wrote (their recorded hash).
-    first = store.model_versions("smcnn")[0]["training_data"]["reproducibility"]["checkpoint_sha256"]
+    first = store.models.model_versions("smcnn")[0]["training_data"]["reproducibility"]["checkpoint_sha256"]
     monkeypatch.setenv("PYTHONHASHSEED", "1" if sys.flags.hash_randomization else "2")
     for runner in ("process", "worker"):
         job_id = jobs.start_training_job(store, "smcnn", "demo", store_labels=False, gold=True, seed=5,
@@ -50,9 +50,9 @@ def test_training_paths_agree_and_reproduce_says_what_differs(cli_env, capsys, m
             assert run_cli("worker", "--until-idle", "--max-jobs", "1", capsys=capsys)[0] == 0
         job = jobs.wait_for_job(store, job_id, 300)
         assert job["status"] == "succeeded", job["error"]
-        version = store.model_version(job["model_version_id"])
+        version = store.models.model_version(job["model_version_id"])
         assert version["training_data"]["reproducibility"]["checkpoint_sha256"] == first
-        assert version["metrics"]["dev_map"] == store.model_versions("smcnn")[0]["metrics"]["dev_map"]
+        assert version["metrics"]["dev_map"] == store.models.model_versions("smcnn")[0]["metrics"]["dev_map"]
     record = version["training_data"]["reproducibility"]
     assert record["threads"] == 1 and record["seed"] == 5 and record["deterministic_algorithms"] is True
     assert record["settings"]["max_epochs"] == 2 and record["settings"]["filters"] == 8

@@ -26,12 +26,12 @@ def _dataset(answer: str) -> Dataset:
 def test_reimport_changes_dataset_version_and_rebuilds_candidates(database_url: str):
     store = Store(database_url)
     try:
-        store.import_dataset(_dataset("Shakespeare wrote Hamlet."))
+        store.datasets.import_dataset(_dataset("Shakespeare wrote Hamlet."))
         first = workbench.dataset_version(store, "tiny")
         assert workbench.dataset_version(store, "tiny") == first
         assert workbench.candidates_for_question(store, "tiny", "hamlet")[0].text == "Shakespeare wrote Hamlet."
 
-        store.import_dataset(_dataset("Hamlet was written around 1600."), replace=True)
+        store.datasets.import_dataset(_dataset("Hamlet was written around 1600."), replace=True)
         assert workbench.dataset_version(store, "tiny") != first
         assert workbench.candidates_for_question(store, "tiny", "hamlet")[0].text == "Hamlet was written around 1600."
     finally:
@@ -54,7 +54,7 @@ def test_bm25_index_is_saved_once_per_version_and_loaded_by_another_process(tmp_
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     store = Store(url)
     try:
-        store.import_dataset(_dataset("Shakespeare wrote Hamlet."))
+        store.datasets.import_dataset(_dataset("Shakespeare wrote Hamlet."))
         workbench.candidates_for_question(store, "tiny", "hamlet")
         folder = workbench.index_folder(store, "tiny")
         (first,) = folder.iterdir()
@@ -64,7 +64,7 @@ def test_bm25_index_is_saved_once_per_version_and_loaded_by_another_process(tmp_
                                env=os.environ, check=False)
         assert (child.returncode, child.stdout.strip()) == (0, "Shakespeare wrote Hamlet."), child.stderr
 
-        store.import_dataset(_dataset("Hamlet was written around 1600."), replace=True)
+        store.datasets.import_dataset(_dataset("Hamlet was written around 1600."), replace=True)
         assert workbench.candidates_for_question(store, "tiny", "hamlet")[0].text == "Hamlet was written around 1600."
         (rebuilt,) = folder.iterdir()
         assert rebuilt != first  # the re-import's index replaced the stale one
@@ -82,14 +82,14 @@ def test_typed_question_reads_the_collection_without_loading_the_dataset(databas
                                                Candidate("d2", demo.questions[0].candidates[0].text)], split="test")
     store = Store(database_url)
     try:
-        store.import_dataset(Dataset("typed", [*demo.questions, odd]))
-        sentences = workbench.collection_sentences(store.load_dataset("typed"))
+        store.datasets.import_dataset(Dataset("typed", [*demo.questions, odd]))
+        sentences = workbench.collection_sentences(store.datasets.load_dataset("typed"))
         in_memory = BM25Index.build([(name, candidate.text) for name, candidate in sentences.items()])
 
         def forbidden(*_args, **_kwargs):
             raise AssertionError("the typed-question path loaded the whole dataset")
 
-        monkeypatch.setattr(Store, "load_dataset", forbidden)
+        monkeypatch.setattr(store.datasets, "load_dataset", forbidden)
         for question in ["who wrote hamlet in 1600", *(q.text for q in demo.questions[:6])]:
             expected = [
                 dataclasses.replace(sentences[name], first_stage_rank=rank, first_stage_score=score)

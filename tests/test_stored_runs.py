@@ -16,7 +16,7 @@ from tests.conftest import model_file
 
 @pytest.fixture
 def demo_store(store):
-    store.import_dataset(load_demo())
+    store.datasets.import_dataset(load_demo())
     return store
 
 
@@ -37,11 +37,11 @@ def test_seed_groups_from_files_and_evaluate_runs(demo_store, tmp_path):
     test = load_demo().split("test")
     run = score_questions(registry.create("overlap"), test)
     write_trec_run(run, tmp_path / "cnn_wo.seed1.test.run.gz", tag="x")
-    version = demo_store.register_model("smcnn", kind="smcnn", checkpoint_path=model_file("nowhere.pt"), training_data={},
+    version = demo_store.models.register_model("smcnn", kind="smcnn", checkpoint_path=model_file("nowhere.pt"), training_data={},
                                         metrics={})
-    demo_store.save_run("demo", "test", run, {}, model_version_id=version, tag="smcnn")
-    newer = demo_store.save_run("demo", "test", run, {}, model_version_id=version, tag="smcnn")
-    demo_store.save_run("demo", "dev", score_questions(registry.create("overlap"), load_demo().split("dev")), {},
+    demo_store.runs.save_run("demo", "test", run, {}, model_version_id=version, tag="smcnn")
+    newer = demo_store.runs.save_run("demo", "test", run, {}, model_version_id=version, tag="smcnn")
+    demo_store.runs.save_run("demo", "dev", score_questions(registry.create("overlap"), load_demo().split("dev")), {},
                         model_version_id=version, tag="smcnn")
     groups = stored_runs.seed_groups(demo_store, "demo", "test", tmp_path)
     assert list(groups) == ["cnn_wo · run files", "smcnn · evaluate runs"]
@@ -52,7 +52,7 @@ def test_seed_groups_from_files_and_evaluate_runs(demo_store, tmp_path):
 
 
 def test_a_fusion_is_tuned_on_dev_kept_and_found_again(demo_store):
-    dataset = demo_store.load_dataset("demo")
+    dataset = demo_store.datasets.load_dataset("demo")
     rankers = {name: workbench.load_ranker(demo_store, name, "demo") for name in ("bm25", "overlap")}
     test = dataset.split("test")
     split_runs = {name: score_questions(ranker, test) for name, ranker in rankers.items()}
@@ -65,7 +65,7 @@ def test_a_fusion_is_tuned_on_dev_kept_and_found_again(demo_store):
     loaded = stored_runs.load_tagged_run(demo_store, "demo", recipe.tag, "test")
     assert loaded.keys() == fused_test.keys()
     assert all(loaded[qid] == pytest.approx(fused_test[qid]) for qid in loaded)
-    saved = next(run for run in demo_store.runs("demo") if run["split"] == "test")
+    saved = next(run for run in demo_store.runs.runs("demo") if run["split"] == "test")
     assert saved["metrics"]["method"] == "rrf" and saved["metrics"]["members"] == ["bm25", "overlap"]
     assert stored_runs.seed_groups(demo_store, "demo", "test", None) == {}  # fused runs are not seeds
     with pytest.raises(InputError, match="no run on split 'train'"):

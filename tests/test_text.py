@@ -339,10 +339,10 @@ def test_direction_controls_and_zero_width_characters_are_neutralised_for_displa
     assert analyzer.analyse(hidden).qclass == analyzer.analyse("who discovered penicillin").qclass is not None
 
     store = Store(f"sqlite:///{tmp_path / 'store.sqlite'}")
-    store.import_dataset(Dataset("rtl", [Question("q1", hidden, [Candidate("a", "\u202elive\u202c bacteria", label=1)])]))
-    (question,) = store.load_dataset("rtl").questions
+    store.datasets.import_dataset(Dataset("rtl", [Question("q1", hidden, [Candidate("a", "\u202elive\u202c bacteria", label=1)])]))
+    (question,) = store.datasets.load_dataset("rtl").questions
     assert question.text == "who discovered penicillin" and question.candidates[0].text == "live bacteria"
-    (record,) = store.candidate_rows("rtl")
+    (record,) = store.datasets.candidate_rows("rtl")
     assert (record.question, record.candidate) == ("who discovered penicillin", "live bacteria")
     with store.session_scope() as session:  # the store keeps the text as imported
         assert session.scalar(select(CandidateRow.text)) == "\u202elive\u202c bacteria"

@@ -59,12 +59,12 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     assert "version 1 registered" in app.success[0].value
     # The status line says which number is which: the last evaluation, and the kept best (the table's).
     status = app.get("progress")[0].proto.text
-    kept = Store(store_url).model_versions("smcnn")[0]["metrics"]["dev_map"]
+    kept = Store(store_url).models.model_versions("smcnn")[0]["metrics"]["dev_map"]
     assert "last evaluation dev MAP" in status and f"kept the best: version 1, dev MAP {kept:.4f}" in status, status
     store = Store(store_url)
-    job = store.jobs("smcnn")[0]
-    assert job["status"] == "succeeded" and store.job_events(job["id"]), "the live curve reads these events"
-    version = store.model_versions("smcnn")[0]
+    job = store.jobs.jobs("smcnn")[0]
+    assert job["status"] == "succeeded" and store.jobs.job_events(job["id"]), "the live curve reads these events"
+    version = store.models.model_versions("smcnn")[0]
     assert version["training_data"]["train_labels"] == 998  # every demo TRAIN pair, from gold
     versions = app.dataframe[1].value  # after the label sources
     assert versions["version"].tolist() == [1] and versions["train labels"].tolist() == [998]
@@ -74,16 +74,16 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     # A second version (the same checkpoint, registered directly: the page treats it alike).
     copy = Path(version["checkpoint_path"]).with_name("copy.pt")
     shutil.copy(version["checkpoint_path"], copy)
-    store.register_model("smcnn", "smcnn", copy, {"dataset": "demo", "train_labels": 10}, {"dev_map": 0.1})
+    store.models.register_model("smcnn", "smcnn", copy, {"dataset": "demo", "train_labels": 10}, {"dev_map": 0.1})
     app.run()
     assert app.selectbox(key="train_version_smcnn").value == 2, "a new version is shown first"
     assert app.button(key="train_rollback").disabled, "no version was ever promoted: nothing to roll back to"
     app.selectbox(key="train_version_smcnn").select(1).run()
     app.button(key="train_promote").click().run()
-    assert store.promoted_model("smcnn", "demo")["version"] == 1 and store.promoted_model("smcnn", "demo")["promoted"]
+    assert store.models.promoted_model("smcnn", "demo")["version"] == 1 and store.models.promoted_model("smcnn", "demo")["promoted"]
     app.selectbox(key="train_version_smcnn").select(2).run()
     app.button(key="train_promote").click().run()
-    assert store.promoted_model("smcnn", "demo")["version"] == 2
+    assert store.models.promoted_model("smcnn", "demo")["version"] == 2
     assert any("version 2" in caption.value for caption in app.caption)
     comparison = app.dataframe[-1].value
     assert list(comparison.columns) == ["version 2"]  # the chosen one is the promoted one
@@ -91,7 +91,7 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     assert not rollback.disabled and rollback.label == "Roll back demo to version 1"
     rollback.click().run()
     assert not app.exception, app.exception
-    assert store.promoted_model("smcnn", "demo")["version"] == 1
+    assert store.models.promoted_model("smcnn", "demo")["version"] == 1
     after = app.button(key="train_rollback")  # 2 was rolled back: it is not offered as the way back
     assert after.label == "Roll back" and after.disabled
 
@@ -103,7 +103,7 @@ def test_failed_job_keeps_the_promoted_model_and_says_why(
     monkeypatch.setenv("RERANK_LAB_JOB_RUNNER", runner)
     app = open_page(TRAIN)
     store = Store(store_url)
-    store.register_model("smcnn", "smcnn", model_file("v1.pt"), {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
+    store.models.register_model("smcnn", "smcnn", model_file("v1.pt"), {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
     start_job(app, gold="none", store_labels=True)  # the demo has no stored labels: nothing to train on
     if runner == "worker":
         assert "queued (waiting for a worker" in app.get("progress")[0].proto.text
@@ -114,19 +114,19 @@ def test_failed_job_keeps_the_promoted_model_and_says_why(
     message = app.error[0].value
     assert "failed" in message and "no labels to train on" in message
     assert "Nothing was registered; version 1 stays in use" in message
-    assert [(v["version"], v["promoted_for"]) for v in store.model_versions("smcnn")] == [(1, ["demo"])]
+    assert [(v["version"], v["promoted_for"]) for v in store.models.model_versions("smcnn")] == [(1, ["demo"])]
 
 
 def test_label_rule_and_conflicts_are_shown(store_url: str) -> None:
     app = open_page(TRAIN)
     store = Store(store_url)
-    disputed = store.find_candidate_id("demo", "demo-01", "demo-01-1")
-    store.add_label(disputed, "alice", 4)
-    store.add_label(disputed, "bob", 0)
-    settled = store.find_candidate_id("demo", "demo-01", "demo-01-2")
-    store.add_label(settled, "alice", 3)
-    store.add_label(settled, "bob", 0)
-    store.adjudicate(settled, 1, "carol")
+    disputed = store.datasets.find_candidate_id("demo", "demo-01", "demo-01-1")
+    store.labels.add_label(disputed, "alice", 4)
+    store.labels.add_label(disputed, "bob", 0)
+    settled = store.datasets.find_candidate_id("demo", "demo-01", "demo-01-2")
+    store.labels.add_label(settled, "alice", 3)
+    store.labels.add_label(settled, "bob", 0)
+    store.labels.adjudicate(settled, 1, "carol")
     app.run()
     text = markdown(app)
     assert "latest adjudication" in text and "majority of its" in text and "Conflicts" in text

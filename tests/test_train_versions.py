@@ -44,8 +44,8 @@ def test_a_worse_version_is_compared_on_dev_and_its_promotion_confirmed(store_ur
     store = Store(store_url)
     workbench.ensure_demo(store)
     good, bad = good_and_bad
-    store.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
-    store.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
+    store.models.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
+    store.models.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
 
     check = retraining.check_against_promoted(store, "smcnn", 2, "demo")
     assert (check.version, check.promoted, check.questions) == (2, 1, 28)  # the demo's DEV split
@@ -67,12 +67,12 @@ def test_a_worse_version_is_compared_on_dev_and_its_promotion_confirmed(store_ur
     app.checkbox(key="train_confirm_smcnn_2").check().run()
     app.button(key="train_promote").click().run()
     assert not app.exception, app.exception
-    assert store.promoted_model("smcnn", "demo")["version"] == 2
+    assert store.models.promoted_model("smcnn", "demo")["version"] == 2
 
     rollback = app.button(key="train_rollback")
     assert rollback.label == "Roll back demo to version 1"
     rollback.click().run()
-    assert store.promoted_model("smcnn", "demo")["version"] == 1
+    assert store.models.promoted_model("smcnn", "demo")["version"] == 1
     again = app.button(key="train_rollback")  # after 1, 2 and a roll back to 1: nothing earlier than 1
     assert again.label == "Roll back" and again.disabled
     store.close()
@@ -84,9 +84,9 @@ def test_the_card_loads_each_checkpoint_as_registered(store_url, good_and_bad):
     store = Store(store_url)
     workbench.ensure_demo(store)
     good, bad = good_and_bad
-    store.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
-    second = store.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
-    shutil.copy(good, store.model_version(second)["checkpoint_path"])  # the good model passed off as version 2
+    store.models.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
+    second = store.models.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
+    shutil.copy(good, store.models.model_version(second)["checkpoint_path"])  # the good model passed off as version 2
     with pytest.raises(InputError, match="not the file registered"):
         retraining.check_against_promoted(store, "smcnn", 2, "demo")
     with pytest.raises(InputError, match="has no version 9"):
@@ -101,8 +101,8 @@ def test_cards_are_per_store_and_an_unchecked_version_needs_a_confirmation(store
     good, bad = good_and_bad
     store = Store(store_url)
     workbench.ensure_demo(store)
-    store.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
-    store.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
+    store.models.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
+    store.models.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
     store.close()
     app = open_page(TRAIN)
     assert [w for w in app.warning if "significantly worse" in w.value]

@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from db.base import MAX_LABEL, MIN_LABEL
 from pages import current_actor, run_script
 from qa_core.access import Permission
 from qa_core.services import labeling, workbench
+from qa_core.services.labeling.agreement import MAX_LABEL, MIN_LABEL
 from qa_core.types import InputError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
@@ -95,7 +95,7 @@ def judge_in_place(store, state: dict, qid: str, doc_id: str, grade: int) -> Non
     labels read again (the table shows them once the page reruns)."""
     actor = current_actor()
     try:
-        store.add_label(store.find_candidate_id(state["dataset"], qid, doc_id), annotator_now(), grade, actor=actor)
+        store.labels.add_label(store.datasets.find_candidate_id(state["dataset"], qid, doc_id), annotator_now(), grade, actor=actor)
     except InputError as error:  # e.g. the dataset was replaced, or the role was taken away meanwhile
         st.session_state[JUDGE_NOTICE] = f"Not saved: {error}"
         return
@@ -107,7 +107,7 @@ def judge_in_place(store, state: dict, qid: str, doc_id: str, grade: int) -> Non
 def undo_in_place(store, state: dict, qid: str) -> None:
     """Button callback: take back the annotator's latest label in the dataset (kept in the history)."""
     try:
-        undone = store.undo_last(annotator_now(), state["dataset"], actor=current_actor())
+        undone = store.labels.undo_last(annotator_now(), state["dataset"], actor=current_actor())
     except InputError as error:
         st.session_state[JUDGE_NOTICE] = f"Not undone: {error}"
         return

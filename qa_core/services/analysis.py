@@ -41,7 +41,7 @@ def _registered_classifier(
     from sqlalchemy.exc import SQLAlchemyError
 
     try:
-        record = store.promoted_model(model.kind)
+        record = store.models.promoted_model(model.kind)
         return None if record is None else model.load(record["checkpoint_path"], Registration.of(record))
     except (InputError, SQLAlchemyError) as error:
         log.warning("registered %s unusable, using the wh-word rules: %s", model.kind, error)
@@ -50,7 +50,7 @@ def _registered_classifier(
 
 def classifier_version_key(store: Store) -> tuple[str | None, ...]:
     """Changes when a new question classifier or focus tagger is registered: a cache key."""
-    records = (store.promoted_model(model.kind) for model in _classifier_kinds())
+    records = (store.models.promoted_model(model.kind) for model in _classifier_kinds())
     return tuple(None if record is None else str(record["checkpoint_path"]) for record in records)
 
 

@@ -186,7 +186,7 @@ def chunks(rows: Iterator[PairRow], path: Path, size: int) -> Iterator[list[Pair
 
 def store_texts(store: Store, data: str) -> Texts:
     """Question and candidate texts (with URLs) of every question of a stored dataset, by id."""
-    dataset = store.load_dataset(data)
+    dataset = store.datasets.load_dataset(data)
     return {q.qid: (q.text, {c.doc_id: (c.text, c.url) for c in q.candidates}) for q in dataset.questions}
 
 

@@ -68,7 +68,7 @@ def evaluation_labels(
     """The labels of ``dataset`` under ``rule``; ``loaded``: its questions as already loaded (a
     page's cache), which the gold rule uses as they are."""
     if rule is LabelRule.GOLD:
-        questions = list(loaded) if loaded is not None else store.load_dataset(dataset).questions
+        questions = list(loaded) if loaded is not None else store.datasets.load_dataset(dataset).questions
         return EvaluationLabels(rule, questions, dict.fromkeys((q.qid for q in questions), "gold"))
     relabelled, resolved = training_dataset(store, dataset, gold=True)
     sources: dict[str, str] = {}

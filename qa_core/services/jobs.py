@@ -84,11 +84,11 @@ def start_training_job(
     dataset's gold labels only. The new version is registered unpromoted unless ``promote``.
     ``actor`` must be allowed to train (and to promote, with ``promote``); the store checks and
     records it before any process starts.
-    Poll ``store.job(id)`` and ``store.job_events(id)`` for status and progress.
+    Poll ``store.jobs.job(id)`` and ``store.jobs.job_events(id)`` for status and progress.
     """
     if not registry.ranker_class(model).capabilities.trainable:
         raise InputError(f"model {model!r} has nothing to train")
-    store.dataset_summary(dataset)  # InputError naming the known datasets
+    store.datasets.dataset_summary(dataset)  # InputError naming the known datasets
     if store.engine.dialect.name == "sqlite" and store.engine.url.database in (None, "", ":memory:"):
         raise InputError("a training job runs in its own process and cannot reach an in-memory SQLite store")
     if not store_labels and gold is False:
@@ -103,7 +103,7 @@ def start_training_job(
         "promote": promote,
     }
     runner = runner or config.job_runner()
-    job_id = store.create_job(model, dataset, params, runner=runner, actor=actor)
+    job_id = store.jobs.create_job(model, dataset, params, runner=runner, actor=actor)
     if runner == "worker":
         return job_id
     log_path = job_log_path(job_id)
@@ -120,9 +120,9 @@ def start_training_job(
                 start_new_session=True,  # a Ctrl-C on the app does not kill the training
             )
     except OSError as error:
-        store.fail_job(job_id, f"the training process could not start: {error}", actor=actor)
+        store.jobs.fail_job(job_id, f"the training process could not start: {error}", actor=actor)
         raise InputError(f"the training process could not start: {error}") from error
-    store.set_job_process(job_id, process.pid, socket.gethostname(), actor=actor)
+    store.jobs.set_job_process(job_id, process.pid, socket.gethostname(), actor=actor)
     _children[job_id] = process
     threading.Thread(target=_reap, args=(job_id, process), name=f"reap-job-{job_id}", daemon=True).start()
     return job_id
@@ -145,8 +145,8 @@ def cancel_job(store: Store, job_id: int, *, actor: Actor | None = None) -> bool
     process on this host gets SIGTERM; a worker (which serves other jobs too) sees at its next
     progress event or heartbeat that it no longer holds the job, and drops it. The promoted model
     is untouched. Needs the right to train."""
-    store.job(job_id)  # a job whose process died is marked failed first
-    job = store.cancel_job(job_id, actor=actor)
+    store.jobs.job(job_id)  # a job whose process died is marked failed first
+    job = store.jobs.cancel_job(job_id, actor=actor)
     if job is None:
         return False
     if job["runner"] == "process" and job["pid"] is not None and job["host"] == socket.gethostname():
@@ -166,7 +166,7 @@ def wait_for_job(store: Store, job_id: int, timeout: float = 600.0, poll_seconds
             process.wait(timeout)
         except subprocess.TimeoutExpired:
             pass
-    while (job := store.job(job_id))["status"] in ("queued", "running"):
+    while (job := store.jobs.job(job_id))["status"] in ("queued", "running"):
         if time.monotonic() > deadline:
             raise InputError(f"training job {job_id} did not finish within {timeout:.0f} s")
         time.sleep(poll_seconds)
@@ -188,12 +188,12 @@ def run_job(store: Store, job_id: int, *, actor: Actor | None = None) -> int:
     """Run the queued job ``job_id`` in this process (``python -m qa_core train --job ID``) as
     ``actor`` (the operator running the process: its every write is checked and the version it
     registers audited under that name)."""
-    return run_claimed(store, store.start_job(job_id, actor=actor), actor=actor)
+    return run_claimed(store, store.jobs.start_job(job_id, actor=actor), actor=actor)
 
 
 def run_claimed(store: Store, job: dict[str, Any], lease_seconds: float = LEASE_SECONDS, *,
                 actor: Actor | None = None) -> int:
-    """Run ``job``, claimed by this process (``Store.start_job`` / ``claim_job``), renewing its
+    """Run ``job``, claimed by this process (``JobStore.start_job`` / ``claim_job``), renewing its
     lease every ``HEARTBEAT_SECONDS``; returns the new ``model_versions`` id. A failure marks the
     job failed with its message and re-raises; an interrupt (Ctrl-C, SIGTERM to a worker) gives a
     worker's job back to the queue; ``ClaimLost`` when the attempt lost the job meanwhile (nothing
@@ -209,13 +209,13 @@ def run_claimed(store: Store, job: dict[str, Any], lease_seconds: float = LEASE_
     except ClaimLost:
         raise
     except (InputError, NotTrainedError) as error:
-        store.fail_job(job_id, str(error), claim=claim, actor=actor)
+        store.jobs.fail_job(job_id, str(error), claim=claim, actor=actor)
         raise
     except (KeyboardInterrupt, SystemExit) as error:
-        store.give_back(job_id, claim, f"{type(error).__name__} in {where} during attempt {job['attempts']}", actor=actor)
+        store.jobs.give_back(job_id, claim, f"{type(error).__name__} in {where} during attempt {job['attempts']}", actor=actor)
         raise
     except BaseException as error:
-        store.fail_job(job_id, f"{type(error).__name__}: {error} (traceback in {where})", claim=claim, actor=actor)
+        store.jobs.fail_job(job_id, f"{type(error).__name__}: {error} (traceback in {where})", claim=claim, actor=actor)
         raise
     finally:
         stop.set()
@@ -229,13 +229,13 @@ def _train(store: Store, job: dict[str, Any], lease_seconds: float, lost: thread
     job_id, model, name, params, claim = job["id"], job["model"], job["dataset"], job["params"], job["claim"]
 
     def phase(what: str) -> None:
-        if lost.is_set() or not store.job_heartbeat(job_id, what, claim=claim, lease_seconds=lease_seconds, actor=actor):
+        if lost.is_set() or not store.jobs.job_heartbeat(job_id, what, claim=claim, lease_seconds=lease_seconds, actor=actor):
             raise ClaimLost(f"training job {job_id} is no longer held by {claim}")
 
     def progress(event: TrainingEvent) -> None:
         if lost.is_set():
             raise ClaimLost(f"training job {job_id} is no longer held by {claim}")
-        store.add_job_event(job_id, event, claim=claim, lease_seconds=lease_seconds, actor=actor)
+        store.jobs.add_job_event(job_id, event, claim=claim, lease_seconds=lease_seconds, actor=actor)
 
     phase("loading labels")
     source: dict[str, Any]
@@ -243,7 +243,7 @@ def _train(store: Store, job: dict[str, Any], lease_seconds: float, lost: thread
         dataset, resolved = training_dataset(store, name, gold=params["gold"])
         source = {"labels": resolved.counts(), "conflicts": len(resolved.conflicts)}
     else:
-        dataset, source = store.load_dataset(name), {"labels": "gold"}
+        dataset, source = store.datasets.load_dataset(name), {"labels": "gold"}
     # Checked here, before the seconds of loading models, so a job without labels fails at once.
     for split, purpose in ((params["train_split"], "train on"), (params["dev_split"], "select the model on")):
         if not any(c.label is not None for q in dataset.split(split) for c in q.candidates):
@@ -269,14 +269,14 @@ def _train(store: Store, job: dict[str, Any], lease_seconds: float, lost: thread
     training_data, metrics = version_record(
         outcome,
         dataset,
-        store.load_dataset(name, split=EVAL_SPLIT).questions,
+        store.datasets.load_dataset(name, split=EVAL_SPLIT).questions,
         seed=params["seed"],
         train_split=params["train_split"],
         dev_split=params["dev_split"],
         extra={"job": job_id, "gold": params["gold"], "config": params["config"], **source},
     )
     phase("registering")
-    return store.finish_job(
+    return store.jobs.finish_job(
         job_id,
         kind=model,
         checkpoint_path=outcome.checkpoint,
@@ -293,7 +293,7 @@ def _beat(store: Store, job_id: int, claim: str, lease_seconds: float, lost: thr
     """Renew the lease until ``stop``; set ``lost`` when the attempt no longer holds the job."""
     while not stop.wait(HEARTBEAT_SECONDS):
         try:
-            if not store.job_heartbeat(job_id, claim=claim, lease_seconds=lease_seconds, actor=actor):
+            if not store.jobs.job_heartbeat(job_id, claim=claim, lease_seconds=lease_seconds, actor=actor):
                 lost.set()
                 return
         except Exception:  # a missed beat is harmless while the lease lasts; the next one will come
@@ -320,18 +320,18 @@ def _same_model(version: dict[str, Any], wanted: dict[str, Any]) -> bool:
 
 
 def load_promoted(store: Store, name: str, dataset: str) -> LoadedModel:
-    """Load the version of ``name`` that ``dataset`` uses (``Store.promoted_model``); if its
+    """Load the version of ``name`` that ``dataset`` uses (``VersionStore.promoted_model``); if its
     checkpoint is missing or refused (damaged, or not the file registered: another content hash,
     kind or model name), the version promoted for ``dataset`` before it, then the newest other
     version trained on ``dataset``, each checked the same way: only versions of the same kind
     trained on the same dataset as the one wanted, never, silently, one trained for another dataset.
     ``NotTrainedError`` without any such version; ``InputError`` when none loads."""
-    wanted = store.promoted_model(name, dataset)
+    wanted = store.models.promoted_model(name, dataset)
     if wanted is None:
         raise NotTrainedError(f"model {name!r} has no version trained on or promoted for dataset {dataset!r}")
-    earlier = [v for v in store.promotion_history(name, dataset) if v["id"] != wanted["id"]]
+    earlier = [v for v in store.models.promotion_history(name, dataset) if v["id"] != wanted["id"]]
     tried = {wanted["id"], *(e["id"] for e in earlier)}
-    trained_here = [v for v in reversed(store.model_versions(name)) if serves(v["training_data"], dataset) and v["id"] not in tried]
+    trained_here = [v for v in reversed(store.models.model_versions(name)) if serves(v["training_data"], dataset) and v["id"] not in tried]
     others = [v for v in (*earlier, *trained_here) if _same_model(v, wanted)]
     failures: list[str] = []
     for record in [wanted, *others]:

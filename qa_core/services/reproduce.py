@@ -75,7 +75,7 @@ def weight_difference(stored: str | Path, retrained: str | Path) -> float:
 
 
 def _version(store: Store, model: str, number: int) -> dict[str, Any]:
-    versions = store.model_versions(model)
+    versions = store.models.model_versions(model)
     for row in versions:
         if row["version"] == number:
             return row
@@ -86,7 +86,7 @@ def _version(store: Store, model: str, number: int) -> dict[str, Any]:
 def _training_data(store: Store, name: str, recorded: dict[str, Any]) -> Dataset:
     """The dataset as the version was trained on it: gold labels, or the store's label rule."""
     if recorded.get("labels", "gold") == "gold":
-        return store.load_dataset(name)
+        return store.datasets.load_dataset(name)
     from qa_core.services.labeling import training_dataset
 
     return training_dataset(store, name, gold=recorded.get("gold", False))[0]
@@ -115,7 +115,7 @@ def reproduce(store: Store, model: str, dataset: str, number: int, progress: boo
         outcome = train_ranker(model, data, seed=seed, train_split=train_split, dev_split=dev_split,
                                progress=progress, checkpoint=Path(folder) / "retrained.pt", model_config=settings,
                                analyzer=analyzer_for(store, model, settings), threads=record.get("threads"))
-        gold_eval = store.load_dataset(dataset, split=EVAL_SPLIT).questions
+        gold_eval = store.datasets.load_dataset(dataset, split=EVAL_SPLIT).questions
         _, metrics = version_record(outcome, data, gold_eval, seed=seed, train_split=train_split, dev_split=dev_split)
         # The hash training recorded is of the file as trained; the registered file has its version id
         # stamped in since (``model_versions.checkpoint_sha256``), so without the former the weights decide.

@@ -3,7 +3,7 @@
 The page starts a job with ``qa_core.services.jobs.start_training_job`` (training runs in its own
 process), polls ``job_status`` for the progress bar and the live loss / dev-MAP curve, and lists
 the registry's versions beside the promoted one with ``versions_table`` and ``comparison``.
-Promote and roll back are ``Store.promote`` / ``Store.rollback`` for one dataset; Ask, Compare,
+Promote and roll back are ``VersionStore.promote`` / ``VersionStore.rollback`` for one dataset; Ask, Compare,
 Errors and Label load the version promoted for their dataset, so a promotion is what changes it.
 """
 
@@ -66,7 +66,7 @@ def label_preview(store: Store, dataset: str, store_labels: bool, gold: bool | l
     with stored labels, else the dataset's gold labels alone (as the job does)."""
     if store_labels:
         return training_labels(store, dataset, gold=gold)
-    records = store.candidate_rows(dataset)
+    records = store.datasets.candidate_rows(dataset)
     return TrainingLabels(
         {r.candidate_id: ResolvedLabel(r.gold_label, "gold") for r in records if r.gold_label is not None},
         candidates=records,
@@ -76,8 +76,8 @@ def label_preview(store: Store, dataset: str, store_labels: bool, gold: bool | l
 def sources_table(store: Store, dataset: str, resolved: TrainingLabels) -> pd.DataFrame:
     """Pairs per split and rule step (adjudicated, labels, gold): what each step contributes."""
     counts: dict[tuple[str, str], int] = {}
-    for split in store.dataset_summary(dataset)["questions"]:
-        for record in store.candidate_rows(dataset, split=split):
+    for split in store.datasets.dataset_summary(dataset)["questions"]:
+        for record in store.datasets.candidate_rows(dataset, split=split):
             label = resolved.labels.get(record.candidate_id)
             if label is not None:
                 counts[(split, label.source)] = counts.get((split, label.source), 0) + 1
@@ -136,8 +136,8 @@ EVENT_COLUMNS = ["id", "created_at", "step", "total", "unit", "batch", "loss", "
 
 
 def job_status(store: Store, job_id: int) -> JobStatus:
-    job = store.job(job_id)
-    recorded = store.job_events(job_id)
+    job = store.jobs.job(job_id)
+    recorded = store.jobs.job_events(job_id)
     frame = pd.DataFrame(
         [
             (r.id, r.created_at, r.event.step, r.event.total, r.event.unit, r.event.batch, r.event.loss, r.event.dev_map)
@@ -145,7 +145,7 @@ def job_status(store: Store, job_id: int) -> JobStatus:
         ],
         columns=EVENT_COLUMNS,
     )
-    kept = store.model_version(job["model_version_id"]) if job["model_version_id"] is not None else None
+    kept = store.models.model_version(job["model_version_id"]) if job["model_version_id"] is not None else None
     return JobStatus(job, frame, progress_fraction(job, [r.event for r in recorded]), kept)
 
 
@@ -176,7 +176,7 @@ def training_figure(events: pd.DataFrame) -> go.Figure:
 def versions_table(store: Store, model: str) -> pd.DataFrame:
     """The registry's versions of ``model``, newest first, with their training data and metrics."""
     rows = []
-    for version in reversed(store.model_versions(model)):
+    for version in reversed(store.models.model_versions(model)):
         data, metrics = version["training_data"] or {}, version["metrics"] or {}
         labels = data.get("labels")
         rows.append(
@@ -198,8 +198,8 @@ def versions_table(store: Store, model: str) -> pd.DataFrame:
 def comparison(store: Store, model: str, version: int, dataset: str) -> pd.DataFrame:
     """Metrics of ``version`` beside those of the version ``dataset`` uses (rows: metric; NaN where
     unknown)."""
-    versions = {v["version"]: v for v in store.model_versions(model)}
-    in_use = store.promoted_model(model, dataset)
+    versions = {v["version"]: v for v in store.models.model_versions(model)}
+    in_use = store.models.promoted_model(model, dataset)
     columns = {f"version {version}": versions[version]["metrics"] or {}}
     if in_use is not None and in_use["version"] != version:
         columns[f"in use for {dataset} (version {in_use['version']})"] = in_use["metrics"] or {}
@@ -250,13 +250,13 @@ def check_against_promoted(store: Store, model: str, version: int, dataset: str)
     (``None``: nothing promoted there, the version is the promoted one, or no DEV question has a
     relevant gold answer). Both checkpoints are scored on the same questions, each loaded as the
     store registered it: a file copied over either raises ``InputError``, as does an unknown version."""
-    chosen = next((v for v in store.model_versions(model) if v["version"] == version), None)
+    chosen = next((v for v in store.models.model_versions(model) if v["version"] == version), None)
     if chosen is None:
         raise InputError(f"model {model!r} has no version {version}")
-    promoted = store.promoted_model(model, dataset)
+    promoted = store.models.promoted_model(model, dataset)
     if promoted is None or not promoted["promoted"] or promoted["version"] == version:
         return None
-    questions = [q for q in store.load_dataset(dataset, split=DEV_SPLIT).questions
+    questions = [q for q in store.datasets.load_dataset(dataset, split=DEV_SPLIT).questions
                  if any(c.label is not None for c in q.candidates)]
     if not any((c.label or 0) > 0 for q in questions for c in q.candidates):
         return None

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from qa_core.evaluation import Run, evaluate, qrels_from_questions
 from qa_core.fusion import Fusion, apply_fusion, tune_fusion
 from qa_core.rankers.base import Ranker
 from qa_core.services.experiments import score_questions
-from qa_core.types import InputError, Question
+from qa_core.types import Dataset, InputError, NotTrainedError, Question
 
 if TYPE_CHECKING:
     from db.store import Store
@@ -66,7 +66,7 @@ def seed_groups(store: Store, dataset: str, split: str, folder: Path | None) -> 
             SeedRun("one run" if seed is None else f"seed {seed}", path=path) for seed, path in by_seed.items()
         ]
     newest: dict[str, dict[int, SeedRun]] = defaultdict(dict)
-    for run in store.runs(dataset):  # newest first
+    for run in store.runs.runs(dataset):  # newest first
         version = run["model_version_id"]
         if run["split"] != split or version is None or run["tag"].startswith(FUSION_PREFIX):
             continue
@@ -77,7 +77,7 @@ def seed_groups(store: Store, dataset: str, split: str, folder: Path | None) -> 
 
 
 def load_runs(store: Store, runs: Sequence[SeedRun]) -> list[Run]:
-    return [read_run(run.path) if run.path is not None else store.load_run(run.run_id) for run in runs]
+    return [read_run(run.path) if run.path is not None else store.runs.load_run(run.run_id) for run in runs]
 
 
 # ---------------------------------------------------------------------- fused runs
@@ -85,14 +85,14 @@ def load_runs(store: Store, runs: Sequence[SeedRun]) -> list[Run]:
 
 def fusion_tags(store: Store, dataset: str) -> list[str]:
     """Tags of the fused runs kept for ``dataset``, newest first."""
-    return list(dict.fromkeys(run["tag"] for run in store.runs(dataset) if run["tag"].startswith(FUSION_PREFIX)))
+    return list(dict.fromkeys(run["tag"] for run in store.runs.runs(dataset) if run["tag"].startswith(FUSION_PREFIX)))
 
 
 def load_tagged_run(store: Store, dataset: str, tag: str, split: str) -> Run:
     """The newest run with ``tag`` on ``split``."""
-    for run in store.runs(dataset):
+    for run in store.runs.runs(dataset):
         if run["tag"] == tag and run["split"] == split:
-            return store.load_run(run["id"])
+            return store.runs.load_run(run["id"])
     raise InputError(f"{tag} has no run on split {split!r}; fuse the models again on this split")
 
 
@@ -121,5 +121,58 @@ def save_fusion(
         result = evaluate(run, qrels_from_questions(questions))
         metrics = {**result.aggregate, "questions": result.questions, "method": recipe.method,
                    "members": list(recipe.members), "params": recipe.params, "dev_map": recipe.dev_map}
-        ids.append(store.save_run(dataset, split, run, metrics, tag=recipe.tag, actor=actor))
+        ids.append(store.runs.save_run(dataset, split, run, metrics, tag=recipe.tag, actor=actor))
     return ids
+
+
+@dataclass(frozen=True)
+class KeptEvaluation:
+    """What ``evaluate_and_keep`` measured (``line``: the metrics and counts, with the kept run's
+    id), the run itself, and a note for people (e.g. which version was loaded), if any."""
+
+    line: dict[str, Any]
+    run: Run
+    ranker_name: str
+    notice: str | None
+
+
+def evaluate_and_keep(
+    store: Store, model: str, dataset: str, split: str, rule: str, *, clean: bool = False,
+    progress: Callable[[int, int], None] | None = None, actor: Actor | None,
+) -> KeptEvaluation:
+    """Score ``model`` (a registered name or a checkpoint path) on ``dataset``'s ``split`` under the
+    label ``rule``, and keep the run in the store with the version that made it. The rules: a
+    trainable model is evaluated only with a version trained on or promoted for the dataset
+    (``NotTrainedError`` says how to train one), the version the pages use; the metrics count
+    ties fairly (``tie_aware``) and, where the run ranks unjudged candidates, say so (``judgements``)."""
+    from qa_core.evaluation import judgements, tie_aware
+    from qa_core.rankers import registry
+    from qa_core.services import models, workbench
+    from qa_core.services.evaluation_labels import evaluation_labels, parse_rule
+    from qa_core.services.experiments import require_split, score_and_evaluate
+    from qa_core.services.jobs import load_promoted
+
+    version_id, notice = None, None
+    if not workbench.looks_like_path(model) and registry.ranker_class(model).capabilities.trainable:
+        if models.in_use(store, model, dataset) is None:
+            raise NotTrainedError(
+                f"model {model!r} has no version trained on or promoted for {dataset!r}; train it with: "
+                f"{workbench.train_command(model, dataset)}"
+            )
+        loaded = load_promoted(store, model, dataset)
+        ranker, version_id, notice = loaded.ranker, loaded.version["id"], loaded.notice
+    else:
+        ranker = workbench.load_ranker(store, model, dataset)
+    labels = evaluation_labels(store, dataset, parse_rule(rule))
+    questions = require_split(Dataset(dataset, labels.questions), split)
+    run, result = score_and_evaluate(ranker, questions, clean=clean, progress=progress)
+    line = {"model": model, "data": dataset, "split": split, "labels": labels.rule.value, **result.aggregate}
+    line.update(questions=result.questions, clean=result.clean)
+    qrels = qrels_from_questions(questions)
+    line.update(tie_aware(run, qrels, clean=clean).to_dict())
+    judged = judgements(run, qrels, clean=clean)
+    if not judged.complete:  # beside the standard numbers, which count unjudged candidates as not relevant
+        line["judgements"] = judged.to_dict()
+    line["run_id"] = store.runs.save_run(dataset, split, run, dict(line), model_version_id=version_id, tag=ranker.name,
+                                         actor=actor)
+    return KeptEvaluation(line, run, ranker.name, notice)

@@ -63,13 +63,13 @@ def ensure_demo(store: Store, *, beside_others: bool = False) -> bool:
     from qa_core.access import SYSTEM
     from qa_core.data.demo import DEMO_NAME, load_demo
 
-    names = store.dataset_names()
+    names = store.datasets.dataset_names()
     if DEMO_NAME in names or (names and not beside_others):
         return False
     try:
-        store.import_dataset(load_demo(), actor=SYSTEM)
+        store.datasets.import_dataset(load_demo(), actor=SYSTEM)
     except InputError:
-        if DEMO_NAME not in store.dataset_names():
+        if DEMO_NAME not in store.datasets.dataset_names():
             raise
         return False
     return True
@@ -98,8 +98,8 @@ def device_label() -> str:
 def datasets_overview(store: Store) -> pd.DataFrame:
     """One row per dataset: questions per split, candidates, gold positives, labelled candidates."""
     rows = []
-    for name in store.dataset_names():
-        summary = store.dataset_summary(name)
+    for name in store.datasets.dataset_names():
+        summary = store.datasets.dataset_summary(name)
         rows.append(
             {
                 "dataset": name,
@@ -125,7 +125,7 @@ def models_overview(store: Store) -> pd.DataFrame:
             "dev MAP": (version["metrics"] or {}).get("dev_map"),
             "created": version["created_at"],
         }
-        for version in store.model_versions()
+        for version in store.models.model_versions()
     ]
     return pd.DataFrame(rows, columns=["model", "version", "trained on", "in use for", "dev MAP", "created"])
 
@@ -141,7 +141,7 @@ def model_names(store: Store | None = None, dataset: str | None = None) -> list[
         return names
 
     def ready(name: str) -> bool:
-        return not registry.ranker_class(name).capabilities.trainable or store.promoted_model(name, dataset) is not None
+        return not registry.ranker_class(name).capabilities.trainable or store.models.promoted_model(name, dataset) is not None
 
     return sorted(names, key=lambda name: (not ready(name), name))
 
@@ -156,15 +156,15 @@ def usage(store: Store) -> list[tuple[datetime, str, str]]:
     registered (the dataset trained on), promotions (the dataset promoted for) and the newest
     training jobs. What "last used" means on every page (docs/architecture.md, "What a page shows")."""
     events = []
-    for version in store.model_versions():
+    for version in store.models.model_versions():
         trained_on = (version["training_data"] or {}).get("dataset")
         if trained_on:
             events.append((_naive_utc(version["created_at"]), trained_on, version["name"]))
         for scope in version["promoted_for"]:
-            history = store.promotion_history(version["name"], scope)
+            history = store.models.promotion_history(version["name"], scope)
             if history and history[0].get("promoted_at") is not None:
                 events.append((_naive_utc(history[0]["promoted_at"]), scope, version["name"]))
-    events += [(_naive_utc(job["created_at"]), job["dataset"], job["model"]) for job in store.jobs(limit=5)]
+    events += [(_naive_utc(job["created_at"]), job["dataset"], job["model"]) for job in store.jobs.jobs(limit=5)]
     return sorted(events, key=lambda event: event[0], reverse=True)
 
 
@@ -184,7 +184,7 @@ def default_models(store: Store, names: Sequence[str], dataset: str, count: int)
     """``count`` of ``names`` to compare first: the trained models ``dataset`` has a version of, last
     used first, then the baselines (Compare starts on trained models when they exist)."""
     trained = [name for name in names if registry.ranker_class(name).capabilities.trainable
-               and store.promoted_model(name, dataset) is not None]
+               and store.models.promoted_model(name, dataset) is not None]
     used = [model for _, on, model in usage(store) if on == dataset and model in trained]
     ordered = list(dict.fromkeys([*used, *trained, *names]))
     return ordered[:count]
@@ -199,7 +199,7 @@ def model_version_key(store: Store, name: str, dataset: str) -> str | None:
     that changes when a new version is trained or promoted for it."""
     if looks_like_path(name) or not registry.ranker_class(name).capabilities.trainable:
         return None
-    record = store.promoted_model(name, dataset)
+    record = store.models.promoted_model(name, dataset)
     return None if record is None else f"{record['id']}:{record['checkpoint_path']}"
 
 
@@ -212,7 +212,7 @@ def version_in_use(store: Store, name: str, dataset: str) -> str:
         fitted = (f"; IDF from {dataset}'s training split" if capabilities.learns_statistics
                   else "; statistics (IDF) from the pool it reranks" if capabilities.pool_dependent else "")
         return f"{name}: nothing to train{fitted}"
-    record = store.promoted_model(name, dataset)
+    record = store.models.promoted_model(name, dataset)
     if record is None:
         return f"{name}: no version trained on or promoted for {dataset}"
     data = record["training_data"] or {}
@@ -225,7 +225,7 @@ def version_in_use(store: Store, name: str, dataset: str) -> str:
 def load_ranker(store: Store, name: str, dataset: str | None = None) -> Ranker:
     """A ready-to-score ranker for ``dataset``, by registered name or checkpoint path.
 
-    Trainable models load the version ``dataset`` uses (``Store.promoted_model``: promoted for it,
+    Trainable models load the version ``dataset`` uses (``VersionStore.promoted_model``: promoted for it,
     else the newest trained on it) and raise ``NotTrainedError`` with the train command when there
     is none: a model trained on another dataset is used only where it was promoted. When that
     version's checkpoint is missing or refused, the previous loadable one is used and a
@@ -241,7 +241,7 @@ def load_ranker(store: Store, name: str, dataset: str | None = None) -> Ranker:
 
         if dataset is None:
             raise InputError(f"model {name!r} is trained per dataset: say which dataset it is to score")
-        if store.promoted_model(name, dataset) is None:
+        if store.models.promoted_model(name, dataset) is None:
             raise NotTrainedError(
                 f"model {name!r} has no version trained on or promoted for {dataset!r}; train it with: "
                 f"{train_command(name, dataset)} (or promote a version trained elsewhere on the Train page)"
@@ -252,7 +252,7 @@ def load_ranker(store: Store, name: str, dataset: str | None = None) -> Ranker:
         return loaded.ranker
     ranker = ranker_class()
     if dataset is not None and ranker_class.capabilities.learns_statistics:
-        questions = store.load_dataset(dataset)
+        questions = store.datasets.load_dataset(dataset)
         # Baselines learn label-free statistics (IDF); a dataset without a train split still has text.
         ranker.fit(questions.split("train") or questions.questions, questions.split("dev"), progress=False)
     return ranker
@@ -333,7 +333,7 @@ def dataset_version(store: Store, dataset: str) -> str:
     """Changes when the dataset is re-imported: a cache key for what is built from its text.
 
     Called on every request (Ask page, ``candidates_for_question``), so it is one indexed lookup."""
-    row_id, created_at = store.dataset_stamp(dataset)
+    row_id, created_at = store.datasets.dataset_stamp(dataset)
     return f"{row_id}@{created_at}"
 
 
@@ -349,7 +349,7 @@ def collection_index(store: Store, dataset: str) -> BM25Index:
     with _indexes_lock:
         if key not in _indexes:
             _indexes[key] = saved_index(
-                index_folder(store, dataset), version, lambda: list(unique_sentences(store.candidate_texts(dataset)))
+                index_folder(store, dataset), version, lambda: list(unique_sentences(store.datasets.candidate_texts(dataset)))
             )
         return _indexes[key]
 
@@ -375,7 +375,7 @@ def candidates_for_question(
             f"no sentence of dataset {dataset!r} shares a word with the question (question words such as "
             "'who' or 'is' are not searched); try other words or pick one of the dataset's questions"
         )
-    stored = store.candidates_by_id(dataset, {ids for name, _ in hits for ids in _split_ids(name)})
+    stored = store.datasets.candidates_by_id(dataset, {ids for name, _ in hits for ids in _split_ids(name)})
     found = {collection_id(qid, doc_id): candidate for (qid, doc_id), candidate in stored.items()}
     if any(name not in found for name, _ in hits):
         raise InputError(f"dataset {dataset!r} was imported again while the question was searched; ask it again")
@@ -396,7 +396,7 @@ def candidates_origin(store: Store, dataset: str, qid: str | None) -> str:
 
 def dataset_questions(store: Store, dataset: str) -> list[Question]:
     """The dataset's questions with their own candidate pools and gold labels, in import order."""
-    return store.load_dataset(dataset).questions
+    return store.datasets.load_dataset(dataset).questions
 
 
 # ---------------------------------------------------------------------- rendering data
@@ -451,7 +451,7 @@ def stored_labels(store: Store, dataset: str, qid: str | None = None) -> dict[st
     With ``qid``, the labels of that question's pool; without, of every question, keyed
     ``qid/doc_id`` as the BM25 collection names its sentences (``candidates_for_question``).
     """
-    qrels = store.qrels(dataset, source="labels")
+    qrels = store.labels.qrels(dataset, source="labels")
     if qid is not None:
         return dict(qrels.get(qid, {}))
     return {f"{q}/{doc_id}": grade for q, grades in qrels.items() for doc_id, grade in grades.items()}

@@ -70,9 +70,9 @@ def serve(
     _stop_on_sigterm()
     served: list[Record] = []
     while max_jobs is None or len(served) < max_jobs:
-        job = store.claim_job(lease_seconds, actor=actor)
+        job = store.jobs.claim_job(lease_seconds, actor=actor)
         if job is None:
-            if until_idle and store.active_worker_jobs() == 0:
+            if until_idle and store.jobs.active_worker_jobs() == 0:
                 break
             time.sleep(poll_seconds)
             continue

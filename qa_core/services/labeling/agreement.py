@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from db.store import Store
 
 GRADES = list(range(MIN_LABEL, MAX_LABEL + 1))
-Labels = Mapping[int, Mapping[str, int]]  # candidate id -> {annotator: grade}, as Store.current_labels
+Labels = Mapping[int, Mapping[str, int]]  # candidate id -> {annotator: grade}, as LabelStore.current_labels
 
 
 MIN_SHARED_PAIRS = 10  # below this many shared pairs a coefficient is reported as "not enough overlap"
@@ -176,7 +176,7 @@ def conflicting_ids(labels: Labels, adjudicated: Collection[int] = ()) -> list[i
 
 def conflict_list(labels: Labels, adjudicated: Collection[int], records: Iterable[CandidateRecord]) -> list[Conflict]:
     """``conflicting_ids`` with the texts and grades a review view shows (``records``: the
-    dataset's ``Store.candidate_rows``)."""
+    dataset's ``DatasetStore.candidate_rows``)."""
     ids = conflicting_ids(labels, adjudicated)
     if not ids:
         return []
@@ -197,9 +197,9 @@ def conflict_list(labels: Labels, adjudicated: Collection[int], records: Iterabl
 
 def conflicts(store: Store, dataset: str) -> list[Conflict]:
     """The review view's list: un-adjudicated pairs of ``dataset`` whose annotators disagree."""
-    labels = store.current_labels(dataset)
-    adjudicated = store.adjudications(dataset)
-    return conflict_list(labels, adjudicated, store.candidate_rows(dataset)) if conflicting_ids(labels, adjudicated) else []
+    labels = store.labels.current_labels(dataset)
+    adjudicated = store.labels.adjudications(dataset)
+    return conflict_list(labels, adjudicated, store.datasets.candidate_rows(dataset)) if conflicting_ids(labels, adjudicated) else []
 
 
 def agreement_report(
@@ -207,7 +207,7 @@ def agreement_report(
 ) -> AgreementReport:
     """Kappa per annotator pair, alpha (with bootstrap intervals unless ``intervals`` is false)
     and the open conflicts of ``dataset``'s current labels."""
-    return report_from_labels(store.current_labels(dataset), level, intervals=intervals, seed=seed, conflicts=conflicts(store, dataset))
+    return report_from_labels(store.labels.current_labels(dataset), level, intervals=intervals, seed=seed, conflicts=conflicts(store, dataset))
 
 
 def report_from_labels(

@@ -3,7 +3,7 @@ with gold, before real work (Label Studio's and Prodigy's "ground truth" onboard
 
 The rules (docs/annotation.md):
 
-- **When**: while calibration is on for the dataset (``Store.set_calibration``, by whoever manages
+- **When**: while calibration is on for the dataset (``CalibrationStore.set_calibration``, by whoever manages
   it), a new annotator there (no calibration record, and fewer current labels in the dataset than
   the run has pairs: one who has already labelled that much is not new) judges the gold pairs in
   the graded mode before any real pair. A run keeps the settings it started under (its size), so changing the
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from db.calibration import MAX_CALIBRATION_PAIRS as MAX_CALIBRATION_PAIRS  # the Label page's limit
 from qa_core.services.labeling.agreement import cohen_kappa
 
 if TYPE_CHECKING:
@@ -162,8 +163,8 @@ def results_table(judgements: Sequence[CalibrationJudgement], binary: bool) -> p
 
 def calibration_records(store: Store, dataset: str) -> list[CandidateRecord]:
     """The pairs calibration draws from: the TRAIN split's, or every split's when TRAIN has no gold."""
-    train = [r for r in store.candidate_rows(dataset, split=CALIBRATION_SPLIT) if r.gold_label is not None]
-    return train or [r for r in store.candidate_rows(dataset) if r.gold_label is not None]
+    train = [r for r in store.datasets.candidate_rows(dataset, split=CALIBRATION_SPLIT) if r.gold_label is not None]
+    return train or [r for r in store.datasets.candidate_rows(dataset) if r.gold_label is not None]
 
 
 @dataclass
@@ -186,12 +187,12 @@ class Calibration:
     def build(
         cls, store: Store, dataset: str, annotator: str, *, holder: str | None = None, actor: Actor | None = None
     ) -> Calibration:
-        judgements = store.calibration_judgements(dataset, annotator)
-        settings = store.calibration_settings(dataset)
+        judgements = store.calibration.calibration_judgements(dataset, annotator)
+        settings = store.calibration.calibration_settings(dataset)
         settings_id, run = (judgements[0].settings_id, judgements[0].run_pairs) if judgements else (
             settings.settings_id, settings.pairs)
         if not settings.enabled or len(judgements) >= run or (
-            not judgements and len(store.current_label_records(dataset, annotator)) >= run
+            not judgements and len(store.labels.current_label_records(dataset, annotator)) >= run
         ):
             return cls(store, dataset, annotator, None, [], 0, judgements, holder, actor)
         chosen = shown_order(gold_pairs(calibration_records(store, dataset), run), annotator)
@@ -219,7 +220,7 @@ class Calibration:
         """Store the grade of the gold pair on screen (no longer due); whether it was the last one due."""
         if self.settings_id is None:
             raise ValueError("no calibration is due")
-        self.store.record_calibration(record.candidate_id, grade, self.annotator, self.settings_id, shown_at,
+        self.store.calibration.record_calibration(record.candidate_id, grade, self.annotator, self.settings_id, shown_at,
                                       self.holder, actor=self.actor)
         self.due = [r for r in self.due if r.candidate_id != record.candidate_id]
         return not self.due

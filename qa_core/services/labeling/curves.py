@@ -3,7 +3,7 @@
 ``simulate_loop`` is the active-learning loop of issue 7 over a store: a seed set of labels, then
 rounds that order the unlabelled TRAIN pairs with the Label page's queue strategies
 (``order_candidates``), write the first pairs' gold grades into the store as annotator
-``simulated`` (``Store.add_label``, the label table with history that the Label page writes),
+``simulated`` (``LabelStore.add_label``, the label table with history that the Label page writes),
 read the training labels back through ``training_dataset`` (the documented rule), retrain from
 scratch and evaluate on the gold DEV and TEST labels. Model selection uses DEV only; TEST is
 reported, never looked at by the loop.
@@ -124,13 +124,13 @@ def simulate_loop(
         raise InputError("the disagreement strategy needs at least one committee model besides the current one")
     if list(budgets) != sorted(set(budgets)) or not budgets or budgets[0] <= 0:
         raise InputError(f"budgets must be positive and strictly increasing, got {list(budgets)}")
-    records = store.candidate_rows(dataset, split=train_split)
+    records = store.datasets.candidate_rows(dataset, split=train_split)
     if budgets[-1] > len(records):
         raise InputError(f"budget {budgets[-1]} exceeds the {len(records)} pairs of split {train_split!r}")
     gold = {r.candidate_id: r.gold_label for r in records}
     if any(value is None for value in gold.values()):
         raise InputError(f"the simulated annotator needs gold labels on every {train_split!r} pair")
-    test = store.load_dataset(dataset, split=test_split).questions if test_split else []
+    test = store.datasets.load_dataset(dataset, split=test_split).questions if test_split else []
     labelled: set[int] = set()
     points: list[CurvePoint] = []
     ranker: Ranker | None = None
@@ -145,7 +145,7 @@ def simulate_loop(
                 scores = strategy_scores(strategy, ranker, unlabelled, committee or {})
                 picked = pick_round(strategy, unlabelled, wanted, seed=seed * 1000 + round_number, scores=scores)
             for candidate_id in picked:
-                store.add_label(candidate_id, ANNOTATOR, int(gold[candidate_id]))
+                store.labels.add_label(candidate_id, ANNOTATOR, int(gold[candidate_id]))
             labelled.update(picked)
             data, _ = training_dataset(store, dataset, gold={dev_split})
             outcome = train_ranker(

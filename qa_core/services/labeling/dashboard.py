@@ -13,7 +13,7 @@
   kappa of each annotator's calibration judgements with gold, apart from the agreement between
   annotators (calibration judgements are not labels).
 - **Seconds per judgement per annotator**: from the pair being shown (its queue claim) to the
-  label (``Store.judgement_times``); median, mean and 90th percentile, because one pair left on
+  label (``AnnotationStore.judgement_times``); median, mean and 90th percentile, because one pair left on
   screen over lunch would make a mean meaningless on its own.
 
 Every table is a pandas DataFrame; ``dashboard_csv`` joins them into one long CSV.
@@ -163,18 +163,18 @@ def build_dashboard(
 
 def store_dashboard(store: Store, dataset: str, analyzer: QuestionAnalyzer) -> Dashboard:
     """``build_dashboard`` over the store's current labels, adjudications and judgement times."""
-    labels = store.current_labels(dataset)
-    records = [r for r in store.candidate_rows(dataset) if r.candidate_id in labels]
+    labels = store.labels.current_labels(dataset)
+    records = [r for r in store.datasets.candidate_rows(dataset) if r.candidate_id in labels]
     texts = sorted({r.question for r in records})
     analysed = dict(zip(texts, analyzer.analyse_many(texts))) if texts else {}
     board = build_dashboard(
         labels,
-        adjudicated={c: a["value"] for c, a in store.adjudications(dataset).items()},
+        adjudicated={c: a["value"] for c, a in store.labels.adjudications(dataset).items()},
         classes={r.candidate_id: analysed[r.question].qclass for r in records},
-        times=store.judgement_times(dataset),
+        times=store.annotation.judgement_times(dataset),
     )
     board.calibration = results_table(
-        store.calibration_judgements(dataset), binary_gold(calibration_records(store, dataset))
+        store.calibration.calibration_judgements(dataset), binary_gold(calibration_records(store, dataset))
     )
     return board
 

@@ -137,7 +137,7 @@ class PreferenceSession:
     """One annotator's pairwise or top-k queue in one app session (``holder``): the next item is
     the first in queue order this annotator has not judged (skipped ones go last) that no other
     session holds. The item shown is leased to the session through the store's queue claims
-    (``Store.claim_group``, one per candidate), so two sessions never show the same item, nor
+    (``LabelingStore.claim_group``, one per candidate), so two sessions never show the same item, nor
     one candidate, at once; a lease that runs out (a closed tab) frees its item."""
 
     store: Store
@@ -156,14 +156,14 @@ class PreferenceSession:
         scores: Mapping[str, Scores] | None = None, split: str | None = None, holder: str | None = None,
         actor: Actor | None = None, lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> PreferenceSession:
-        records = store.candidate_rows(dataset, split=split)
+        records = store.datasets.candidate_rows(dataset, split=split)
         order = order_candidates(strategy, records, seed=seed, scores=scores)
         items = pair_queue(order, records) if mode == PAIRWISE else pool_queue(order, records)
         return cls(store, dataset, annotator, mode, list(items), {r.candidate_id: r for r in records}, holder, actor,
                    lease_seconds)
 
     def judged(self) -> set[tuple[int, ...]]:
-        return {j.shown for j in self.store.preference_judgements(self.dataset, self.annotator, self.mode)}
+        return {j.shown for j in self.store.preferences.preference_judgements(self.dataset, self.annotator, self.mode)}
 
     def current(self, skipped: Sequence[tuple[int, ...]] = ()) -> tuple[int, ...] | None:
         """The item to show now, leased to this session (the same one on every call until it is
@@ -173,13 +173,13 @@ class PreferenceSession:
         waiting = [item for item in self.items if item not in judged]
         later = [item for item in skipped if item in waiting]
         fresh = [item for item in waiting if item not in later]
-        return self.store.claim_group(fresh + later, self.annotator, self.holder, lease_seconds=self.lease_seconds,
+        return self.store.queue.claim_group(fresh + later, self.annotator, self.holder, lease_seconds=self.lease_seconds,
                                       actor=self.actor)
 
     def release(self) -> None:
         """Hand the item on screen back: skipped (the caller puts it last in this session's order)
         or undone (the queue order decides again)."""
-        self.store.release_claims(self.dataset, self.holder or self.annotator, actor=self.actor)
+        self.store.queue.release_claims(self.dataset, self.holder or self.annotator, actor=self.actor)
 
     def progress(self) -> tuple[int, int]:
         """(judged by this annotator, items in the queue)."""
@@ -188,14 +188,14 @@ class PreferenceSession:
 
     def judge_pair(self, item: tuple[int, ...], outcome: str) -> int:
         left, right = item
-        return self.store.judge_pair(left, right, outcome, self.annotator, self.holder, actor=self.actor)
+        return self.store.preferences.judge_pair(left, right, outcome, self.annotator, self.holder, actor=self.actor)
 
     def judge_pool(self, item: tuple[int, ...], picked: Sequence[int]) -> int:
-        return self.store.judge_pool(item, picked, self.annotator, self.holder, actor=self.actor)
+        return self.store.preferences.judge_pool(item, picked, self.annotator, self.holder, actor=self.actor)
 
     def undo(self) -> tuple[int, ...] | None:
         """Retract this session's last judgement in this mode; the item it was about, or ``None``."""
-        undone = self.store.undo_preference(self.annotator, self.dataset, self.mode, self.holder, actor=self.actor)
+        undone = self.store.preferences.undo_preference(self.annotator, self.dataset, self.mode, self.holder, actor=self.actor)
         if undone is not None:
             self.release()
         return None if undone is None else undone["shown"]

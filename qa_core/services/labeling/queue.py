@@ -68,7 +68,7 @@ def annotator_name(typed: str) -> str:
 def queue_policy(store: Store, dataset: str) -> QueuePolicy:
     """The dataset's policy as set on the Label page (the share of double-annotated pairs is the
     store's, so every session draws the same sample)."""
-    settings = store.annotation_settings(dataset)
+    settings = store.annotation.annotation_settings(dataset)
     return QueuePolicy(overlap=settings.overlap, overlap_share=settings.overlap_share)
 
 
@@ -110,7 +110,7 @@ class LabelingSession:
         self.holder = holder or self.annotator
         self.policy = policy or QueuePolicy()
         self.order = list(dict.fromkeys(order))
-        self.records = {r.candidate_id: r for r in (records if records is not None else store.candidate_rows(dataset))}
+        self.records = {r.candidate_id: r for r in (records if records is not None else store.datasets.candidate_rows(dataset))}
         unknown = [c for c in self.order if c not in self.records]
         if unknown:
             raise InputError(f"the queue holds {len(unknown)} candidate ids that are not in dataset {dataset!r}")
@@ -133,14 +133,14 @@ class LabelingSession:
         actor: Actor | None = None,
     ) -> LabelingSession:
         """A session over ``dataset`` (one ``split`` if given) in ``strategy``'s order."""
-        records = store.candidate_rows(dataset, split=split)
+        records = store.datasets.candidate_rows(dataset, split=split)
         order = order_candidates(strategy, records, seed=seed, scores=scores)
         return cls(store, dataset, order, annotator, holder=holder, policy=policy, records=records, actor=actor)
 
     def current(self) -> QueueItem | None:
         """The pair to show now (the same one on every call until it is finished), or ``None``
         when nothing is left for this annotator."""
-        claim = self.store.claim_next(
+        claim = self.store.queue.claim_next(
             self.dataset,
             self.order,
             self.annotator,
@@ -154,20 +154,20 @@ class LabelingSession:
     def label(self, item: QueueItem, value: int, note: str | None = None) -> int:
         """Record the annotator's grade (0..4) of the item shown (written at once, with history);
         returns the label id."""
-        return self.store.label_claim(item.claim.claim_id, value, note, actor=self.actor)
+        return self.store.queue.label_claim(item.claim.claim_id, value, note, actor=self.actor)
 
     def skip(self, item: QueueItem) -> None:
         """Put the item back, at the end of this annotator's queue."""
-        self.store.end_claim(item.claim.claim_id, "skipped", actor=self.actor)
+        self.store.queue.end_claim(item.claim.claim_id, "skipped", actor=self.actor)
 
     def undo(self) -> QueueItem | None:
         """Retract the annotator's last judgement in this dataset (history keeps it) and show
         that pair again; ``None`` when there is nothing to undo or another session holds it."""
-        undone = self.store.undo_last(self.annotator, self.dataset, holder=self.holder, actor=self.actor)
+        undone = self.store.labels.undo_last(self.annotator, self.dataset, holder=self.holder, actor=self.actor)
         if undone is None:
             return None
-        self.store.release_claims(self.dataset, self.holder, actor=self.actor)
-        claim = self.store.claim_candidate(
+        self.store.queue.release_claims(self.dataset, self.holder, actor=self.actor)
+        claim = self.store.queue.claim_candidate(
             undone["candidate_id"], self.annotator, self.holder, lease_seconds=self.policy.lease_seconds,
             actor=self.actor,
         )
@@ -177,9 +177,9 @@ class LabelingSession:
 
     def close(self) -> int:
         """Release this session's leases (annotator switched, page left); returns how many."""
-        return self.store.release_claims(self.dataset, self.holder, actor=self.actor)
+        return self.store.queue.release_claims(self.dataset, self.holder, actor=self.actor)
 
     def progress(self) -> QueueProgress:
         """Counts for the progress bar: ``labelled_by_me`` of ``labelled_by_me + available_to_me``
         for the annotator, ``complete`` of ``total`` for the queue."""
-        return self.store.queue_progress(self.dataset, self.order, self.annotator, self.holder, targets=self.targets)
+        return self.store.queue.queue_progress(self.dataset, self.order, self.annotator, self.holder, targets=self.targets)

@@ -161,7 +161,7 @@ def spread_across_questions(order: Sequence[int], records: Sequence[PairRecord])
 
 def model_scores(ranker: Ranker, records: Sequence[TextRecord]) -> dict[int, float]:
     """``{candidate_id: score}`` of ``ranker`` over records that carry their texts (e.g.
-    ``Store.candidate_rows``), one pool per question, batched with ``score_pools``."""
+    ``DatasetStore.candidate_rows``), one pool per question, batched with ``score_pools``."""
     groups = _by_question(records)
     pools = [(group[0].question, [Candidate(r.doc_id, r.candidate) for r in group]) for group in groups.values()]
     result: dict[int, float] = {}

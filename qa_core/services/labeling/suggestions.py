@@ -80,7 +80,7 @@ def model_disagreements(store: Store, dataset: str, model: str, scores: Mapping[
     labels name the model (``model:<name>``) beside the annotators."""
     resolved = training_labels(store, dataset)
     grades = model_grades(scores, resolved.candidates)
-    current = store.current_labels(dataset)
+    current = store.labels.current_labels(dataset)
     by_id = {r.candidate_id: r for r in resolved.candidates}
     return [
         Conflict(

@@ -89,9 +89,9 @@ def training_labels(store: Store, dataset: str, gold: GoldChoice = False) -> Tra
     only on those (e.g. ``{"dev"}`` to select models on gold dev labels while training on app
     labels), ``False`` never.
     """
-    current = store.current_label_records(dataset)
-    adjudicated = {candidate_id: row["value"] for candidate_id, row in store.adjudications(dataset).items()}
-    records = store.candidate_rows(dataset)
+    current = store.labels.current_label_records(dataset)
+    adjudicated = {candidate_id: row["value"] for candidate_id, row in store.labels.adjudications(dataset).items()}
+    records = store.datasets.candidate_rows(dataset)
     if gold is True:
         gold_values = {r.candidate_id: r.gold_label for r in records if r.gold_label is not None}
     else:
@@ -99,14 +99,14 @@ def training_labels(store: Store, dataset: str, gold: GoldChoice = False) -> Tra
         gold_values = {
             r.candidate_id: r.gold_label
             for split in sorted(splits)
-            for r in store.candidate_rows(dataset, split=split)
+            for r in store.datasets.candidate_rows(dataset, split=split)
             if r.gold_label is not None
         }
     by_candidate: dict[int, dict[str, int]] = defaultdict(dict)
     for label in current:
         by_candidate[label.candidate_id][label.annotator] = label.value
     return TrainingLabels(
-        resolve_labels(current, adjudicated, gold_values, preference_grades(store.preference_judgements(dataset))),
+        resolve_labels(current, adjudicated, gold_values, preference_grades(store.preferences.preference_judgements(dataset))),
         conflict_list(by_candidate, adjudicated, records), records
     )
 
@@ -115,7 +115,7 @@ def training_dataset(store: Store, dataset: str, gold: GoldChoice = False) -> tu
     """``dataset`` with ``Candidate.label`` set by ``training_labels`` (``None`` where no label),
     same questions, splits and order; and the ``TrainingLabels`` it came from."""
     resolved = training_labels(store, dataset, gold)
-    original = store.load_dataset(dataset)
+    original = store.datasets.load_dataset(dataset)
     ids = {(r.qid, r.doc_id): r.candidate_id for r in resolved.candidates}
     questions = []
     for question in original.questions:

@@ -1,5 +1,8 @@
-"""The team's roles and the audit trail as the Audit page and ``python -m qa_core users|audit`` show
-them, without Streamlit: tables, CSV, and the sign-in facts an identity token gives."""
+"""Users, roles, sign-in and the audit trail: the front door the pages' sign-in gate, the Audit page
+and ``python -m qa_core users|audit`` use, without Streamlit. It owns the rules of a sign-in (what
+an identity token must carry), of a role change (a known role; the store refuses non-admins and
+demoting the last admin inside the write's transaction, ``db/users.py``) and how the trail reads
+(tables, CSV)."""
 
 from __future__ import annotations
 
@@ -10,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from qa_core.access import AccessDenied
+from qa_core.access import AccessDenied, parse_role
+from qa_core.types import InputError
 
 if TYPE_CHECKING:
     from db.store import Store
-    from qa_core.access import Actor
+    from qa_core.access import Actor, Role
 
 AUDIT_ACTIONS = {
     "import": "dataset imported",
@@ -28,6 +32,9 @@ AUDIT_ACTIONS = {
     "promote": "model promoted",
     "rollback": "model rolled back",
     "role_change": "role changed",
+    "merge_users": "identities merged into one user",
+    "save_run": "run saved",
+    "calibration_settings": "calibration settings changed",
     "user_created": "first sign-in",
     "sign_out": "signed out",
     "guidelines": "guidelines saved as a new version",
@@ -49,7 +56,7 @@ def audit_table(store: Store, actions: list[str] | None = None) -> pd.DataFrame:
             "target": event["target"],
             "detail": json.dumps(event["detail"], sort_keys=True, default=str) if event["detail"] else "",
         }
-        for event in store.audit_events(actions)
+        for event in audit_events(store, actions)
     ]
     return pd.DataFrame(rows, columns=AUDIT_COLUMNS)
 
@@ -72,7 +79,7 @@ def users_table(store: Store) -> pd.DataFrame:
             "issuer": user["issuer"],
             "subject": user["subject"],
         }
-        for user in store.users()
+        for user in store.users.users()
     ]
     return pd.DataFrame(rows, columns=USER_COLUMNS)
 
@@ -88,13 +95,54 @@ def token_time(claims: Mapping[str, Any], claim: str) -> datetime:
 
 def sign_in(store: Store, claims: Mapping[str, Any]) -> Actor:
     """The store's user for the identity token's claims as ``st.user`` gives them (``sub``,
-    ``email``, ``name``, ``iat``, ``exp``); see ``Store.sign_in``."""
+    ``email``, ``name``, ``iat``, ``exp``); see ``UserStore.sign_in``."""
     subject = claims.get("sub")
     if not isinstance(subject, str) or not subject:
         raise AccessDenied("the identity provider's token names no subject ('sub'); sign-in refused")
     email = claims.get("email") if isinstance(claims.get("email"), str) else None
     name = claims.get("name") if isinstance(claims.get("name"), str) else None
     issuer = claims.get("iss") if isinstance(claims.get("iss"), str) else ""
-    return store.sign_in(
+    return store.users.sign_in(
         subject, email, name, issued_at=token_time(claims, "iat"), expires_at=token_time(claims, "exp"), issuer=issuer
     )
+
+
+def checked(store: Store, actor: Actor) -> Actor:
+    """A signed-in ``actor`` checked again (still known, not signed out, token not expired) with
+    its current role: what every page run does before it shows anything."""
+    return store.users.user_actor(actor)
+
+
+def sign_out(store: Store, actor: Actor) -> None:
+    """End every sign-in of ``actor``'s user issued until now (this browser's and any copied
+    cookie), recorded in the trail; an actor who never signed in (local mode) has nothing to end."""
+    store.users.sign_out(actor)
+
+
+def grant_role(store: Store, who: str, role: Role | str, *, actor: Actor | None) -> dict[str, Any]:
+    """Give ``who`` (as recorded, an email or a subject) ``role`` and return the user;
+    ``InputError`` for a role that does not exist (checked before the store is asked), an unknown
+    user, or a refusal (not an admin, the last admin stepping down)."""
+    return store.users.grant_role(who.strip(), parse_role(str(role)), actor=actor)
+
+
+def merge_users(store: Store, keep: int, merge: int, *, actor: Actor | None) -> dict[str, Any]:
+    """One person signed in under two identities: ``merge`` becomes ``keep`` (the store moves their
+    labels, sign-ins and trail, and records the merge)."""
+    if keep == merge:
+        raise InputError(f"user {keep} cannot be merged into itself")
+    return store.users.merge_users(keep, merge, actor=actor)
+
+
+def users(store: Store) -> list[dict[str, Any]]:
+    """Every user as the store records them (``users_table`` is the page's view)."""
+    return store.users.users()
+
+
+def audit_events(store: Store, actions: list[str] | None = None) -> list[dict[str, Any]]:
+    """The audit trail, newest first, of ``actions`` (every action when ``None``); an action the
+    trail does not know is refused, so a typo does not read as "nothing happened"."""
+    unknown = sorted(set(actions or ()) - set(AUDIT_ACTIONS))
+    if unknown:
+        raise InputError(f"unknown audit action(s) {', '.join(unknown)}; known: {', '.join(AUDIT_ACTIONS)}")
+    return store.users.audit_events(actions)

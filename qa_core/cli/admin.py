@@ -1,0 +1,134 @@
+"""``python -m qa_core models|gc|users|audit``: the model registry, checkpoint garbage, the team's
+users and roles, and the audit trail."""
+
+from __future__ import annotations
+
+import argparse
+
+from qa_core import config
+from qa_core.checkpoints import GC_GRACE_MINUTES, collect_garbage
+from qa_core.cli.common import actor, emit, open_store
+
+
+def cmd_models(args: argparse.Namespace) -> None:
+    from qa_core.rankers import registry
+
+    if args.table:
+        print(registry.models_table())
+        return
+    from qa_core.services import models
+
+    store = open_store(args)
+    for name in registry.available():
+        emit({"model": name, "versions": models.versions(store, name)})
+
+
+def cmd_gc(args: argparse.Namespace) -> None:
+    """Delete the temporary and unregistered checkpoint files that killed or failed trainings
+    left in data/models (the rule: ``qa_core.checkpoints.collect_garbage``)."""
+    from qa_core.services import models
+
+    store = open_store(args)
+    report = collect_garbage(
+        config.checkpoint_dir(),
+        owner=store.store_id,
+        registered=models.checkpoints_in_use(store),
+        grace_minutes=args.older_than,
+        include_unmarked=args.unmarked,
+        dry_run=args.dry_run,
+    )
+    verb = "would_delete" if args.dry_run else "deleted"
+    for path in report.deleted:
+        emit({verb: str(path)})
+    emit({
+        verb: len(report.deleted),
+        "freed_bytes": report.freed_bytes,
+        "kept_registered": report.registered,
+        "kept_recent": len(report.recent),
+        "kept_other_store": len(report.not_ours),
+        "kept_unmarked": len(report.unmarked),
+    })
+
+
+def cmd_users_grant(args: argparse.Namespace) -> None:
+    from qa_core.services import users
+
+    user = users.grant_role(open_store(args), args.email, args.role, actor=actor())
+    emit({"user": user["recorded_as"], "role": user["role"]})
+
+
+def cmd_users_merge(args: argparse.Namespace) -> None:
+    """One person signed in under two identities: the second becomes the first (``users.merge_users``)."""
+    from qa_core.services import users
+
+    user = users.merge_users(open_store(args), args.keep, args.merge, actor=actor())
+    emit({"user": user["recorded_as"], "merged": args.merge})
+
+
+def cmd_users_list(args: argparse.Namespace) -> None:
+    from qa_core.services import users
+
+    for user in users.users(open_store(args)):
+        emit(user)
+
+
+def cmd_audit(args: argparse.Namespace) -> None:
+    """The audit trail, newest first: JSON lines, or CSV with ``--out``."""
+    from qa_core.services.users import audit_csv, audit_events, audit_table
+
+    store = open_store(args)
+    if args.out:
+        from qa_core.checkpoints import atomic_file
+
+        table = audit_table(store, args.action)
+        with atomic_file(args.out) as handle:
+            handle.write(audit_csv(table))
+        emit({"written": args.out, "events": len(table)})
+        return
+    for event in audit_events(store, args.action):
+        emit(event)
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    """The ``models``, ``gc``, ``users`` and ``audit`` commands."""
+    models = commands.add_parser("models", help="registered models and their versions")
+    models.add_argument("--table", action="store_true", help="print the markdown table of models (README) instead")
+    models.set_defaults(func=cmd_models)
+
+    gc = commands.add_parser(
+        "gc",
+        help="delete stale temporary and unregistered checkpoint files of this store in data/models",
+        description=(
+            "Deletes, in data/models, temporary files (.NAME.RANDOM.tmp) older than --older-than minutes, "
+            "and checkpoint files marked with this store's id that none of its model versions uses, older "
+            "than --older-than minutes. Never touches a registered checkpoint of this store or a file "
+            "marked by another store sharing the folder; files without a store mark (older names) only "
+            "with --unmarked."
+        ),
+    )
+    gc.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
+    gc.add_argument("--older-than", type=float, default=GC_GRACE_MINUTES, metavar="MINUTES",
+                    help=f"grace period: newer files are kept (default {GC_GRACE_MINUTES:.0f})")
+    gc.add_argument("--unmarked", action="store_true",
+                    help="also unregistered files without a store mark: only when no other store shares the folder")
+    gc.set_defaults(func=cmd_gc)
+
+
+    users = commands.add_parser("users", help="the team's users and roles (team mode)").add_subparsers(
+        dest="users_command", required=True
+    )
+    grant = users.add_parser("grant", help="give a user who has signed in once a role: annotator, reviewer or admin")
+    grant.add_argument("email", help="the user's email (or their provider subject)")
+    grant.add_argument("role", help="annotator, reviewer or admin")
+    grant.set_defaults(func=cmd_users_grant)
+    users.add_parser("list", help="every user with their role").set_defaults(func=cmd_users_list)
+    merge = users.add_parser("merge", help="make two users one person (a second sign-in identity of the same "
+                                           "person): MERGE's identity signs in as KEEP, its labels become KEEP's")
+    merge.add_argument("keep", type=int, help="the id of the user to keep (users list)")
+    merge.add_argument("merge", type=int, help="the id of the user merged into KEEP")
+    merge.set_defaults(func=cmd_users_merge)
+
+    audit = commands.add_parser("audit", help="who imported, trained, promoted, rolled back, adjudicated, changed roles")
+    audit.add_argument("--action", nargs="+", default=None, help="only these actions (import, promote, rollback, ...)")
+    audit.add_argument("--out", default=None, help="write CSV here instead of JSON lines")
+    audit.set_defaults(func=cmd_audit)

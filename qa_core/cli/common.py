@@ -1,0 +1,72 @@
+"""What every command shares: the store it opens, the operator it acts as, JSON lines out."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from qa_core.services.experiments import ScoringProgress
+
+EXIT_NOT_REPRODUCED = 1  # ``reproduce``: the retrained version differs from the stored one
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+ORPHAN_EXAMPLES = 5
+
+
+@contextmanager
+def progress_bar(description: str, quiet: bool) -> Iterator[ScoringProgress | None]:
+    """A progress bar on stderr for a long step, opened at its first report (an input error found
+    before any work stays the one line on stderr); none with ``--quiet`` (the final line still prints)."""
+    if quiet:
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    bars = []
+
+    def progress(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(desc=description, total=total, unit="question", file=sys.stderr, leave=False))
+        bars[0].update(done - bars[0].n)
+
+    try:
+        yield progress
+    finally:
+        for bar in bars:
+            bar.close()
+
+
+def add_label_arguments(parser: argparse.ArgumentParser) -> None:
+    """The label rule of ``qa_core.services.evaluation_labels`` and ``--quiet``."""
+    parser.add_argument("--labels", choices=["gold", "training"], default="gold",
+                        help="evaluate against the dataset's gold labels (default) or the training-label rule "
+                             "(adjudicated > annotators' majority > gold)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar (the final output still prints)")
+
+
+def emit(record: dict) -> None:
+    """One JSON line on stdout; timestamps and paths print as strings."""
+    print(json.dumps(record, default=str))
+
+
+def open_store(args: argparse.Namespace):
+    from qa_core.services import datasets
+
+    return datasets.open_store(args.db)
+
+
+def actor():
+    """The operator running this command (see the module docstring)."""
+    from qa_core.access import operator
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (some containers)
+        user = "unknown"
+    return operator(user)

@@ -1,0 +1,112 @@
+"""``python -m qa_core data ...``: import, export and list datasets, through ``qa_core.services.datasets``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from qa_core.cli.common import ORPHAN_EXAMPLES, actor, emit, open_store
+from qa_core.services import workbench
+
+
+def cmd_data_import(args: argparse.Namespace) -> None:
+    from qa_core.services import datasets
+
+    store = open_store(args)
+    name, report = datasets.import_file(store, Path(args.path), fmt=args.format, name=args.name, replace=args.replace,
+                                        actor=actor())
+    emit({"imported": name, **datasets.summary(store, name), "import": report.summary()})
+    if report.moved:
+        print(f"note: {len(report.moved)} candidates kept their labels under another id (rows moved in the file)",
+              file=sys.stderr)
+    listing = f"list them: python -m qa_core data orphans --data {name}"
+    if report.edited_labelled:
+        print(f"note: {len(report.edited_labelled)} labelled candidates have another text under the same id: "
+              f"{_examples(report.edited_labelled)}; their labels judged the earlier text and stay on the id ({listing})",
+              file=sys.stderr)
+    if report.retired:
+        print(f"note: {len(report.retired)} candidates are no longer in the file: {_examples(report.retired)}; their "
+              f"{report.orphaned_labels} labels are kept ({listing})", file=sys.stderr)
+
+
+def _examples(candidates: Sequence[tuple[str, str, int]]) -> str:
+    """``qid/doc_id (N labels)`` of the first ``ORPHAN_EXAMPLES`` candidates, and how many more."""
+    shown = ", ".join(f"{qid}/{doc_id} ({labels} labels)" for qid, doc_id, labels in candidates[:ORPHAN_EXAMPLES])
+    return shown + (f" and {len(candidates) - ORPHAN_EXAMPLES} more" if len(candidates) > ORPHAN_EXAMPLES else "")
+
+
+def cmd_data_orphans(args: argparse.Namespace) -> None:
+    """Labels kept on candidates that a re-import retired, one JSON line each."""
+    from qa_core.services import datasets
+
+    for record in datasets.orphaned_labels(open_store(args), args.data):
+        emit(record)
+
+
+def cmd_data_demo(args: argparse.Namespace) -> None:
+    from qa_core.services import datasets
+
+    store = open_store(args)
+    workbench.ensure_demo(store, beside_others=True)
+    emit({"datasets": datasets.names(store)})
+
+
+def cmd_data_import_run(args: argparse.Namespace) -> None:
+    from qa_core.services import datasets
+
+    questions = datasets.import_run(open_store(args), args.data, Path(args.path), actor=actor())
+    emit({"first_stage_from": args.path, "questions": questions})
+
+
+def cmd_data_import_qrels(args: argparse.Namespace) -> None:
+    from qa_core.services import datasets
+
+    emit(datasets.import_qrels(open_store(args), args.data, Path(args.path), args.annotator, actor=actor()))
+
+
+def cmd_data_export(args: argparse.Namespace) -> None:
+    from qa_core.services import datasets
+
+    datasets.export(open_store(args), args.data, Path(args.out), args.format, args.source)
+    emit({"written": args.out})
+
+
+def cmd_data_list(args: argparse.Namespace) -> None:
+    from qa_core.services import datasets
+
+    store = open_store(args)
+    for name in datasets.names(store):
+        emit({"dataset": name, **datasets.summary(store, name)})
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    """The ``data`` command group."""
+    data = commands.add_parser("data", help="import, export and list datasets").add_subparsers(dest="data_command", required=True)
+    imp = data.add_parser("import", help="import a dataset (WikiQA folder, TrecQA XML, SemEval XML, CSV, JSONL)")
+    imp.add_argument("path")
+    imp.add_argument("--format", default="auto")
+    imp.add_argument("--name", default=None)
+    imp.add_argument("--replace", action="store_true", help="replace a dataset of the same name")
+    imp.set_defaults(func=cmd_data_import)
+    data.add_parser("demo", help="import the bundled demo corpus").set_defaults(func=cmd_data_demo)
+    run = data.add_parser("import-run", help="set first-stage ranks and scores from a TREC run file")
+    run.add_argument("path")
+    run.add_argument("--data", required=True)
+    run.set_defaults(func=cmd_data_import_run)
+    qrels = data.add_parser("import-qrels", help="add relevance labels from a TREC qrels file")
+    qrels.add_argument("path")
+    qrels.add_argument("--data", required=True)
+    qrels.add_argument("--annotator", default=None)
+    qrels.set_defaults(func=cmd_data_import_qrels)
+    exp = data.add_parser("export", help="export labels as TREC qrels or JSONL")
+    exp.add_argument("--data", required=True)
+    exp.add_argument("--format", choices=["qrels", "jsonl"], default="qrels")
+    exp.add_argument("--source", choices=["labels", "gold"], default="labels")
+    exp.add_argument("--out", required=True)
+    exp.set_defaults(func=cmd_data_export)
+    data.add_parser("list", help="datasets in the store").set_defaults(func=cmd_data_list)
+    orphans = data.add_parser("orphans", help="labels kept on candidates that a re-import no longer holds")
+    orphans.add_argument("--data", required=True)
+    orphans.set_defaults(func=cmd_data_orphans)

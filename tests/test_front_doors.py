@@ -1,0 +1,69 @@
+"""The front doors own their rules: the Train page and the CLI cannot promote a version the DEV
+comparison found significantly worse (or could not compare) without a confirmation, nor roll back
+to another version than the one offered; a role or an audit action that does not exist is refused
+before the store is asked. One SQLite store, no model is scored: cheap."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from db.store import Store
+from qa_core.data.demo import load_demo
+from qa_core.services import models, users
+from qa_core.services.datasets import open_store
+from qa_core.services.retraining import VersionCheck
+from qa_core.types import InputError
+from tests.conftest import model_file
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Iterator[Store]:
+    store = open_store(f"sqlite:///{tmp_path / 'doors.sqlite'}")
+    store.datasets.import_dataset(load_demo())
+    for _ in range(3):  # versions 1, 2, 3 trained on the demo; 1 promoted
+        store.models.register_model("smcnn", "smcnn", model_file("v.pt"), {"dataset": "demo"}, {})
+    store.models.promote("smcnn", 1, "demo")
+    yield store
+    store.close()
+
+
+def _check(p_value: float) -> VersionCheck:
+    return VersionCheck(version=2, promoted=1, questions=10, map_version=0.5, map_promoted=0.6, p_value=p_value,
+                        worse=pd.DataFrame())
+
+
+def test_a_promotion_needs_the_dev_comparison_or_a_confirmation(registry: Store) -> None:
+    with pytest.raises(InputError, match="significantly worse on DEV: confirm"):
+        models.promote(registry, "smcnn", 2, "demo", actor=None, check=_check(0.001))
+    with pytest.raises(InputError, match="not compared with the promoted one on DEV"):
+        models.promote(registry, "smcnn", 2, "demo", actor=None, compared=False)
+    assert models.in_use(registry, "smcnn", "demo")["version"] == 1  # nothing was promoted
+    models.promote(registry, "smcnn", 2, "demo", actor=None, check=_check(0.4))  # worse, not significantly
+    assert models.in_use(registry, "smcnn", "demo")["version"] == 2
+    models.promote(registry, "smcnn", 3, "demo", actor=None, check=_check(0.001), confirmed=True)
+    assert models.in_use(registry, "smcnn", "demo")["version"] == 3
+    with pytest.raises(InputError, match="already the one promoted"):
+        models.promote(registry, "smcnn", 3, "demo", actor=None)
+
+
+def test_a_roll_back_puts_back_the_version_offered_or_nothing(registry: Store) -> None:
+    models.promote(registry, "smcnn", 2, "demo", actor=None)
+    offered = models.rollback_target(registry, "smcnn", "demo")["version"]
+    assert offered == 1
+    registry.models.promote("smcnn", 3, "demo")  # another session, meanwhile: a roll back would now give 2
+    with pytest.raises(InputError, match="changed meanwhile"):
+        models.rollback(registry, "smcnn", "demo", offered, actor=None)
+    assert models.in_use(registry, "smcnn", "demo")["version"] == 3
+    assert models.rollback(registry, "smcnn", "demo", 2, actor=None)["version"] == 2
+
+
+def test_unknown_roles_and_audit_actions_are_refused_by_name(registry: Store) -> None:
+    with pytest.raises(InputError, match="unknown role 'boss'"):
+        users.grant_role(registry, "anyone@example.org", "boss", actor=None)
+    with pytest.raises(InputError, match="unknown audit action"):
+        users.audit_events(registry, ["promote", "promot"])
+    assert [event["action"] for event in users.audit_events(registry, ["promote"])] == ["promote"]
