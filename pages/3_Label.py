@@ -35,6 +35,7 @@ from pages import (
     show_not_trained,
 )
 from pages.judging import ANNOTATOR, GRADE_MEANINGS, GRADE_NAMES, Keys, grade_buttons, install_keys, keyed_button
+from pages.judging.pooling import DEFAULT_POOL_DEPTH, pool_options, show_pool_progress
 from qa_core.access import Permission
 from qa_core.services import analysis, labeling, workbench
 from qa_core.services.labeling import calibration, charts, dashboard, preferences, suggestions
@@ -45,6 +46,7 @@ ORDER_HELP = {
     "uncertainty": "pairs the model is least sure about first",
     "disagreement": "pairs whose rank differs most between the models first",
     "diversity": "one pair of each question in turn",
+    "pool": "depth-k pool of these systems: the union of their top k, unjudged first",
 }
 LABEL, AGREEMENT, REVIEW, GUIDELINES = "Label", "Agreement", "Review conflicts", "Guidelines"
 NEW_NAME = "New annotator…"
@@ -474,7 +476,10 @@ def label_view(store, dataset: str, annotator: str) -> None:
     )
     names = workbench.model_names(store, dataset)
     chosen: list[str] = []
-    if order == "uncertainty":
+    depth = DEFAULT_POOL_DEPTH
+    if order == "pool":
+        chosen, depth = pool_options(names)
+    elif order == "uncertainty":
         chosen = [st.selectbox("Model", names, key="order_model")]
     elif order == "disagreement":
         chosen = st.multiselect("Models (two or more)", names, default=names[:2], key="order_models")
@@ -510,6 +515,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
             policy=labeling.queue_policy(store, dataset),
             split=split,
             actor=current_actor(),
+            depth=depth,
         )
         item = session.current()
         progress = session.progress()
@@ -523,6 +529,8 @@ def label_view(store, dataset: str, annotator: str) -> None:
         text=f"{progress.labelled_by_me} of {mine} labelled by you · "
         f"{progress.complete} of {progress.total} pairs complete in this queue",
     )
+    if order == "pool":
+        show_pool_progress(store, dataset, scores, depth, split)
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.caption(workbench.as_markdown(notice))
