@@ -44,6 +44,7 @@ from db.base import (
 )
 from db.calibration import CalibrationStore
 from db.jobs import JobStore
+from db.keep import KeepStore
 from db.labeling import LabelingStore
 from db.models import (
     CandidateRow,
@@ -88,7 +89,7 @@ class QrelsImport(NamedTuple):
     unchanged: int
 
 
-class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore, CalibrationStore):
+class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore, CalibrationStore, KeepStore):
     """Persistent store over SQLite or PostgreSQL; the schema is migrated on construction.
 
     Every write that people's roles govern (labels, adjudications, imports, training jobs,

@@ -1,0 +1,66 @@
+"""Keeping a typed question (issue 37): the question and its BM25 pool join the dataset once, in the
+``explore`` split by default, with first-stage ranks and no borrowed gold label, under the
+import's rules (authorised and audited in the write's transaction), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from db.store import Store
+from qa_core.access import SYSTEM, AccessDenied
+from qa_core.rankers import registry
+from qa_core.services import keep, ranking, workbench
+from qa_core.types import InputError
+from tests.teams import sign_in, small, table_rows
+
+TYPED = "Who  WROTE the play hamlet"
+
+
+def typed_ranking(store: Store, text: str) -> ranking.Ranking:
+    candidates = workbench.candidates_for_question(store, "d", text, k=3)
+    return ranking.rank_pool(registry.create("overlap"), text, candidates, model="overlap", qid=None)
+
+
+def test_a_typed_question_is_kept_once_with_its_pool_in_explore(store: Store) -> None:
+    store.import_dataset(small())
+    result = typed_ranking(store, TYPED)
+    kept = keep.keep_question(store, "d", result)
+    assert kept.added and kept.split == keep.EXPLORE_SPLIT and kept.qid.startswith("kept-")
+    assert "explore" in store.dataset_summary("d")["questions"]
+    question = next(q for q in store.load_dataset("d").questions if q.qid == kept.qid)
+    assert question.text == TYPED.strip() and question.split == "explore"
+    shown = sorted(result.pool, key=lambda c: c.first_stage_rank)
+    assert [(c.doc_id, c.text, c.first_stage_rank) for c in question.candidates] == [
+        (c.doc_id, c.text, c.first_stage_rank) for c in shown]
+    assert all(c.label is None for c in question.candidates)  # the source question's gold judged another question
+    events = store.audit_events(["keep question"])
+    assert len(events) == 1 and kept.qid in events[0]["target"]
+
+    again = keep.keep_question(store, "d", typed_ranking(store, "who wrote the PLAY   Hamlet"))
+    assert (again.qid, again.added) == (kept.qid, False)  # the same text, case and spacing aside
+    existing = keep.keep_question(store, "d", typed_ranking(store, "who wrote hamlet"), "train")
+    assert (existing.qid, existing.added) == ("q1", False)  # a dataset question's text is not kept twice
+    assert len(store.audit_events(["keep question"])) == 1
+
+    # Judged and queued like any other question: a label lands on it, the explore queue offers it.
+    rows = store.candidate_rows("d", split="explore")
+    assert {r.qid for r in rows} == {kept.qid}
+    store.add_label(rows[0].candidate_id, "alice", 3)
+    assert store.qrels("d", source="labels")[kept.qid] == {rows[0].doc_id: 3}
+    with pytest.raises(InputError, match="already"):
+        keep.keep_question(store, "d", keep.as_kept(result, kept))
+
+
+def test_keeping_needs_the_right_to_import_in_team_mode(database_url: str) -> None:
+    store = Store(database_url, team=True)
+    try:
+        store.import_dataset(small(), actor=SYSTEM)
+        ada, anna = sign_in(store, "ada"), sign_in(store, "anna")
+        result = typed_ranking(store, TYPED)
+        before = table_rows(database_url, ("questions", "candidates", "audit_events"))
+        with pytest.raises(AccessDenied, match="may not import"):
+            keep.keep_question(store, "d", result, actor=anna)
+        assert table_rows(database_url, ("questions", "candidates", "audit_events")) == before
+        assert keep.keep_question(store, "d", result, "test", actor=ada).split == "test"
+    finally:
+        store.close()
