@@ -33,7 +33,7 @@ class PoolProgress:
 
     def describe(self) -> str:
         """One line for the Label page."""
-        systems = " · ".join(f"{name} {value:.0%}" for name, value in self.judged_at_depth.items())
+        systems = " · ".join(f"{name} {value:.1%}" for name, value in self.judged_at_depth.items())
         return (f"Depth-{self.depth} pool: {self.judged:,} of {self.size:,} pairs judged · "
                 f"judged@{self.depth} per system: {systems}")
 
