@@ -151,7 +151,7 @@ def measure() -> dict[str, Any]:
         sizes = tuple(pool["size"] for pool in pools.values())
         randoms[str(seed)] = walk(order, pairs, gold, qids, runs, reference, also=sizes)
     return {
-        "machine": machine(), "rule": RULE, "systems": SYSTEMS, "questions": len(qids), "pairs": len(pairs),
+        "machine": machine(), "rule": RULE, "systems": SYSTEMS, "names": list(SYSTEMS), "questions": len(qids), "pairs": len(pairs),
         "unscored_pairs": missing, "reference": {"maps": reference[0], "verdicts": reference[1]},
         "pools": pools, "random": randoms, "seconds": time.perf_counter() - started,
     }
@@ -168,7 +168,7 @@ def _mean_std(values: list[float], digits: int = 2) -> str:
 
 
 def render(result: dict[str, Any]) -> list[str]:
-    names = list(result["systems"])
+    names = result["names"]  # the order of the MAPs and verdicts (the file sorts "systems" by name)
     pairs = [f"{a} vs {b}" for a, b in itertools.combinations(names, 2)]
     words = {1: "first better", -1: "second better", 0: "no significant difference"}
     reference = result["reference"]
