@@ -3,6 +3,7 @@ Judged@k, and two sessions draining one pool through the store's claims on SQLit
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import NamedTuple
 
@@ -104,3 +105,18 @@ def test_two_sessions_drain_one_pool_without_holding_the_same_pair(store: Store)
     assert all(len(labels) == 1 for labels in store.current_labels("pool").values())
     progress = pool_progress(records, scores, 2, judged_candidates(store, "pool"))
     assert (progress.size, progress.judged, progress.judged_at_depth) == (16, 16, {"first": 1.0, "last": 1.0})
+
+
+def test_label_page_offers_the_pool_order_with_its_progress(store_url):
+    """The Label page's ``pool`` order: the systems (the M box), the depth, and the pool's progress."""
+    from tests.pages import LABEL, open_page
+
+    app = open_page(LABEL)
+    app.text_input(key="new_annotator").input("pia").run()
+    app.selectbox(key="order").select("pool").run()
+    app.multiselect(key="order_models").set_value(["overlap", "bm25"]).run()
+    app.number_input(key="pool_depth").set_value(2).run()
+    assert not app.exception, app.exception
+    bars = [element.proto.text.replace("\u2060", "") for element in app.get("progress")]  # as_markdown's joiners
+    assert any(re.match(r"Depth-2 pool: \d+ of [\d,]+ pairs judged · judged@2 per system: overlap [\d.]+% · bm25 ", bar)
+               for bar in bars), bars
