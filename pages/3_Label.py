@@ -367,13 +367,13 @@ def undo_preference(session: preferences.PreferenceSession) -> None:
     )
 
 
-def preference_view(store, dataset: str, annotator: str, mode: str, order: str, scores, split: str) -> None:
+def preference_view(store, dataset: str, annotator: str, mode: str, order: str, scores, split: str, depth: int) -> None:
     """Pairwise or top-k judging: one key per answer, the pair or pool shown beside the guidelines."""
     k = st.selectbox("Best k", (1, 2, 3), key="topk_k") if mode == preferences.TOPK else 1
     try:
         session = preferences.PreferenceSession.build(
             store, dataset, annotator, mode, order, scores=scores, split=split, holder=st.session_state[HOLDER],
-            actor=current_actor(),
+            actor=current_actor(), depth=depth,
         )
         item = session.current(st.session_state.get(SKIPPED, []))
         done, total = session.progress()
@@ -499,7 +499,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
         scoring_progress(jobs)
     scores = {model: job.snapshot() for model, job in jobs.items()}
     if mode != preferences.GRADED:
-        preference_view(store, dataset, annotator, mode, order, scores, split)
+        preference_view(store, dataset, annotator, mode, order, scores, split, depth)
         return
     if calibration_gate(store, dataset, annotator):
         return

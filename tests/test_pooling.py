@@ -120,3 +120,16 @@ def test_label_page_offers_the_pool_order_with_its_progress(store_url):
     bars = [element.proto.text.replace("\u2060", "") for element in app.get("progress")]  # as_markdown's joiners
     assert any(re.match(r"Depth-2 pool: \d+ of [\d,]+ pairs judged · judged@2 per system: overlap [\d.]+% · bm25 ", bar)
                for bar in bars), bars
+
+
+def test_pairwise_judging_of_a_pool_pairs_only_pooled_candidates(store: Store) -> None:
+    from qa_core.services.labeling.preferences import PAIRWISE, PreferenceSession
+
+    store.import_dataset(pool_dataset())
+    records = store.candidate_rows("pool")
+    scores = {"first": {r.candidate_id: -int(r.doc_id[1:]) for r in records},
+              "last": {r.candidate_id: int(r.doc_id[1:]) for r in records}}
+    session = PreferenceSession.build(store, "pool", "alice", PAIRWISE, "pool", scores=scores, depth=1)
+    doc_of = {r.candidate_id: r.doc_id for r in records}
+    assert len(session.items) == 4  # one pair per question: its d0 (first's top 1) and d5 (last's)
+    assert all({doc_of[c] for c in item} == {"d0", "d5"} for item in session.items)
