@@ -64,3 +64,25 @@ def test_keeping_needs_the_right_to_import_in_team_mode(database_url: str) -> No
         assert keep.keep_question(store, "d", result, "test", actor=ada).split == "test"
     finally:
         store.close()
+
+
+def test_ask_keeps_the_typed_question_and_judges_its_pool_at_once(store_url: str) -> None:
+    """On Ask (AppTest): the kept question's pool on screen is judged on it without asking again."""
+    from tests.pages import ASK, open_page
+
+    app = open_page(ASK)
+    app.selectbox(key="model").select("overlap")
+    app.text_input(key="question").input("which scientist discovered penicillin")
+    app.button[0].click().run()
+    assert app.selectbox(key="keep_split").value == keep.EXPLORE_SPLIT
+    assert not [b for b in app.button if str(b.key).startswith("judge-grade")]
+    app.button(key="keep").click().run()
+    assert not app.exception, app.exception
+    assert any(s.value.replace("\u2060", "").startswith("Kept as question kept-") for s in app.success)
+    assert [b for b in app.button if str(b.key).startswith("judge-grade")]  # judged on the kept question now
+    assert not [b for b in app.button if b.key == "keep"]
+    store = Store(store_url)
+    try:
+        assert "explore" in store.dataset_summary("demo")["questions"]
+    finally:
+        store.close()
