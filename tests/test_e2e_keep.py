@@ -9,6 +9,7 @@ import re
 from db.keep import kept_qid
 from db.store import Store
 from tests.conftest import BROWSER_TIMEOUT_MS, choose, page_screenshots, settled
+from tests.test_e2e_ask import judge_by_key
 
 KEPT_QUESTION = "where did fleming discover penicillin"
 
@@ -42,15 +43,7 @@ def test_a_typed_question_is_kept_listed_and_judged(running_app, page, screensho
     expect(box).to_have_value(listed)
     page.get_by_role("button", name="Rank", exact=True).click()
     expect(page.get_by_text(f"question {qid}'s own candidates", exact=False)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    name = page.get_by_role("textbox", name="Annotator (your name, as on the Label page) to judge here")
-    expect(name).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    name.fill("kim")
-    name.press("Enter")
-    settled(page)
-    expect(page.get_by_role("button", name="2 · partly answers")).to_be_enabled(timeout=BROWSER_TIMEOUT_MS)
-    page.keyboard.press("2")
-    expect(page.get_by_text(re.compile(rf"^Labelled {qid} / .+ as 2 \(partly answers\)\.$"))).to_be_visible(
-        timeout=BROWSER_TIMEOUT_MS)
+    judge_by_key(page, "kim", qid, 2, "partly answers")
     store = Store(running_app.database_url)
     try:
         labelled = store.qrels("demo", source="labels")
