@@ -24,6 +24,7 @@ from db.base import Database
 from db.calibration import CalibrationStore
 from db.datasets import DatasetStore
 from db.jobs import JobStore
+from db.keep import KeepStore
 from db.labeling import LabelingStore
 from db.labels import LabelStore
 from db.preferences import PreferenceStore
@@ -45,6 +46,7 @@ class Store:
         self.database = Database(url, engine, team=team)
         # datasets and imports
         self.datasets = DatasetStore(self.database)
+        self.keep = KeepStore(self.database)  # a typed question kept beside the imported ones
         # labelling and annotation
         self.labels = LabelStore(self.database)
         self.queue = LabelingStore(self.database)

@@ -24,6 +24,7 @@ from pages import (
     require_datasets,
 )
 from pages.judging import install_keys, judge_panel, rerun_if_judged
+from pages.judging.keeping import keep_panel
 from qa_core.services import analysis, ranking, workbench
 from qa_core.types import InputError, NotTrainedError
 
@@ -189,6 +190,7 @@ if state is not None:
         selection_mode="single-row",
         key=f"{key}-table",
     )
+    keep_panel(store, state)
     why(state, key, picked.selection.rows if picked is not None else [])
     install_keys({})  # the judge panel's grade and undo keys
 preload_elements("DataFrame", "PlotlyChart")  # the ranked table and the heatmaps, before the first Rank

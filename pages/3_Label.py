@@ -34,6 +34,7 @@ from pages import (
     show_not_trained,
 )
 from pages.judging import ANNOTATOR, GRADE_MEANINGS, GRADE_NAMES, Keys, grade_buttons, install_keys, keyed_button
+from pages.judging.pooling import DEFAULT_POOL_DEPTH, pool_options, show_pool_progress
 from qa_core.access import Permission
 from qa_core.services import analysis, labeling, workbench
 from qa_core.services.labeling import calibration, charts, dashboard, preferences, suggestions
@@ -45,6 +46,7 @@ ORDER_HELP = {
     "uncertainty": "pairs the model is least sure about first",
     "disagreement": "pairs whose rank differs most between the models first",
     "diversity": "one pair of each question in turn",
+    "pool": "depth-k pool of these systems: the union of their top k, unjudged first",
 }
 LABEL, AGREEMENT, REVIEW, GUIDELINES = "Label", "Agreement", "Review conflicts", "Guidelines"
 NEW_NAME = "New annotator…"
@@ -365,13 +367,13 @@ def undo_preference(session: preferences.PreferenceSession) -> None:
     )
 
 
-def preference_view(store, dataset: str, annotator: str, mode: str, order: str, scores, split: str) -> None:
+def preference_view(store, dataset: str, annotator: str, mode: str, order: str, scores, split: str, depth: int) -> None:
     """Pairwise or top-k judging: one key per answer, the pair or pool shown beside the guidelines."""
     k = st.selectbox("Best k", (1, 2, 3), key="topk_k") if mode == preferences.TOPK else 1
     try:
         session = preferences.PreferenceSession.build(
             store, dataset, annotator, mode, order, scores=scores, split=split, holder=st.session_state[HOLDER],
-            actor=current_actor(),
+            actor=current_actor(), depth=depth,
         )
         item = session.current(st.session_state.get(SKIPPED, []))
         done, total = session.progress()
@@ -474,7 +476,10 @@ def label_view(store, dataset: str, annotator: str) -> None:
     )
     names = workbench.model_names(store, dataset)
     chosen: list[str] = []
-    if order == "uncertainty":
+    depth = DEFAULT_POOL_DEPTH
+    if order == "pool":
+        chosen, depth = pool_options(names)
+    elif order == "uncertainty":
         chosen = [st.selectbox("Model", names, key="order_model")]
     elif order == "disagreement":
         chosen = st.multiselect("Models (two or more)", names, default=names[:2], key="order_models")
@@ -494,7 +499,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
         scoring_progress(jobs)
     scores = {model: job.snapshot() for model, job in jobs.items()}
     if mode != preferences.GRADED:
-        preference_view(store, dataset, annotator, mode, order, scores, split)
+        preference_view(store, dataset, annotator, mode, order, scores, split, depth)
         return
     if calibration_gate(store, dataset, annotator):
         return
@@ -510,6 +515,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
             policy=labeling.queue_policy(store, dataset),
             split=split,
             actor=current_actor(),
+            depth=depth,
         )
         item = session.current()
         progress = session.progress()
@@ -523,6 +529,8 @@ def label_view(store, dataset: str, annotator: str) -> None:
         text=f"{progress.labelled_by_me} of {mine} labelled by you · "
         f"{progress.complete} of {progress.total} pairs complete in this queue",
     )
+    if order == "pool":
+        show_pool_progress(store, dataset, scores, depth, split)
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.caption(workbench.as_markdown(notice))

@@ -92,21 +92,29 @@ def test_a_fresh_ask_tab_fetches_the_table_and_chart_code_before_the_first_rank(
     assert page.get_by_test_id("stSidebar").get_by_test_id("stHtml").count() == 1  # no room taken on the page
 
 
+def judge_by_key(page, annotator: str, qid: str, grade: int, meaning: str) -> None:
+    """Type the annotator's name in Ask's judge panel, press ``grade`` and see the open candidate
+    of ``qid`` labelled."""
+    from playwright.sync_api import expect
+
+    name = page.get_by_role("textbox", name="Annotator (your name, as on the Label page) to judge here")
+    expect(name).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    name.fill(annotator)
+    name.press("Enter")
+    settled(page)
+    expect(page.get_by_role("button", name=f"{grade} · {meaning}")).to_be_enabled(timeout=BROWSER_TIMEOUT_MS)
+    page.keyboard.press(str(grade))
+    expect(page.get_by_text(re.compile(rf"^Labelled {re.escape(qid)} / .+ as {grade} \({meaning}\)\.$"))).to_be_visible(
+        timeout=BROWSER_TIMEOUT_MS)
+
+
 def test_ask_judges_the_open_candidate_by_key_and_undoes_by_click(running_app, page, screenshot_dir):
     """Judge in place (issue 37): a name typed once, key 3 labels the open candidate as that
     annotator (the store's label, the page's stored label), the Undo button takes it back."""
     from playwright.sync_api import expect
 
     page.goto(f"{running_app.url}/Ask?dataset=demo&qid=demo-33&model=overlap")
-    name = page.get_by_role("textbox", name="Annotator (your name, as on the Label page) to judge here")
-    expect(name).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    name.fill("erin")
-    name.press("Enter")
-    settled(page)
-    expect(page.get_by_role("button", name="3 · answers")).to_be_enabled(timeout=BROWSER_TIMEOUT_MS)
-    page.keyboard.press("3")
-    expect(page.get_by_text(re.compile(r"^Labelled demo-33 / .+ as 3 \(answers\)\.$"))).to_be_visible(
-        timeout=BROWSER_TIMEOUT_MS)
+    judge_by_key(page, "erin", "demo-33", 3, "answers")
     expect(page.get_by_text(re.compile(r"^#1 · score .* · stored 3$"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     store = Store(running_app.database_url)
     assert [labels for labels in store.labels.current_labels("demo", "erin").values()] == [{"erin": 3}]

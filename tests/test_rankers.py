@@ -229,3 +229,11 @@ def test_split_by_sizes_gives_one_array_per_pool_including_empty_ones():
     parts = split_by_sizes(np.arange(5.0), [2, 0, 3])
     assert [p.tolist() for p in parts] == [[0.0, 1.0], [], [2.0, 3.0, 4.0]]
     assert split_by_sizes(np.zeros(0), []) == []
+
+
+def test_a_discovery_cut_short_finishes_on_the_next_listing():
+    """A Streamlit rerun can stop the first model listing half-way through the imports: the next
+    discovery finds the classes already registered again and finishes instead of failing."""
+    names = registry.available()
+    registry._discover.__wrapped__()  # the uncached discovery again, over what is registered already
+    assert registry.available() == names

@@ -136,7 +136,8 @@ def judge_panel(store, state: dict, qid: str | None, doc_id: str) -> None:
     """The open candidate's grade buttons (keys 0–4) and undo (U), or why it cannot be judged here.
     Drawn in a fragment: ``rerun_if_judged`` first."""
     if qid is None:
-        st.caption("A typed question's candidates belong to other questions: judge a dataset question's.")
+        st.caption("A typed question's candidates belong to other questions: keep this question (above) to judge them "
+                   "on it, or judge a dataset question's.")
         return
     if not current_actor().may(Permission.LABEL):
         st.caption(workbench.as_markdown(f"{current_actor().describe()} may not label pairs."))

@@ -33,8 +33,11 @@ def _discover() -> None:
         for cls in vars(module).values():
             defined_here = inspect.isclass(cls) and cls.__module__ == module.__name__
             if defined_here and issubclass(cls, Ranker) and "name" in cls.__dict__ and not inspect.isabstract(cls):
-                if cls.name in RANKERS.get_all():
-                    raise ValueError(f"two rankers are named {cls.name!r}: {RANKERS.get(cls.name)} and {cls}")
+                known = RANKERS.get_all().get(cls.name)
+                if known is not None and known is not cls:
+                    raise ValueError(f"two rankers are named {cls.name!r}: {known} and {cls}")
+                # The same class again: an earlier discovery was cut short (a Streamlit rerun that stops
+                # the script while the models import) and is finished now.
                 RANKERS.register(cls.name, func=cls)
 
 

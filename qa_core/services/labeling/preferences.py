@@ -28,7 +28,7 @@ import numpy as np
 
 from db.labeling import DEFAULT_LEASE_SECONDS
 from db.preferences import PAIRWISE, TOPK, PreferenceJudgement
-from qa_core.services.labeling.strategies import Scores, order_candidates
+from qa_core.services.labeling.strategies import DEFAULT_POOL_DEPTH, Scores, order_candidates
 
 if TYPE_CHECKING:
     from db.base import CandidateRecord
@@ -154,10 +154,11 @@ class PreferenceSession:
     def build(
         cls, store: Store, dataset: str, annotator: str, mode: str, strategy: str, *, seed: int = 0,
         scores: Mapping[str, Scores] | None = None, split: str | None = None, holder: str | None = None,
-        actor: Actor | None = None, lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        actor: Actor | None = None, lease_seconds: float = DEFAULT_LEASE_SECONDS, depth: int = DEFAULT_POOL_DEPTH,
     ) -> PreferenceSession:
+        """A session in ``strategy``'s order (``depth``: the ``pool`` order's)."""
         records = store.datasets.candidate_rows(dataset, split=split)
-        order = order_candidates(strategy, records, seed=seed, scores=scores)
+        order = order_candidates(strategy, records, seed=seed, scores=scores, depth=depth)
         items = pair_queue(order, records) if mode == PAIRWISE else pool_queue(order, records)
         return cls(store, dataset, annotator, mode, list(items), {r.candidate_id: r for r in records}, holder, actor,
                    lease_seconds)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from db.base import check_annotator
 from db.labeling import DEFAULT_LEASE_SECONDS, Claim, QueueProgress
-from qa_core.services.labeling.strategies import Scores, order_candidates
+from qa_core.services.labeling.strategies import DEFAULT_POOL_DEPTH, POOL, Scores, order_candidates
 from qa_core.types import InputError
 
 if TYPE_CHECKING:
@@ -63,6 +63,12 @@ def annotator_name(typed: str) -> str:
     """A typed annotator or reviewer name as the store keeps it; ``InputError`` for a blank one,
     one made only of invisible (zero-width) characters, or one hiding such a character."""
     return check_annotator(typed)
+
+
+def judged_candidates(store: Store, dataset: str) -> set[int]:
+    """Candidate ids of ``dataset`` with a judgement in the store: a current label or an
+    adjudication (what the queue collects; a gold label from the import is not one)."""
+    return set(store.labels.current_labels(dataset)) | set(store.labels.adjudications(dataset))
 
 
 def queue_policy(store: Store, dataset: str) -> QueuePolicy:
@@ -131,10 +137,13 @@ class LabelingSession:
         holder: str | None = None,
         policy: QueuePolicy | None = None,
         actor: Actor | None = None,
+        depth: int = DEFAULT_POOL_DEPTH,
     ) -> LabelingSession:
-        """A session over ``dataset`` (one ``split`` if given) in ``strategy``'s order."""
+        """A session over ``dataset`` (one ``split`` if given) in ``strategy``'s order (``depth``:
+        the ``pool`` order's, whose unjudged pairs come first)."""
         records = store.datasets.candidate_rows(dataset, split=split)
-        order = order_candidates(strategy, records, seed=seed, scores=scores)
+        judged = judged_candidates(store, dataset) if strategy == POOL else ()
+        order = order_candidates(strategy, records, seed=seed, scores=scores, depth=depth, judged=judged)
         return cls(store, dataset, order, annotator, holder=holder, policy=policy, records=records, actor=actor)
 
     def current(self) -> QueueItem | None:

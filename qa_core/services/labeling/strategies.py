@@ -16,6 +16,11 @@ first; the same inputs and seed give the same order (numpy's seeded ``Generator`
   of its percentile ranks across the models: rankings, not raw scales, are compared.
 - ``diversity``: spreads judgements across questions: round robin over the questions (one pair
   of each question, then a second of each, ...), within a question in seeded random order.
+- ``pool``: depth-k pooling (TREC's way of building judgements to compare systems): one or more
+  systems' scores; the queue is the union of each system's top ``depth`` per question (ranked by
+  ``qa_core.ordering``'s tie rule) and nothing else. Pairs without a judgement come first, then
+  the judged ones; each part is spread across questions as ``diversity`` is, a question's pairs by
+  their best rank over the systems (the pairs every system puts first, first).
 
 Pairs a strategy cannot place (no score from the model, or from fewer than two models) come
 last, in seeded random order.
@@ -24,17 +29,20 @@ last, in seeded random order.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 
+from qa_core import ordering
 from qa_core.types import Candidate, InputError
 
 if TYPE_CHECKING:
     from qa_core.rankers.base import Ranker
 
-STRATEGIES = ("random", "uncertainty", "disagreement", "diversity")
+POOL = "pool"
+STRATEGIES = ("random", "uncertainty", "disagreement", "diversity", POOL)
+DEFAULT_POOL_DEPTH = 10
 Scores = Mapping[int, float]  # candidate id -> score
 
 
@@ -70,11 +78,14 @@ def order_candidates(
     *,
     seed: int = 0,
     scores: Mapping[str, Scores] | None = None,
+    depth: int = DEFAULT_POOL_DEPTH,
+    judged: Collection[int] = (),
 ) -> list[int]:
     """Candidate ids of ``records`` best first under ``strategy`` (one of ``STRATEGIES``).
 
     ``scores`` maps model names to ``{candidate_id: score}``: exactly one model for
-    ``uncertainty``, two or more for ``disagreement``, ignored by the others.
+    ``uncertainty``, two or more for ``disagreement``, one or more for ``pool``, ignored by the
+    others. ``depth`` and ``judged`` (candidate ids with a judgement) are the ``pool`` order's.
     """
     scores = scores or {}
     if strategy == "random":
@@ -89,6 +100,10 @@ def order_candidates(
         if len(scores) < 2:
             raise InputError(f"the disagreement order needs the scores of two or more models, got {len(scores)}")
         return disagreement_order(records, scores, seed)
+    if strategy == POOL:
+        if not scores:
+            raise InputError("the pool order needs the scores of one or more systems")
+        return pool_order(records, scores, depth, judged, seed)
     raise InputError(f"unknown queue order {strategy!r}; choose one of {', '.join(STRATEGIES)}")
 
 
@@ -142,6 +157,40 @@ def disagreement_order(records: Sequence[PairRecord], scores: Mapping[str, Score
 def diversity_order(records: Sequence[PairRecord], seed: int) -> list[int]:
     """Round robin over questions, each question's pairs in seeded random order."""
     return spread_across_questions(random_order(records, seed), records)
+
+
+def pool_ranks(records: Sequence[TextRecord], scores: Mapping[str, Scores], depth: int) -> dict[str, dict[int, int]]:
+    """``{system: {candidate_id: rank}}``: each system's top ``depth`` of every question (rank 1
+    first), ranked by the tie rule (``qa_core.ordering``); pairs a system did not score are not in
+    its ranking."""
+    if depth < 1:
+        raise InputError(f"a pool's depth must be at least 1, got {depth}")
+    tops: dict[str, dict[int, int]] = {}
+    for system, system_scores in scores.items():
+        top: dict[int, int] = {}
+        for group in _by_question(records).values():
+            scored = [r for r in group if r.candidate_id in system_scores]
+            best = ordering.order([r.doc_id for r in scored], [float(system_scores[r.candidate_id]) for r in scored])
+            top.update((scored[i].candidate_id, rank) for rank, i in enumerate(best[:depth], start=1))
+        tops[system] = top
+    return tops
+
+
+def pool_order(
+    records: Sequence[TextRecord], scores: Mapping[str, Scores], depth: int, judged: Collection[int], seed: int
+) -> list[int]:
+    """The depth-``depth`` pool of the systems in ``scores``, unjudged pairs first (see the module
+    docstring); pairs outside the pool are left out."""
+    best_rank: dict[int, int] = {}
+    for top in pool_ranks(records, scores, depth).values():
+        for candidate_id, rank in top.items():
+            best_rank[candidate_id] = min(rank, best_rank.get(candidate_id, rank))
+    by_rank = [c for c in sorted(random_order(records, seed), key=lambda c: best_rank.get(c, 0)) if c in best_rank]
+    judged = set(judged)
+    return [
+        *spread_across_questions([c for c in by_rank if c not in judged], records),
+        *spread_across_questions([c for c in by_rank if c in judged], records),
+    ]
 
 
 def spread_across_questions(order: Sequence[int], records: Sequence[PairRecord]) -> list[int]:
