@@ -282,6 +282,12 @@ def cmd_rank(args: argparse.Namespace) -> None:
 def cmd_models(args: argparse.Namespace) -> None:
     from qa_core.rankers import registry
 
+    if args.write is not None:
+        if not args.table:
+            raise InputError("--write writes the table: use it with --table")
+        args.write.write_text(registry.with_models_table(args.write.read_text(), str(args.write)))
+        _emit({"written": str(args.write)})
+        return
     if args.table:
         print(registry.models_table())
         return
@@ -588,6 +594,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     models = commands.add_parser("models", help="registered models and their versions")
     models.add_argument("--table", action="store_true", help="print the markdown table of models (README) instead")
+    models.add_argument("--write", nargs="?", type=Path, const=config.PROJECT_ROOT / "README.md", metavar="MARKDOWN",
+                        help="with --table: replace the table between the model table markers of the README (or MARKDOWN)")
     models.set_defaults(func=cmd_models)
 
     gc = commands.add_parser(
