@@ -125,80 +125,96 @@ _QAPAIRS_ID = re.compile(r"""^\s+id\s*=\s*(['"])([^'"]+)\1\s*$""")
 _BLOCK_LABELS = {"question": None, "positive": 1, "negative": 0}
 
 
-def _trecqa_file(path: Path, source: str) -> list[tuple[int, Question]]:
-    """(line of <QApairs>, question) for every block of one TrecQA file."""
-    split = path.stem.lower()
-    found: list[tuple[int, Question]] = []
-    pair: Question | None = None  # the open <QApairs>
-    pair_line = 0
-    block: str | None = None  # the open <question>/<positive>/<negative>
-    block_line = 0
-    tokens: str | None = None  # the first line of the open block
-    gold = GoldByText()
+class _TrecQAReader:
+    """One TrecQA file read line by line: the open <QApairs> and the open <question>/<positive>/
+    <negative> block, each with the line it opened on."""
 
-    def fail(message: str, line: int) -> InputError:
-        return InputError(message, path=str(path), line=line)
+    def __init__(self, path: Path, source: str) -> None:
+        self.path, self.source, self.split = path, source, path.stem.lower()
+        self.found: list[tuple[int, Question]] = []
+        self.pair: Question | None = None  # the open <QApairs>
+        self.pair_line = 0
+        self.block: str | None = None  # the open <question>/<positive>/<negative>
+        self.block_line = 0
+        self.tokens: str | None = None  # the first line of the open block
+        self.gold = GoldByText()
 
-    for number, line in enumerate(read_lines(path), start=1):
-        tag = _TAG.match(line.strip())
-        if block is not None:
-            if tag is None:
-                if tokens is None:
-                    tokens = " ".join(line.split())
-                    if not tokens:
-                        raise fail(f"<{block}> must start with its tab-separated tokens", number)
-                continue  # POS tags, dependencies, heads, NE tags, answer spans: not used
-            closing, tag_name = tag.group(1), tag.group(2)
-            if closing and tag_name == block:
-                if tokens is None:
-                    raise fail(f"empty <{block}> block", number)
-                assert pair is not None
-                if block == "question":
-                    if pair.text:
-                        raise fail(f"second <question> in <QApairs id='{pair.qid}'>", block_line)
-                    pair.text = tokens
-                else:
-                    gold.check(pair.qid, tokens, _BLOCK_LABELS[block], block_line, failer(path, block_line))
-                    doc_id = f"{pair.qid}-{len(pair.candidates)}"
-                    pair.candidates.append(
-                        Candidate(doc_id, tokens, label=_BLOCK_LABELS[block], source=source, positional_id=True)
-                    )
-                block, tokens = None, None
-                continue
-            if tag_name in _BLOCK_LABELS or tag_name == "QApairs":
-                raise fail(f"<{block}> opened on line {block_line} is not closed before <{tag.group(1)}{tag_name}>", number)
-            raise fail(f"unknown tag <{tag.group(1)}{tag_name}>", number)
-        if not line.strip():
-            continue
+    def fail(self, message: str, line: int) -> InputError:
+        return InputError(message, path=str(self.path), line=line)
+
+    def read(self) -> list[tuple[int, Question]]:
+        """(line of <QApairs>, question) for every block of the file."""
+        for number, line in enumerate(read_lines(self.path), start=1):
+            tag = _TAG.match(line.strip())
+            if self.block is not None:
+                self._in_block(number, line, tag)
+            elif line.strip():
+                self._between_blocks(number, line, tag)
+        if self.block is not None:
+            raise self.fail(f"<{self.block}> is never closed", self.block_line)
+        if self.pair is not None:
+            raise self.fail(f"<QApairs id='{self.pair.qid}'> is never closed", self.pair_line)
+        if not self.found:
+            raise self.fail("no <QApairs> blocks", 1)
+        return self.found
+
+    def _in_block(self, number: int, line: str, tag: re.Match[str] | None) -> None:
+        block = self.block
+        if tag is None:
+            if self.tokens is None:
+                self.tokens = " ".join(line.split())
+                if not self.tokens:
+                    raise self.fail(f"<{block}> must start with its tab-separated tokens", number)
+            return  # POS tags, dependencies, heads, NE tags, answer spans: not used
+        closing, tag_name = tag.group(1), tag.group(2)
+        if closing and tag_name == block:
+            self._close_block(number)
+            return
+        if tag_name in _BLOCK_LABELS or tag_name == "QApairs":
+            raise self.fail(f"<{block}> opened on line {self.block_line} is not closed before <{closing}{tag_name}>", number)
+        raise self.fail(f"unknown tag <{closing}{tag_name}>", number)
+
+    def _close_block(self, number: int) -> None:
+        block, pair, tokens = self.block, self.pair, self.tokens
+        if tokens is None:
+            raise self.fail(f"empty <{block}> block", number)
+        assert pair is not None and block is not None
+        if block == "question":
+            if pair.text:
+                raise self.fail(f"second <question> in <QApairs id='{pair.qid}'>", self.block_line)
+            pair.text = tokens
+        else:
+            self.gold.check(pair.qid, tokens, _BLOCK_LABELS[block], self.block_line, failer(self.path, self.block_line))
+            doc_id = f"{pair.qid}-{len(pair.candidates)}"
+            pair.candidates.append(
+                Candidate(doc_id, tokens, label=_BLOCK_LABELS[block], source=self.source, positional_id=True)
+            )
+        self.block, self.tokens = None, None
+
+    def _between_blocks(self, number: int, line: str, tag: re.Match[str] | None) -> None:
+        pair = self.pair
         if tag is None:
             where = f"<QApairs id='{pair.qid}'>" if pair else "a <QApairs> block"
-            raise fail(f"text outside a <question>/<positive>/<negative> block of {where}", number)
+            raise self.fail(f"text outside a <question>/<positive>/<negative> block of {where}", number)
         closing, tag_name, attributes = tag.groups()
         if pair is None:
             if tag_name != "QApairs" or closing:
-                raise fail(f"expected <QApairs id='...'>, got {line.strip()!r}", number)
+                raise self.fail(f"expected <QApairs id='...'>, got {line.strip()!r}", number)
             qid = _QAPAIRS_ID.match(attributes)
             if qid is None:
-                raise fail("<QApairs> needs an id attribute: <QApairs id='1.4'>", number)
-            pair, pair_line = Question(qid=qid.group(2), text="", split=split), number
+                raise self.fail("<QApairs> needs an id attribute: <QApairs id='1.4'>", number)
+            self.pair, self.pair_line = Question(qid=qid.group(2), text="", split=self.split), number
         elif tag_name in _BLOCK_LABELS and not closing:
-            block, block_line = tag_name, number
+            self.block, self.block_line = tag_name, number
         elif tag_name == "QApairs" and closing:
             if not pair.text:
-                raise fail(f"<QApairs id='{pair.qid}'> has no <question>", pair_line)
-            found.append((pair_line, pair))
-            pair = None
+                raise self.fail(f"<QApairs id='{pair.qid}'> has no <question>", self.pair_line)
+            self.found.append((self.pair_line, pair))
+            self.pair = None
         elif tag_name == "QApairs":
-            raise fail(f"<QApairs> opened on line {pair_line} is not closed", number)
+            raise self.fail(f"<QApairs> opened on line {self.pair_line} is not closed", number)
         else:
-            raise fail(f"unknown or misplaced tag {line.strip()!r}", number)
-    if block is not None:
-        raise fail(f"<{block}> is never closed", block_line)
-    if pair is not None:
-        raise fail(f"<QApairs id='{pair.qid}'> is never closed", pair_line)
-    if not found:
-        raise fail("no <QApairs> blocks", 1)
-    return found
+            raise self.fail(f"unknown or misplaced tag {line.strip()!r}", number)
 
 
 def _xml_files(path: Path) -> list[Path]:
@@ -222,7 +238,7 @@ def load_trecqa(path: str | Path, name: str = "trecqa") -> Dataset:
     root = Path(path)
     questions: dict[str, Question] = {}
     for file in _xml_files(root):
-        for line, question in _trecqa_file(file, source="trecqa"):
+        for line, question in _TrecQAReader(file, source="trecqa").read():
             add_question(questions, question, file, line)
     return Dataset(name=name, questions=list(questions.values()), source=str(root))
 

@@ -105,11 +105,16 @@ def start_training_job(
     }
     runner = runner or config.job_runner()
     job_id = store.create_job(model, dataset, params, runner=runner, actor=actor)
-    if runner == "worker":
-        return job_id
-    log_path = job_log_path(job_id)
+    if runner != "worker":
+        _start_process(store, job_id, actor)
+    return job_id
+
+
+def _start_process(store: Store, job_id: int, actor: Actor | None) -> None:
+    """The job's own detached process (``job_runner``), its output in the job's log; a process that
+    cannot start fails the job with the reason."""
     try:
-        with open(log_path, "ab") as log:
+        with open(job_log_path(job_id), "ab") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "qa_core.services.job_runner", str(job_id)],
                 cwd=config.PROJECT_ROOT,
@@ -126,7 +131,6 @@ def start_training_job(
     store.set_job_process(job_id, process.pid, socket.gethostname(), actor=actor)
     _children[job_id] = process
     threading.Thread(target=_reap, args=(job_id, process), name=f"reap-job-{job_id}", daemon=True).start()
-    return job_id
 
 
 def _reap(job_id: int, process: subprocess.Popen[bytes]) -> None:
