@@ -205,16 +205,9 @@ class Ranker(ABC):
 
     # ------------------------------------------------------------------ training and persistence
 
-    def fit(
-        self,
-        train: Sequence[Question],
-        dev: Sequence[Question],
-        *,
-        seed: int = 1,
-        analyzer: QuestionAnalyzer | None = None,
-        progress: bool = True,
-        callback: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
+    def fit(self, train: Sequence[Question], dev: Sequence[Question], *, seed: int = 1,
+            analyzer: QuestionAnalyzer | None = None, progress: bool = True,
+            callback: ProgressCallback | None = None) -> dict[str, Any]:
         """Train (or learn statistics) on ``train``, select on ``dev``; returns a report.
 
         ``analyzer`` is the question analysis for models that read one (``capabilities.reads``);

@@ -216,16 +216,9 @@ class TreeKernelRanker(Ranker):
 
     # --------------------------------------------------------------------------------------- training
 
-    def fit(
-        self,
-        train: Sequence[Question],
-        dev: Sequence[Question],
-        *,
-        seed: int = 1,
-        analyzer: QuestionAnalyzer | None = None,
-        progress: bool = True,
-        callback: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
+    def fit(self, train: Sequence[Question], dev: Sequence[Question], *, seed: int = 1,
+            analyzer: QuestionAnalyzer | None = None, progress: bool = True,
+            callback: ProgressCallback | None = None) -> dict[str, Any]:
         """Train one SVM per grid point on ``train``; keep the one with the best dev MAP.
 
         The SVM is deterministic: ``seed`` changes nothing. Progress events count grid points.

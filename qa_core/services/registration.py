@@ -95,28 +95,12 @@ def train_and_register(
     (who trained it, from which labels). ``callback`` gets the ``TrainingEvent``s; ``phase`` is told
     "evaluating" and "registering" as training ends (a job's heartbeat, which raises once the
     attempt lost the job)."""
-    outcome = train_ranker(
-        plan.model,
-        dataset,
-        seed=plan.seed,
-        train_split=plan.train_split,
-        dev_split=plan.dev_split,
-        progress=progress,
-        callback=callback,
-        checkpoint=checkpoint,
-        model_config=plan.config,
-        analyzer=analyzer_for(store, plan.model, plan.config),
-    )
+    splits = {"seed": plan.seed, "train_split": plan.train_split, "dev_split": plan.dev_split}
+    outcome = train_ranker(plan.model, dataset, **splits, progress=progress, callback=callback, checkpoint=checkpoint,
+                           model_config=plan.config, analyzer=analyzer_for(store, plan.model, plan.config))
     phase("evaluating")
-    training_data, metrics = version_record(
-        outcome,
-        dataset,
-        dataset.split(EVAL_SPLIT) if gold_eval is None else gold_eval,
-        seed=plan.seed,
-        train_split=plan.train_split,
-        dev_split=plan.dev_split,
-        extra=extra,
-    )
+    gold_eval = dataset.split(EVAL_SPLIT) if gold_eval is None else gold_eval
+    training_data, metrics = version_record(outcome, dataset, gold_eval, **splits, extra=extra)
     phase("registering")
     version_id = register_version(store, plan.model, outcome.checkpoint, training_data, metrics,
                                   promote=plan.promote, job=job, actor=actor)
