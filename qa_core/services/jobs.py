@@ -118,8 +118,10 @@ def _start_process(store: Store, job_id: int, actor: Actor | None) -> None:
             process = subprocess.Popen(
                 [sys.executable, "-m", "qa_core.services.job_runner", str(job_id)],
                 cwd=config.PROJECT_ROOT,
-                # The URL goes through the environment, not argv, which every user can read.
-                env={**os.environ, "RERANK_LAB_DB": store.url, "PYTHONPATH": str(config.PROJECT_ROOT)},
+                # The URL goes through the environment, not argv, which every user can read; the
+                # caller's PYTHONPATH stays behind the project (rankers of packages installed there).
+                env={**os.environ, "RERANK_LAB_DB": store.url,
+                     "PYTHONPATH": os.pathsep.join(filter(None, [str(config.PROJECT_ROOT), os.environ.get("PYTHONPATH")]))},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
