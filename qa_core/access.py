@@ -22,6 +22,7 @@ Actors that are not signed-in people:
 
 from __future__ import annotations
 
+import getpass
 import ipaddress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -105,6 +106,16 @@ SYSTEM = Actor("system", Role.ADMIN, SYSTEM_KIND)
 def operator(user: str) -> Actor:
     """The command line run by OS user ``user`` (see the module docstring)."""
     return Actor(f"cli:{user}", Role.ADMIN, OPERATOR_KIND)
+
+
+def process_operator() -> Actor:
+    """The operator running this process (the CLI, a job process): its OS user, ``unknown`` where
+    the uid has no name (some containers)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return operator(user)
 
 
 def require(actor: Actor, permission: Permission, at: datetime | None = None) -> Actor:

@@ -181,8 +181,24 @@ def _payload(path: Path, registration: Registration | None) -> dict[str, Any]:
     before anything in it runs. Every state this project writes is plain data (vocabularies as
     lists, configs as dicts, arrays as tensors), including files written before this check.
     """
-    import torch
+    payload = _unpickle(path, _registered_bytes(path, registration))
+    if not (
+        isinstance(payload, dict)
+        and payload.get("format") == CHECKPOINT_FORMAT
+        and isinstance(payload.get("kind"), str)
+        and isinstance(payload.get("state"), dict)
+    ):
+        raise InputError(
+            f"checkpoint {path} is not a Rerank Lab checkpoint (expected format {CHECKPOINT_FORMAT} with a kind and a state)"
+        )
+    if registration is not None:
+        _check_registered_model(path, payload, registration)
+    return payload
 
+
+def _registered_bytes(path: Path, registration: Registration | None) -> bytes:
+    """The file's bytes; ``InputError`` for a missing or unreadable file, or another content than
+    the registered hash."""
     if path.is_dir():
         raise InputError(f"checkpoint {path} is a folder, not a file")
     if not path.is_file():
@@ -196,13 +212,20 @@ def _payload(path: Path, registration: Registration | None) -> dict[str, Any]:
             f"checkpoint {path} is not the file registered as {registration.describe()}: its content changed "
             "since (another file copied over it, or damage); refused, nothing in it was loaded"
         )
+    return data
+
+
+def _unpickle(path: Path, data: bytes) -> Any:
+    """The torch archive's content, unpickled weights-only (see ``_payload``)."""
+    import torch
+
     if not data.startswith(ZIP_MAGIC) and data.startswith(PICKLE_PROTOCOL_MARK):
         raise InputError(
             f"checkpoint {path} is a raw Python pickle, not a Rerank Lab checkpoint (a torch archive); "
             "refused, nothing in it was loaded or run"
         )
     try:
-        payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         if "GLOBAL" in str(exc):  # the weights-only unpickler met a class or function reference
             raise InputError(
@@ -212,30 +235,23 @@ def _payload(path: Path, registration: Registration | None) -> dict[str, Any]:
         raise InputError(f"checkpoint {path} is corrupt or not a Rerank Lab checkpoint (unreadable pickle)") from None
     except Exception as exc:  # torch and zipfile raise many types for a damaged file
         raise InputError(f"checkpoint {path} is corrupt or not a Rerank Lab checkpoint ({type(exc).__name__})") from None
-    if not (
-        isinstance(payload, dict)
-        and payload.get("format") == CHECKPOINT_FORMAT
-        and isinstance(payload.get("kind"), str)
-        and isinstance(payload.get("state"), dict)
-    ):
+
+
+def _check_registered_model(path: Path, payload: dict[str, Any], registration: Registration) -> None:
+    """``InputError`` unless the checkpoint holds the model, and version, the store registered."""
+    kind, name = payload["kind"], payload.get("name", payload["kind"])
+    if (kind, name) != (registration.kind, registration.name):
         raise InputError(
-            f"checkpoint {path} is not a Rerank Lab checkpoint (expected format {CHECKPOINT_FORMAT} with a kind and a state)"
+            f"checkpoint {path} holds model {name!r} (a {kind!r} model), but the store registered it as "
+            f"{registration.describe()}; refused, nothing in it was loaded"
         )
-    if registration is not None:
-        kind, name = payload["kind"], payload.get("name", payload["kind"])
-        if (kind, name) != (registration.kind, registration.name):
-            raise InputError(
-                f"checkpoint {path} holds model {name!r} (a {kind!r} model), but the store registered it as "
-                f"{registration.describe()}; refused, nothing in it was loaded"
-            )
-        # Without a hash (a file that came after its registration) the id it holds is what binds it.
-        stamped = payload.get("version_id")
-        if registration.sha256 is None and stamped is not None and stamped != registration.version_id:
-            raise InputError(
-                f"checkpoint {path} is version id {stamped} of model {name!r}, but the store registered it as "
-                f"{registration.describe()}; refused, nothing in it was loaded"
-            )
-    return payload
+    # Without a hash (a file that came after its registration) the id it holds is what binds it.
+    stamped = payload.get("version_id")
+    if registration.sha256 is None and stamped is not None and stamped != registration.version_id:
+        raise InputError(
+            f"checkpoint {path} is version id {stamped} of model {name!r}, but the store registered it as "
+            f"{registration.describe()}; refused, nothing in it was loaded"
+        )
 
 
 def rebuild(path: str | Path, kind: str, from_state: Callable[[dict[str, Any]], T], state: dict[str, Any]) -> T:

@@ -1,110 +1,40 @@
 """Every registered model through the app's paths, parametrised over the registry (a new model file
-is covered without touching this one):
-
-- every trainable model trains as a job of the store's queue, served by a `python -m qa_core worker`
-  process (the Train page's worker path): typed progress events, a registered and promoted
-  version, and Ask ranks with it;
-- for every model, on a real BM25 pool with first-stage ranks, an explanation is of the very input
-  that was scored: ``explain(...).score`` equals the ranked table's score for every candidate;
-- a counterfactual edit scores exactly what the model scores for the edited pool.
-"""
+is covered without touching this one): the checks of ``tests/ranker_contract.py``, which a plugin's
+ranker passes too (``tests/test_ranker_plugin.py``)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from dataclasses import replace
-
 import pytest
 
-from db.store import Store
-from qa_core.data.demo import load_demo
 from qa_core.rankers import registry
-from qa_core.services import jobs, workbench
-from qa_core.services.ranking import rank_pool
-from qa_core.types import Dataset
-from tests import ROOT
-
-QUESTION = "who discovered penicillin"
-EDIT = "Alexander Fleming discovered penicillin in 1928."
-TOLERANCE = 1e-6
-
-
-QUESTIONS_PER_SPLIT = {"train": 30, "dev": 10, "test": 10}
-
-
-def small_demo() -> Dataset:
-    """The demo's first questions of each split: what is under test is the job path and the request
-    path, not what the models learn (eight trainings side by side on the whole demo took 100 s)."""
-    demo = load_demo()
-    questions = [q for split, count in QUESTIONS_PER_SPLIT.items() for q in demo.split(split)[:count]]
-    return Dataset(demo.name, questions, demo.source)
-
-
-def fast_settings(model: str) -> dict[str, int]:
-    """Every training setting the model declares at its smallest (e.g. one epoch)."""
-    return dict.fromkeys(registry.ranker_class(model).capabilities.training_settings, 1)
+from tests.ranker_contract import (
+    check_explanations_of_scored_input,
+    check_trained_as_job,
+    check_untrained_and_settings,
+    train_as_jobs,
+)
 
 
 @pytest.fixture(scope="module")
 def trained_store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A store with part of the demo corpus and every trainable model trained as a job and promoted.
-    One worker process serves the queued jobs one after another: one interpreter start and one
-    GloVe load for all of them (eight job processes side by side cost 55 s under load)."""
+    """A store with part of the demo corpus and every trainable model trained as a job and promoted."""
     folder = tmp_path_factory.mktemp("every_model")
-    url = f"sqlite:///{folder / 'store.sqlite'}"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RERANK_LAB_DATA", str(folder / "data"))
-        patch.setenv("RERANK_LAB_DB", url)
-        store = Store(url)
-        store.datasets.import_dataset(small_demo())
-        started = {
-            model: jobs.start_training_job(
-                store, model, "demo", store_labels=False, gold=True, model_config=fast_settings(model), promote=True,
-                runner="worker",
-            )
-            for model in registry.trainable()
-        }
-        worker = subprocess.run([sys.executable, "-m", "qa_core", "worker", "--until-idle"], cwd=ROOT,
-                                capture_output=True, text=True, timeout=600)
-        assert worker.returncode == 0, worker.stderr
-        for model, job_id in started.items():
-            job = store.jobs.job(job_id)
-            assert job["status"] == "succeeded", f"{model}: {job['error']}"
-        store.close()
-        yield url
+        patch.setenv("RERANK_LAB_DB", f"sqlite:///{folder / 'store.sqlite'}")
+        yield train_as_jobs(folder, registry.trainable())
 
 
 @pytest.mark.parametrize("model", registry.trainable())
 def test_trains_as_a_job_with_typed_progress_and_is_promoted(trained_store: str, model: str) -> None:
-    store = Store(trained_store)
-    job = store.jobs.jobs(model)[0]
-    events = [recorded.event for recorded in store.jobs.job_events(job["id"])]
-    assert events and all(event.total for event in events), "every event says how far along it is"
-    assert events[-1].dev_map is not None and 0.0 <= events[-1].dev_map <= 1.0
-    promoted = store.models.promoted_model(model, "demo")
-    assert promoted is not None and promoted["id"] == job["model_version_id"]
-    store.close()
+    check_trained_as_job(trained_store, model)
+
+
+@pytest.mark.parametrize("model", registry.trainable())
+def test_untrained_refuses_to_score_and_settings_are_counts(model: str) -> None:
+    check_untrained_and_settings(model)
 
 
 @pytest.mark.parametrize("model", registry.available())
 def test_explanations_and_edits_are_of_the_input_that_was_scored(trained_store: str, model: str) -> None:
-    store = Store(trained_store)
-    ranker = workbench.load_ranker(store, model, "demo")
-    pool = workbench.candidates_for_question(store, "demo", QUESTION, k=12)
-    assert all(c.first_stage_rank is not None for c in pool)  # what the attention LSTM reads
-    result = rank_pool(ranker, QUESTION, pool, model=model)
-    table = result.table()
-    assert list(table["doc_id"]) == [s.candidate.doc_id for s in result.scored]  # the table is a view
-    for scored in result.scored:
-        explanation = result.explain(scored.rank)
-        assert explanation.score == pytest.approx(scored.score, abs=TOLERANCE), f"rank {scored.rank}"
-        assert len(explanation.answer_weights) == len(explanation.answer_tokens)
-    second = result.at(2)
-    edited = result.counterfactual(2, EDIT)
-    pool_after = list(pool)
-    pool_after[second.index] = replace(second.candidate, text=EDIT)  # same doc_id, rank and URL
-    assert edited.score == pytest.approx(ranker.score(QUESTION, pool_after)[second.index], abs=TOLERANCE)
-    assert edited.explanation.score == pytest.approx(edited.score, abs=TOLERANCE)
-    assert edited.original_score == second.score
-    store.close()
+    check_explanations_of_scored_input(trained_store, model)

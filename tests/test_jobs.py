@@ -20,7 +20,7 @@ from db.models import LabelRow, TrainingJobRow
 from db.store import Store
 from qa_core.cli import main
 from qa_core.data.demo import load_demo
-from qa_core.services import jobs, workbench
+from qa_core.services import job_runner, jobs, workbench
 from qa_core.services.experiments import train_ranker
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError, NotTrainedError
@@ -202,13 +202,19 @@ def test_reader_marks_a_silent_job_failed(store: Store) -> None:
         store.jobs.job(other + 100)
 
 
-def test_cli_runs_only_queued_jobs(store: Store, database_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_job_runner_runs_only_queued_jobs(store: Store, database_url: str, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("RERANK_LAB_DB", database_url)
     job_id = store.jobs.create_job("smcnn", "demo", {})
     store.jobs.fail_job(job_id, "cancelled")
-    assert main(["--db", database_url, "train", "--job", str(job_id)]) == 2
-    assert "only a queued job can start" in capsys.readouterr().err
-    assert main(["--db", database_url, "train", "--model", "smcnn"]) == 2
-    assert "--model and --data" in capsys.readouterr().err
+    assert job_runner.main([str(job_id)]) == 2
+    assert f"error: training job {job_id} is failed; only a queued job can start" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # the CLI's train has no job mode: the job runner is its own entry point
+        main(["--db", database_url, "train", "--model", "smcnn", "--data", "demo", "--job", str(job_id)])
+    assert "unrecognized arguments: --job" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--db", database_url, "train", "--model", "smcnn"])
+    assert "required: --data" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------ checkpoint fallback

@@ -179,17 +179,9 @@ class TokenModelClassifier(ABC):
             raise NotTrainedError(f"{type(self).__name__} is not trained: call fit() or load()")
         return self.model
 
-    def _fit(
-        self,
-        train_tokens: Sequence[Sequence[str]],
-        train_targets: Sequence[int],
-        dev_tokens: Sequence[Sequence[str]],
-        dev_targets: Sequence[int],
-        *,
-        seed: int,
-        progress: bool,
-        callback: ProgressCallback | None,
-    ) -> dict[str, Any]:
+    def _fit(self, train_tokens: Sequence[Sequence[str]], train_targets: Sequence[int],
+             dev_tokens: Sequence[Sequence[str]], dev_targets: Sequence[int], *, seed: int, progress: bool,
+             callback: ProgressCallback | None) -> dict[str, Any]:
         """Adam on cross-entropy through the shared loop; dev accuracy after every epoch picks the
         kept state. The loop reports it under its ranking name: ``best_dev_map`` is dev accuracy."""
         if not train_tokens or not dev_tokens:

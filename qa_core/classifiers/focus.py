@@ -94,30 +94,15 @@ class FocusTagger(TokenModelClassifier):
                 raise InputError(f"question {number}: focus index {index} outside its {len(tokens)} tokens")
         return list(focus)
 
-    def fit(
-        self,
-        token_lists: Sequence[Sequence[str]],
-        focus: Sequence[int],
-        dev_token_lists: Sequence[Sequence[str]],
-        dev_focus: Sequence[int],
-        *,
-        seed: int = 1,
-        progress: bool = False,
-        callback: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
+    def fit(self, token_lists: Sequence[Sequence[str]], focus: Sequence[int], dev_token_lists: Sequence[Sequence[str]],
+            dev_focus: Sequence[int], *, seed: int = 1, progress: bool = False,
+            callback: ProgressCallback | None = None) -> dict[str, Any]:
         """Train on tokenised questions with their focus index; keep the best-dev-accuracy state.
 
         Returns the shared loop's report (``best_dev_map`` holds the dev accuracy).
         """
-        return self._fit(
-            token_lists,
-            self._check_targets(token_lists, focus),
-            dev_token_lists,
-            self._check_targets(dev_token_lists, dev_focus),
-            seed=seed,
-            progress=progress,
-            callback=callback,
-        )
+        return self._fit(token_lists, self._check_targets(token_lists, focus), dev_token_lists,
+                         self._check_targets(dev_token_lists, dev_focus), seed=seed, progress=progress, callback=callback)
 
     def predict_proba(self, token_lists: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """One probability per token for each question (each array sums to 1)."""

@@ -95,32 +95,17 @@ class QuestionClassifier(TokenModelClassifier):
             raise InputError(f"unknown question classes {unknown}; expected {', '.join(self.classes)}")
         return [self.classes.index(label) for label in labels]
 
-    def fit(
-        self,
-        questions: Sequence[str],
-        labels: Sequence[str],
-        dev_questions: Sequence[str],
-        dev_labels: Sequence[str],
-        *,
-        seed: int = 1,
-        progress: bool = False,
-        callback: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
+    def fit(self, questions: Sequence[str], labels: Sequence[str], dev_questions: Sequence[str],
+            dev_labels: Sequence[str], *, seed: int = 1, progress: bool = False,
+            callback: ProgressCallback | None = None) -> dict[str, Any]:
         """Train on questions with coarse labels; keep the state with the best dev accuracy.
 
         Returns the shared loop's report (``best_dev_map`` holds the dev accuracy).
         """
         if len(questions) != len(labels) or len(dev_questions) != len(dev_labels):
             raise InputError("questions and labels differ in number")
-        return self._fit(
-            [tokenize(q) for q in questions],
-            self._class_ids(labels),
-            [tokenize(q) for q in dev_questions],
-            self._class_ids(dev_labels),
-            seed=seed,
-            progress=progress,
-            callback=callback,
-        )
+        return self._fit([tokenize(q) for q in questions], self._class_ids(labels), [tokenize(q) for q in dev_questions],
+                         self._class_ids(dev_labels), seed=seed, progress=progress, callback=callback)
 
     def predict_proba(self, questions: Sequence[str]) -> np.ndarray:
         """(len(questions), 6) class probabilities, columns in ``classes`` order."""

@@ -4,15 +4,23 @@ users and roles, and the audit trail."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from qa_core import config
 from qa_core.checkpoints import GC_GRACE_MINUTES, collect_garbage
 from qa_core.cli.common import actor, emit, open_store
+from qa_core.types import InputError
 
 
 def cmd_models(args: argparse.Namespace) -> None:
     from qa_core.rankers import registry
 
+    if args.write is not None:
+        if not args.table:
+            raise InputError("--write writes the table: use it with --table")
+        args.write.write_text(registry.with_models_table(args.write.read_text(), str(args.write)))
+        emit({"written": str(args.write)})
+        return
     if args.table:
         print(registry.models_table())
         return
@@ -93,6 +101,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     """The ``models``, ``gc``, ``users`` and ``audit`` commands."""
     models = commands.add_parser("models", help="registered models and their versions")
     models.add_argument("--table", action="store_true", help="print the markdown table of models (README) instead")
+    models.add_argument("--write", nargs="?", type=Path, const=config.PROJECT_ROOT / "README.md", metavar="MARKDOWN",
+                        help="with --table: replace the table between the model table markers of the README (or MARKDOWN)")
     models.set_defaults(func=cmd_models)
 
     gc = commands.add_parser(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import sys
 from collections.abc import Iterator
@@ -63,10 +62,6 @@ def open_store(args: argparse.Namespace):
 
 def actor():
     """The operator running this command (see the module docstring)."""
-    from qa_core.access import operator
+    from qa_core.access import process_operator
 
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (some containers)
-        user = "unknown"
-    return operator(user)
+    return process_operator()

@@ -1,6 +1,5 @@
 """``python -m qa_core train|worker|train-classifier``: training a model in this process, serving
-queued training jobs, training the question classifiers. ``cmd_train`` (with its ``--job`` path)
-is moved here verbatim from ``qa_core/cli.py``."""
+queued training jobs, training the question classifiers."""
 
 from __future__ import annotations
 
@@ -15,52 +14,18 @@ from qa_core.types import InputError
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from qa_core.services import analysis
-    from qa_core.services.experiments import EVAL_SPLIT, train_ranker, version_record
+    from qa_core.services.registration import TrainingPlan, train_and_register
 
     store = open_store(args)
-    if args.job is not None:
-        from qa_core.services.jobs import ClaimLost, run_job
-
-        try:
-            emit({"job": args.job, "model_version_id": run_job(store, args.job, actor=actor())})
-        except ClaimLost as lost:  # cancelled meanwhile: nothing was registered
-            raise InputError(str(lost)) from None
-        return
-    if not args.model or not args.data:
-        raise InputError("train needs --model and --data (or --job ID for a job queued in the store)")
-    dataset = store.datasets.load_dataset(args.data)
-    outcome = train_ranker(
-        args.model,
-        dataset,
-        seed=args.seed,
-        train_split=args.train_split,
-        dev_split=args.dev_split,
+    plan = TrainingPlan(args.model, args.seed, args.train_split, args.dev_split, promote=not args.no_promote)
+    trained = train_and_register(
+        store, plan, store.datasets.load_dataset(args.data),
         checkpoint=new_checkpoint_path(args.model, args.data, f"seed{args.seed}", owner=store.store_id),
-        analyzer=analysis.analyzer_for(store, args.model),
-        progress=not args.quiet,
+        extra={"labels": "gold", "trained_by": "cli"}, progress=not args.quiet, actor=actor(),
     )
-    training_data, metrics = version_record(
-        outcome,
-        dataset,
-        dataset.split(EVAL_SPLIT),
-        seed=args.seed,
-        train_split=args.train_split,
-        dev_split=args.dev_split,
-        extra={"labels": "gold", "trained_by": "cli"},
-    )
-    version_id = store.models.register_model(
-        args.model,
-        kind=args.model,
-        checkpoint_path=str(outcome.checkpoint),
-        training_data=training_data,
-        metrics=metrics,
-        promote=not args.no_promote,  # for the dataset it was trained on
-        actor=actor(),
-    )
-    version = next(v["version"] for v in store.models.model_versions(args.model) if v["id"] == version_id)
-    emit({"model": args.model, "version": version, "model_version_id": version_id,
-           "checkpoint": str(outcome.checkpoint), **outcome.metrics})
+    version = next(v["version"] for v in store.models.model_versions(args.model) if v["id"] == trained.version_id)
+    emit({"model": args.model, "version": version, "model_version_id": trained.version_id,
+          "checkpoint": str(trained.outcome.checkpoint), **trained.outcome.metrics})
 
 
 def cmd_worker(args: argparse.Namespace) -> None:
@@ -79,6 +44,7 @@ def cmd_worker(args: argparse.Namespace) -> None:
 
 def cmd_train_classifier(args: argparse.Namespace) -> None:
     from qa_core.classifiers import training
+    from qa_core.services.registration import register_version
 
     folder = args.path
     if folder is None:
@@ -92,14 +58,10 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
     config.ensure_free_space(path.parent, f"training {args.classifier}")
     outcome = train(Path(folder), seed=args.seed, progress=not args.quiet)
     outcome.model.save(path)
-    version = store.models.register_model(
-        args.classifier,
-        kind=args.classifier,
-        checkpoint_path=str(path),
-        training_data={"path": str(folder), "seed": args.seed},
-        metrics={**outcome.metrics, "best_epoch": outcome.report["best_epoch"], "train_seconds": outcome.report["seconds"]},
-        promote=not args.no_promote,
-        actor=actor(),
+    version = register_version(
+        store, args.classifier, path, {"path": str(folder), "seed": args.seed},
+        {**outcome.metrics, "best_epoch": outcome.report["best_epoch"], "train_seconds": outcome.report["seconds"]},
+        promote=not args.no_promote, actor=actor(),
     )
     emit({"model": args.classifier, "version": version, "checkpoint": str(path), **outcome.metrics})
 
@@ -107,16 +69,13 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """The ``train``, ``worker`` and ``train-classifier`` commands."""
     train = commands.add_parser("train", help="train a model and register it in the store")
-    train.add_argument("--model", help="one of: {trainable}")
-    train.add_argument("--data")
+    train.add_argument("--model", required=True, help="one of: {trainable}")
+    train.add_argument("--data", required=True)
     train.add_argument("--seed", type=int, default=1)
     train.add_argument("--train-split", default="train")
     train.add_argument("--dev-split", default="dev")
     train.add_argument("--no-promote", action="store_true", help="register without making it the version the app uses")
     train.add_argument("--quiet", action="store_true", help="no progress bars (the final JSON line still prints)")
-    train.add_argument(
-        "--job", type=int, default=None, help="run training job ID queued in the store (its settings come from there)"
-    )
     train.set_defaults(func=cmd_train)
 
     from qa_core.services.jobs import LEASE_SECONDS

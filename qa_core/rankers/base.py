@@ -11,7 +11,8 @@ The request path is typed: candidates are ``Candidate`` records (a plain string 
 convenience and becomes a record whose doc_id is its position), ``rank`` returns
 ``ScoredCandidate`` records that keep them, and ``explain`` takes the candidate *in its pool*, so
 an explanation is always of the very input that was scored: its ``score`` equals the ranked score
-(``tests/test_request_path.py`` checks every registered model).
+(``tests/ranker_contract.py``'s checks, run over every registered model by
+``tests/test_every_model.py``).
 
 A module of this package that defines a concrete subclass with a ``name`` adds a model: ``registry``
 finds it there, so adding a model means writing one file.
@@ -204,16 +205,9 @@ class Ranker(ABC):
 
     # ------------------------------------------------------------------ training and persistence
 
-    def fit(
-        self,
-        train: Sequence[Question],
-        dev: Sequence[Question],
-        *,
-        seed: int = 1,
-        analyzer: QuestionAnalyzer | None = None,
-        progress: bool = True,
-        callback: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
+    def fit(self, train: Sequence[Question], dev: Sequence[Question], *, seed: int = 1,
+            analyzer: QuestionAnalyzer | None = None, progress: bool = True,
+            callback: ProgressCallback | None = None) -> dict[str, Any]:
         """Train (or learn statistics) on ``train``, select on ``dev``; returns a report.
 
         ``analyzer`` is the question analysis for models that read one (``capabilities.reads``);

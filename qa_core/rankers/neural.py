@@ -271,16 +271,9 @@ class NeuralRanker(Ranker):
 
     # ------------------------------------------------------------------ training
 
-    def fit(
-        self,
-        train: Sequence[Question],
-        dev: Sequence[Question],
-        *,
-        seed: int = 1,
-        analyzer: QuestionAnalyzer | None = None,
-        progress: bool = True,
-        callback: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
+    def fit(self, train: Sequence[Question], dev: Sequence[Question], *, seed: int = 1,
+            analyzer: QuestionAnalyzer | None = None, progress: bool = True,
+            callback: ProgressCallback | None = None) -> dict[str, Any]:
         """Train on the labelled candidates of ``train``; keep the state with the best dev MAP.
 
         The vocabulary covers the train and dev texts (no labels involved), the IDF table the train

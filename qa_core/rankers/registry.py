@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,15 @@ def models_table() -> str:
         reads = ", ".join(sorted(caps.reads)) or "-"
         lines.append(f"| `{name}` | {cls.title} | {trains} | {explains} | {reads} |")
     return "\n".join(lines)
+
+
+# The README's generated table stands between these two comment lines.
+TABLE_MARKERS = re.compile(r"(<!-- models:[^\n]*-->\n)(.*?)(\n<!-- /models -->)", re.S)
+
+
+def with_models_table(text: str, where: str = "README.md") -> str:
+    """``text`` with the model table between its markers (``TABLE_MARKERS``) replaced by
+    ``models_table()``, the rest untouched; ``InputError`` naming ``where`` without the markers."""
+    if TABLE_MARKERS.search(text) is None:
+        raise InputError(f"{where} has no model table markers (<!-- models: ... --> and <!-- /models -->)")
+    return TABLE_MARKERS.sub(lambda match: match.group(1) + models_table() + match.group(3), text, count=1)

@@ -125,16 +125,9 @@ class FusionRanker(Ranker):
 
     # ------------------------------------------------------------------ training
 
-    def fit(
-        self,
-        train: Sequence[Question],
-        dev: Sequence[Question],
-        *,
-        seed: int = 1,
-        analyzer: QuestionAnalyzer | None = None,
-        progress: bool = True,
-        callback: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
+    def fit(self, train: Sequence[Question], dev: Sequence[Question], *, seed: int = 1,
+            analyzer: QuestionAnalyzer | None = None, progress: bool = True,
+            callback: ProgressCallback | None = None) -> dict[str, Any]:
         """Fit every member that learns (labels or statistics) on ``train``, each selecting on ``dev``
         as it does alone, then tune the fusion on the members' DEV runs and DEV's labels.
 

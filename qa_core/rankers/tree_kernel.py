@@ -216,22 +216,13 @@ class TreeKernelRanker(Ranker):
 
     # --------------------------------------------------------------------------------------- training
 
-    def fit(
-        self,
-        train: Sequence[Question],
-        dev: Sequence[Question],
-        *,
-        seed: int = 1,
-        analyzer: QuestionAnalyzer | None = None,
-        progress: bool = True,
-        callback: ProgressCallback | None = None,
-    ) -> dict[str, Any]:
+    def fit(self, train: Sequence[Question], dev: Sequence[Question], *, seed: int = 1,
+            analyzer: QuestionAnalyzer | None = None, progress: bool = True,
+            callback: ProgressCallback | None = None) -> dict[str, Any]:
         """Train one SVM per grid point on ``train``; keep the one with the best dev MAP.
 
         The SVM is deterministic: ``seed`` changes nothing. Progress events count grid points.
         """
-        from sklearn.svm import SVC  # imported on use, as in _feature_kernel
-
         cfg = self.config
         if not (cfg.use_trees or cfg.use_features):
             raise InputError("the tree-kernel reranker needs trees, features or both")
@@ -245,40 +236,8 @@ class TreeKernelRanker(Ranker):
         if len(set(labels.tolist())) < 2:
             raise InputError("the tree kernel needs relevant and non-relevant candidates in the training split")
         structures_seconds = time.perf_counter() - started
-        qrels = qrels_from_questions(dev)
-        lambdas, mus = (cfg.lambdas, cfg.mus) if cfg.use_trees else ((cfg.lambdas[0],), (cfg.mus[0],))
-        weights = cfg.feature_weights if cfg.use_features else (0.0,)
-        planned = len(lambdas) * len(mus) * len(weights) * len(cfg.cs)
-        grid: list[dict[str, Any]] = []
-        best: tuple[float, _Selected, SVC] | None = None
-        kernel_seconds = svm_seconds = 0.0
-        for lam in lambdas:
-            for mu in mus:
-                tick = time.perf_counter()
-                tree_train = self._tree_kernel(train_pairs, None, lam, mu) if cfg.use_trees else 0.0
-                tree_dev = self._tree_kernel(dev_pairs, train_pairs, lam, mu) if cfg.use_trees else 0.0
-                feature_train = _feature_kernel(train_pairs.features, train_pairs.features)
-                feature_dev = _feature_kernel(dev_pairs.features, train_pairs.features)
-                kernel_seconds += time.perf_counter() - tick
-                for weight in weights:
-                    k_train = tree_train + weight * feature_train
-                    k_dev = tree_dev + weight * feature_dev
-                    for c in cfg.cs:
-                        tick = time.perf_counter()
-                        svm = SVC(kernel="precomputed", C=c).fit(k_train, labels)
-                        svm_seconds += time.perf_counter() - tick
-                        dev_map = _map(dev, svm.decision_function(k_dev), qrels)
-                        point = {"lambda": lam, "mu": mu, "C": c, "feature_weight": weight, "dev_map": dev_map}
-                        grid.append(point)
-                        if callback is not None:
-                            detail = {k: float(v) for k, v in point.items() if k != "dev_map"}
-                            callback(TrainingEvent(len(grid), planned, "grid point", dev_map=dev_map, detail=detail))
-                        if progress:
-                            print(f"tree_kernel {point}", file=sys.stderr, flush=True)
-                        if best is None or dev_map > best[0]:
-                            best = (dev_map, _Selected(lam, mu, c, weight), svm)
-        assert best is not None
-        dev_map, self.selected, svm = best
+        (dev_map, self.selected, svm), grid, seconds = self._grid_search(train_pairs, dev_pairs, labels, dev,
+                                                                         progress, callback)
         support = svm.support_
         self.support = PairStructures(
             questions=[train_pairs.questions[i] for i in support],
@@ -296,10 +255,53 @@ class TreeKernelRanker(Ranker):
             "train_pairs": len(train_pairs),
             "grid": grid,
             "structures_seconds": round(structures_seconds, 2),
-            "kernel_seconds": round(kernel_seconds, 2),
-            "svm_seconds": round(svm_seconds, 2),
+            "kernel_seconds": round(seconds["kernel"], 2),
+            "svm_seconds": round(seconds["svm"], 2),
             "mean_nodes": float(np.mean([t.size() for t in train_pairs.answers + train_pairs.questions])),
         }
+
+    def _grid_search(self, train_pairs: PairStructures, dev_pairs: PairStructures, labels: np.ndarray,
+                     dev: Sequence[Question], progress: bool, callback: ProgressCallback | None,
+                     ) -> tuple[tuple[float, _Selected, SVC], list[dict[str, Any]], dict[str, float]]:
+        """One SVM per grid point (decays, feature weight, C): the best on dev MAP as (dev MAP, the
+        point, the SVM), every point with its dev MAP, and the seconds spent on kernels and SVMs."""
+        from sklearn.svm import SVC  # imported on use, as in _feature_kernel
+
+        cfg = self.config
+        qrels = qrels_from_questions(dev)
+        lambdas, mus = (cfg.lambdas, cfg.mus) if cfg.use_trees else ((cfg.lambdas[0],), (cfg.mus[0],))
+        weights = cfg.feature_weights if cfg.use_features else (0.0,)
+        planned = len(lambdas) * len(mus) * len(weights) * len(cfg.cs)
+        grid: list[dict[str, Any]] = []
+        best: tuple[float, _Selected, SVC] | None = None
+        seconds = {"kernel": 0.0, "svm": 0.0}
+        for lam in lambdas:
+            for mu in mus:
+                tick = time.perf_counter()
+                tree_train = self._tree_kernel(train_pairs, None, lam, mu) if cfg.use_trees else 0.0
+                tree_dev = self._tree_kernel(dev_pairs, train_pairs, lam, mu) if cfg.use_trees else 0.0
+                feature_train = _feature_kernel(train_pairs.features, train_pairs.features)
+                feature_dev = _feature_kernel(dev_pairs.features, train_pairs.features)
+                seconds["kernel"] += time.perf_counter() - tick
+                for weight in weights:
+                    k_train = tree_train + weight * feature_train
+                    k_dev = tree_dev + weight * feature_dev
+                    for c in cfg.cs:
+                        tick = time.perf_counter()
+                        svm = SVC(kernel="precomputed", C=c).fit(k_train, labels)
+                        seconds["svm"] += time.perf_counter() - tick
+                        dev_map = _map(dev, svm.decision_function(k_dev), qrels)
+                        point = {"lambda": lam, "mu": mu, "C": c, "feature_weight": weight, "dev_map": dev_map}
+                        grid.append(point)
+                        if callback is not None:
+                            detail = {k: float(v) for k, v in point.items() if k != "dev_map"}
+                            callback(TrainingEvent(len(grid), planned, "grid point", dev_map=dev_map, detail=detail))
+                        if progress:
+                            print(f"tree_kernel {point}", file=sys.stderr, flush=True)
+                        if best is None or dev_map > best[0]:
+                            best = (dev_map, _Selected(lam, mu, c, weight), svm)
+        assert best is not None
+        return best, grid, seconds
 
     def analyzer_name(self) -> str:
         """Which focus/class source the trees are tagged with (for reports)."""

@@ -1,13 +1,14 @@
 """Training jobs in their own OS process, and loading the registry's promoted model safely.
 
 ``start_training_job`` records a job in the store and, with the default runner (``process``),
-runs ``python -m qa_core train --job ID`` detached from the caller, so a page never freezes and a
+runs ``python -m qa_core.services.job_runner ID`` detached from the caller, so a page never freezes and a
 crash or a kill of the training cannot touch the app's process. With ``RERANK_LAB_JOB_RUNNER=worker``
 the job waits in the store's queue instead, for ``python -m qa_core worker``
 (``qa_core.services.worker``) on this machine or any other; the Train page polls the store either
 way and shows the same. The attempt that claimed the job (``run_claimed``) trains on the store's
 labels (``qa_core.services.labeling.training_dataset``), reports progress events, and at the end
-registers the new version and marks the job succeeded in one transaction; the checkpoint file is
+registers the new version and marks the job succeeded in one transaction
+(``qa_core.services.registration``, the CLI's ``train`` registers through it too); the checkpoint file is
 written atomically before that. Whatever happens before that transaction commits, the registry,
 and so the promoted model, is untouched: a killed run leaves at most an unreferenced checkpoint
 file (``python -m qa_core gc`` deletes it), and a killed worker's job goes back to the queue.
@@ -104,16 +105,23 @@ def start_training_job(
     }
     runner = runner or config.job_runner()
     job_id = store.jobs.create_job(model, dataset, params, runner=runner, actor=actor)
-    if runner == "worker":
-        return job_id
-    log_path = job_log_path(job_id)
+    if runner != "worker":
+        _start_process(store, job_id, actor)
+    return job_id
+
+
+def _start_process(store: Store, job_id: int, actor: Actor | None) -> None:
+    """The job's own detached process (``job_runner``), its output in the job's log; a process that
+    cannot start fails the job with the reason."""
     try:
-        with open(log_path, "ab") as log:
+        with open(job_log_path(job_id), "ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "qa_core", "train", "--job", str(job_id)],
+                [sys.executable, "-m", "qa_core.services.job_runner", str(job_id)],
                 cwd=config.PROJECT_ROOT,
-                # The URL goes through the environment, not argv, which every user can read.
-                env={**os.environ, "RERANK_LAB_DB": store.url, "PYTHONPATH": str(config.PROJECT_ROOT)},
+                # The URL goes through the environment, not argv, which every user can read; the
+                # caller's PYTHONPATH stays behind the project (rankers of packages installed there).
+                env={**os.environ, "RERANK_LAB_DB": store.url,
+                     "PYTHONPATH": os.pathsep.join(filter(None, [str(config.PROJECT_ROOT), os.environ.get("PYTHONPATH")]))},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -125,7 +133,6 @@ def start_training_job(
     store.jobs.set_job_process(job_id, process.pid, socket.gethostname(), actor=actor)
     _children[job_id] = process
     threading.Thread(target=_reap, args=(job_id, process), name=f"reap-job-{job_id}", daemon=True).start()
-    return job_id
 
 
 def _reap(job_id: int, process: subprocess.Popen[bytes]) -> None:
@@ -158,7 +165,7 @@ def cancel_job(store: Store, job_id: int, *, actor: Actor | None = None) -> bool
 
 
 def wait_for_job(store: Store, job_id: int, timeout: float = 600.0, poll_seconds: float = 0.2) -> dict[str, Any]:
-    """Block until the job has ended and return it (scripts and tests; a page polls ``store.job``)."""
+    """Block until the job has ended and return it (scripts and tests; a page polls ``store.jobs.job``)."""
     deadline = time.monotonic() + timeout
     process = _children.get(job_id)
     if process is not None:
@@ -185,7 +192,7 @@ def progress_fraction(job: dict[str, Any], events: list[TrainingEvent]) -> float
 
 
 def run_job(store: Store, job_id: int, *, actor: Actor | None = None) -> int:
-    """Run the queued job ``job_id`` in this process (``python -m qa_core train --job ID``) as
+    """Run the queued job ``job_id`` in this process (``python -m qa_core.services.job_runner ID``) as
     ``actor`` (the operator running the process: its every write is checked and the version it
     registers audited under that name)."""
     return run_claimed(store, store.jobs.start_job(job_id, actor=actor), actor=actor)
@@ -222,9 +229,9 @@ def run_claimed(store: Store, job: dict[str, Any], lease_seconds: float = LEASE_
 
 
 def _train(store: Store, job: dict[str, Any], lease_seconds: float, lost: threading.Event, actor: Actor | None) -> int:
-    from qa_core.services.analysis import analyzer_for
-    from qa_core.services.experiments import EVAL_SPLIT, train_ranker, version_record
+    from qa_core.services.experiments import EVAL_SPLIT
     from qa_core.services.labeling import training_dataset
+    from qa_core.services.registration import JobClaim, TrainingPlan, train_and_register
 
     job_id, model, name, params, claim = job["id"], job["model"], job["dataset"], job["params"], job["claim"]
 
@@ -252,40 +259,20 @@ def _train(store: Store, job: dict[str, Any], lease_seconds: float, lost: thread
                 "label some of its pairs, or include its gold labels"
             )
     phase("training")
-    checkpoint = new_checkpoint_path(model, name, f"job{job_id}", owner=store.store_id)
-    outcome = train_ranker(
-        model,
+    plan = TrainingPlan(model, params["seed"], params["train_split"], params["dev_split"], params["config"],
+                        params["promote"])
+    return train_and_register(
+        store,
+        plan,
         dataset,
-        seed=params["seed"],
-        train_split=params["train_split"],
-        dev_split=params["dev_split"],
-        progress=False,
-        callback=progress,
-        checkpoint=checkpoint,
-        model_config=params["config"],
-        analyzer=analyzer_for(store, model, params["config"]),
-    )
-    phase("evaluating")
-    training_data, metrics = version_record(
-        outcome,
-        dataset,
-        store.datasets.load_dataset(name, split=EVAL_SPLIT).questions,
-        seed=params["seed"],
-        train_split=params["train_split"],
-        dev_split=params["dev_split"],
+        checkpoint=new_checkpoint_path(model, name, f"job{job_id}", owner=store.store_id),
         extra={"job": job_id, "gold": params["gold"], "config": params["config"], **source},
-    )
-    phase("registering")
-    return store.jobs.finish_job(
-        job_id,
-        kind=model,
-        checkpoint_path=outcome.checkpoint,
-        training_data=training_data,
-        metrics=metrics,
-        promote=params["promote"],
-        claim=claim,
+        gold_eval=store.datasets.load_dataset(name, split=EVAL_SPLIT).questions,
+        callback=progress,
+        phase=phase,
+        job=JobClaim(job_id, claim),
         actor=actor,
-    )
+    ).version_id
 
 
 def _beat(store: Store, job_id: int, claim: str, lease_seconds: float, lost: threading.Event,

@@ -33,6 +33,13 @@ def trim_padding(ids: torch.Tensor) -> torch.Tensor:
     return ids[:, :length]
 
 
+def check_rows(inputs: dict[str, torch.Tensor], groups: torch.Tensor, labels: torch.Tensor) -> None:
+    """``ValueError`` unless every input tensor, the groups and the labels have one row per candidate."""
+    sizes = {name: len(tensor) for name, tensor in inputs.items()}
+    if any(size != len(groups) or size != len(labels) for size in sizes.values()):
+        raise ValueError(f"inputs, groups and labels differ in length: {sizes}, groups {len(groups)}, labels {len(labels)}")
+
+
 @dataclass
 class TensorBatches:
     """Row-aligned input tensors and targets, cut into mini-batches in a fresh order each epoch.
@@ -81,10 +88,7 @@ class PairwiseBatches:
     batch_size: int
 
     def __post_init__(self) -> None:
-        sizes = {name: len(tensor) for name, tensor in self.inputs.items()}
-        if any(size != len(self.labels) or size != len(self.groups) for size in sizes.values()):
-            lengths = f"{sizes}, groups {len(self.groups)}, labels {len(self.labels)}"
-            raise ValueError(f"inputs, groups and labels differ in length: {lengths}")
+        check_rows(self.inputs, self.groups, self.labels)
         rows = list(enumerate(zip(self.groups.tolist(), self.labels.tolist())))
         negatives_of: dict[int, list[int]] = {}
         for row, (group, label) in rows:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from qa_core.training.batching import Batch
+from qa_core.training.batching import Batch, check_rows
 
 
 @dataclass
@@ -26,10 +26,7 @@ class QuestionBatches:
     questions_per_batch: int
 
     def __post_init__(self) -> None:
-        sizes = {name: len(tensor) for name, tensor in self.inputs.items()}
-        if any(size != len(self.groups) or size != len(self.labels) for size in sizes.values()):
-            lengths = f"{sizes}, groups {len(self.groups)}, labels {len(self.labels)}"
-            raise ValueError(f"inputs, groups and labels differ in length: {lengths}")
+        check_rows(self.inputs, self.groups, self.labels)
         _, numbered = torch.unique(self.groups, return_inverse=True)
         by_question = torch.argsort(numbered, stable=True)
         self._rows_of = list(torch.split(by_question, torch.bincount(numbered).tolist())) if len(numbered) else []

@@ -63,60 +63,72 @@ def train(
     """
     generator = seed_everything(seed)
     started = time.perf_counter()
-    best_map, best_epoch, best_state = float("-inf"), 0, _cpu_copy(model)
-    history: list[dict[str, Any]] = []
-    batches_seen, epoch = 0, 0
-    pending_losses: list[float] = []
-
-    def check(epoch: int) -> None:
-        nonlocal best_map, best_epoch, best_state
-        model.eval()
-        dev_map = float(evaluate_dev())
-        model.train()
-        loss = float(np.mean(pending_losses)) if pending_losses else float("nan")
-        pending_losses.clear()
-        point = {"epoch": epoch, "batch": batches_seen, "loss": loss, "dev_map": dev_map}
-        history.append(point)
-        if dev_map > best_map:
-            best_map, best_epoch, best_state = dev_map, epoch, _cpu_copy(model)
-        if callback is not None:
-            callback(TrainingEvent(epoch, max_epochs, "epoch", batches_seen, loss, dev_map))
-
+    run = _DevSelection(model, evaluate_dev, max_epochs, callback)
+    epoch = 0
     model.train()
     for epoch in range(1, max_epochs + 1):
-        total = len(batches) if hasattr(batches, "__len__") else None  # a factory may know its batch count
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm  # imported on use: the rankers' GPU check runs where tqdm is not
-
-            bar = tqdm(batches(generator), total=total, desc=f"epoch {epoch}/{max_epochs}", leave=False)
+        bar = _progress_bar(batches, generator, epoch, max_epochs) if progress else None
         for inputs, targets in bar if bar is not None else batches(generator):
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(model(**inputs), targets)
             loss.backward()
             optimizer.step()
-            pending_losses.append(loss.item())
-            batches_seen += 1
-            if batches_seen % eval_every == 0:
-                check(epoch)
+            run.pending_losses.append(loss.item())
+            run.batches_seen += 1
+            if run.batches_seen % eval_every == 0:
+                run.check(epoch)
                 if bar is not None:
-                    bar.set_postfix(dev_map=f"{history[-1]['dev_map']:.4f}", best=f"{best_map:.4f}")
-        if pending_losses:
-            check(epoch)
-        if epoch - best_epoch >= patience:
+                    bar.set_postfix(dev_map=f"{run.history[-1]['dev_map']:.4f}", best=f"{run.best_map:.4f}")
+        if run.pending_losses:
+            run.check(epoch)
+        if epoch - run.best_epoch >= patience:
             break
 
-    model.load_state_dict(best_state)
+    model.load_state_dict(run.best_state)
     model.eval()
     return {
-        "best_dev_map": best_map,
-        "best_epoch": best_epoch,
+        "best_dev_map": run.best_map,
+        "best_epoch": run.best_epoch,
         "epochs_run": epoch,
-        "batches": batches_seen,
+        "batches": run.batches_seen,
         "stopped_early": epoch < max_epochs,
         "seconds": round(time.perf_counter() - started, 2),
-        "history": history,
+        "history": run.history,
     }
+
+
+class _DevSelection:
+    """The dev checks of one run: the losses since the last check, the history of checks, and the
+    best dev MAP so far with its epoch and a CPU copy of its state."""
+
+    def __init__(self, model: nn.Module, evaluate_dev: Callable[[], float], max_epochs: int,
+                 callback: ProgressCallback | None) -> None:
+        self.model, self.evaluate_dev, self.max_epochs, self.callback = model, evaluate_dev, max_epochs, callback
+        self.best_map, self.best_epoch, self.best_state = float("-inf"), 0, _cpu_copy(model)
+        self.history: list[dict[str, Any]] = []
+        self.batches_seen = 0
+        self.pending_losses: list[float] = []
+
+    def check(self, epoch: int) -> None:
+        """Score dev (in eval mode), record the point, keep the state if it is the best so far."""
+        self.model.eval()
+        dev_map = float(self.evaluate_dev())
+        self.model.train()
+        loss = float(np.mean(self.pending_losses)) if self.pending_losses else float("nan")
+        self.pending_losses.clear()
+        self.history.append({"epoch": epoch, "batch": self.batches_seen, "loss": loss, "dev_map": dev_map})
+        if dev_map > self.best_map:
+            self.best_map, self.best_epoch, self.best_state = dev_map, epoch, _cpu_copy(self.model)
+        if self.callback is not None:
+            self.callback(TrainingEvent(epoch, self.max_epochs, "epoch", self.batches_seen, loss, dev_map))
+
+
+def _progress_bar(batches: BatchFactory, generator: torch.Generator, epoch: int, max_epochs: int) -> Any:
+    """One epoch's batches behind a tqdm bar on stderr."""
+    from tqdm.auto import tqdm  # imported on use: the rankers' GPU check runs where tqdm is not
+
+    total = len(batches) if hasattr(batches, "__len__") else None  # a factory may know its batch count
+    return tqdm(batches(generator), total=total, desc=f"epoch {epoch}/{max_epochs}", leave=False)
 
 
 def weight_decay_groups(

@@ -37,6 +37,7 @@ from qa_core.types import InputError
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
+    from db.base import CandidateRecord
     from db.store import Store
     from qa_core.rankers.base import Ranker
 
@@ -118,18 +119,8 @@ def simulate_loop(
     """
     from qa_core.services.experiments import evaluate_ranker, train_ranker
 
-    if strategy not in STRATEGIES:
-        raise InputError(f"unknown queue order {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    if strategy == "disagreement" and not committee:
-        raise InputError("the disagreement strategy needs at least one committee model besides the current one")
-    if list(budgets) != sorted(set(budgets)) or not budgets or budgets[0] <= 0:
-        raise InputError(f"budgets must be positive and strictly increasing, got {list(budgets)}")
-    records = store.datasets.candidate_rows(dataset, split=train_split)
-    if budgets[-1] > len(records):
-        raise InputError(f"budget {budgets[-1]} exceeds the {len(records)} pairs of split {train_split!r}")
+    records = _simulated_pairs(store, dataset, strategy, budgets, committee, train_split)
     gold = {r.candidate_id: r.gold_label for r in records}
-    if any(value is None for value in gold.values()):
-        raise InputError(f"the simulated annotator needs gold labels on every {train_split!r} pair")
     test = store.datasets.load_dataset(dataset, split=test_split).questions if test_split else []
     labelled: set[int] = set()
     points: list[CurvePoint] = []
@@ -148,16 +139,9 @@ def simulate_loop(
                 store.labels.add_label(candidate_id, ANNOTATOR, int(gold[candidate_id]))
             labelled.update(picked)
             data, _ = training_dataset(store, dataset, gold={dev_split})
-            outcome = train_ranker(
-                model,
-                data,
-                seed=seed,
-                train_split=train_split,
-                dev_split=dev_split,
-                progress=False,
-                checkpoint=folder / f"{model}-{strategy}-seed{seed}-round{round_number}.pt",
-                model_config=dict(model_config or {}),
-            )
+            outcome = train_ranker(model, data, seed=seed, train_split=train_split, dev_split=dev_split, progress=False,
+                                   checkpoint=folder / f"{model}-{strategy}-seed{seed}-round{round_number}.pt",
+                                   model_config=dict(model_config or {}))
             ranker = outcome.ranker
             point = CurvePoint(
                 labels=sum(c.label is not None for q in data.split(train_split) for c in q.candidates),
@@ -169,6 +153,24 @@ def simulate_loop(
             if on_point is not None:
                 on_point(point)
     return points
+
+
+def _simulated_pairs(store: Store, dataset: str, strategy: str, budgets: Sequence[int],
+                     committee: Mapping[str, Scores] | None, train_split: str) -> list[CandidateRecord]:
+    """The TRAIN pairs the simulated annotator labels, once the simulation's settings are checked
+    (``InputError`` saying which is wrong)."""
+    if strategy not in STRATEGIES:
+        raise InputError(f"unknown queue order {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if strategy == "disagreement" and not committee:
+        raise InputError("the disagreement strategy needs at least one committee model besides the current one")
+    if list(budgets) != sorted(set(budgets)) or not budgets or budgets[0] <= 0:
+        raise InputError(f"budgets must be positive and strictly increasing, got {list(budgets)}")
+    records = store.datasets.candidate_rows(dataset, split=train_split)
+    if budgets[-1] > len(records):
+        raise InputError(f"budget {budgets[-1]} exceeds the {len(records)} pairs of split {train_split!r}")
+    if any(r.gold_label is None for r in records):
+        raise InputError(f"the simulated annotator needs gold labels on every {train_split!r} pair")
+    return records
 
 
 # ---------------------------------------------------------------------- reading curves

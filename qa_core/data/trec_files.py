@@ -1,0 +1,82 @@
+"""TREC run and qrels files, read with the line of every error (``ir_measures`` parses the
+qrels' text as the evaluator does)."""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import ir_measures
+
+from qa_core import ordering
+from qa_core.data.reading import integer, read_text, split_lines
+from qa_core.types import (
+    InputError,
+)
+
+
+def _trec_fields(path: Path, text: str, shape: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of every non-blank line, each checked to have ``shape``'s field count."""
+    expected = len(shape.split())
+    for number, line in enumerate(split_lines(text), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != expected:
+            raise InputError(f"expected {expected} fields '{shape}', got {len(fields)}", path=str(path), line=number)
+        yield number, fields
+
+
+def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, int, float]]]:
+    """A TREC run: qid -> [(doc_id, position, score)] best first, positions numbered from 1.
+
+    The scores decide the order and ties follow ``qa_core.ordering`` (trec_eval's order): the rank
+    column is checked but, as trec_eval does, not trusted, so a run reads as every evaluator reads
+    it. Parsed here rather than by ``ir_measures.read_trec_run`` for the line numbers of errors.
+    """
+    path = Path(path)
+    run: dict[str, dict[str, float]] = {}
+    for number, (qid, _, doc_id, rank_text, score_text, _tag) in _trec_fields(path, read_text(path), "qid Q0 docid rank score tag"):
+        rank = integer(rank_text)
+        try:
+            score = float(score_text)
+        except ValueError:
+            score = math.nan
+        if rank is None or rank < 0:
+            raise InputError(f"rank must be a non-negative integer, got {rank_text!r}", path=str(path), line=number)
+        if not math.isfinite(score):
+            raise InputError(f"score must be a finite number, got {score_text!r}", path=str(path), line=number)
+        if doc_id in run.setdefault(qid, {}):
+            raise InputError(f"document {doc_id} appears twice for query {qid}", path=str(path), line=number)
+        run[qid][doc_id] = score
+    return {qid: [(doc_id, position, score) for position, (doc_id, score) in enumerate(ordering.ranked(docs), start=1)]
+            for qid, docs in run.items()}
+
+
+def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """TREC qrels: qid -> {doc_id: grade} (see ``read_qrels_located``)."""
+    return read_qrels_located(path)[0]
+
+
+def read_qrels_located(path: str | Path) -> tuple[dict[str, dict[str, int]], dict[tuple[str, str], int]]:
+    """TREC qrels, qid -> {doc_id: grade}, and the line of every (qid, doc_id), so that a judgement
+    the store refuses (unknown document, grade outside 0..4) is reported with its line.
+
+    Each line's shape, integer grade and uniqueness are checked first, so an error names its line;
+    ``ir_measures.read_trec_qrels`` then parses the text exactly as the evaluator does.
+    """
+    path = Path(path)
+    text = read_text(path)
+    lines: dict[tuple[str, str], int] = {}
+    for number, (qid, _, doc_id, grade) in _trec_fields(path, text, "qid 0 docid grade"):
+        if integer(grade) is None:
+            raise InputError(f"grade must be an integer, got {grade!r}", path=str(path), line=number)
+        if (qid, doc_id) in lines:
+            raise InputError(f"document {doc_id} is judged twice for query {qid}", path=str(path), line=number)
+        lines[(qid, doc_id)] = number
+    qrels: dict[str, dict[str, int]] = {}
+    for qrel in ir_measures.read_trec_qrels(io.StringIO(text)):
+        qrels.setdefault(qrel.query_id, {})[qrel.doc_id] = qrel.relevance
+    return qrels, lines
