@@ -24,19 +24,14 @@ import pandas as pd
 import streamlit as st
 
 from db.calibration import MAX_CALIBRATION_PAIRS
-from pages import (
-    current_actor,
-    get_questions,
-    get_ranker,
-    open_store,
-    pick_dataset,
-    preload_elements,
-    require_datasets,
-    show_not_trained,
-)
+from pages.common.caches import get_questions, get_ranker, show_not_trained
+from pages.common.pickers import pick_dataset, require_datasets
+from pages.common.scripts import preload_elements
+from pages.common.signin import current_actor, open_store
 from pages.judging import ANNOTATOR, GRADE_MEANINGS, GRADE_NAMES, Keys, grade_buttons, install_keys, keyed_button
+from pages.render.markdown import as_markdown
 from qa_core.access import Permission
-from qa_core.services import analysis, labeling, workbench
+from qa_core.services import analysis, candidate_pools, labeling, model_loading
 from qa_core.services.labeling import calibration, charts, dashboard, preferences, suggestions
 from qa_core.types import InputError, NotTrainedError
 
@@ -58,8 +53,6 @@ SUGGEST, SUGGESTING = "suggest", "suggest_for"  # the toggle, and {annotator: on
 PREF_SHOWN, PICKS, SKIPPED = "preference_shown", "topk_picks", "preference_skipped"
 CAL_SHOWN, CAL_REPORT = "calibration_shown", "calibration_report"  # (gold pair, shown at); (dataset, annotator)
 SCORING_REFRESH_SECONDS = 1.0
-
-
 VIEW_LETTERS = {LABEL: "l", AGREEMENT: "a", REVIEW: "v", GUIDELINES: "g"}
 
 
@@ -159,9 +152,9 @@ def pair_beside_guidelines(store, dataset: str, record, suggesting: str | None =
     a queue pair and a calibration pair alike."""
     pair, guide = st.columns([3, 2])
     with pair.container(border=True):
-        st.caption(workbench.as_markdown(f"{record.qid} · {record.doc_id}"))
-        st.markdown(f"**Question:** {workbench.as_markdown(record.question)}")
-        st.markdown(f"**Candidate:** {workbench.as_markdown(record.candidate)}")
+        st.caption(as_markdown(f"{record.qid} · {record.doc_id}"))
+        st.markdown(f"**Question:** {as_markdown(record.question)}")
+        st.markdown(f"**Candidate:** {as_markdown(record.candidate)}")
         if suggesting:
             show_suggestion(store, dataset, suggesting, record)
     with guide:
@@ -200,14 +193,14 @@ def guidelines_view(store, dataset: str, author: str | None) -> None:
             try:
                 guideline = store.save_guidelines(dataset, text, author, actor=current_actor())
             except InputError as error:
-                st.error(workbench.as_markdown(str(error)))
+                st.error(as_markdown(str(error)))
             else:
                 st.session_state[NOTICE] = f"Guidelines version {guideline.version} is in force."
                 st.rerun()
     calibration_setting(store, dataset, author)
     notice = st.session_state.pop(NOTICE, None)
     if notice:
-        st.success(workbench.as_markdown(notice))
+        st.success(as_markdown(notice))
     if history:
         st.dataframe(
             pd.DataFrame(
@@ -225,7 +218,7 @@ def calibration_setting(store, dataset: str, author: str | None) -> None:
     st.markdown("**Calibration of new annotators**")
     state = f"on, {settings.pairs} gold pairs" if settings.enabled else "off"
     changed = f"set by {settings.changed_by}" if settings.changed_by else "the default"
-    st.caption(workbench.as_markdown(
+    st.caption(as_markdown(
         f"Now {state} ({changed}). An annotator without a calibration record judges the same gold pairs "
         "first, without seeing gold, and sees their agreement with gold before real work."
     ))
@@ -240,7 +233,7 @@ def calibration_setting(store, dataset: str, author: str | None) -> None:
         try:
             store.set_calibration(dataset, enabled, int(pairs), author, actor=current_actor())
         except InputError as error:
-            st.error(workbench.as_markdown(str(error)))
+            st.error(as_markdown(str(error)))
         else:
             st.session_state[NOTICE] = f"Calibration {'on, ' + str(int(pairs)) + ' gold pairs' if enabled else 'off'}."
             st.rerun()
@@ -273,14 +266,14 @@ def calibration_gate(store, dataset: str, annotator: str) -> bool:
         cal = calibration.Calibration.build(store, dataset, annotator, holder=st.session_state[HOLDER],
                                             actor=current_actor())
     except InputError as error:
-        st.error(workbench.as_markdown(str(error)))
+        st.error(as_markdown(str(error)))
         return True
     record = cal.current
     if record is None and st.session_state.get(CAL_REPORT) != (dataset, annotator):
         return False
     notice = st.session_state.pop(NOTICE, None)
     if notice:
-        st.caption(workbench.as_markdown(notice))
+        st.caption(as_markdown(notice))
     if record is not None:
         if (st.session_state.get(CAL_SHOWN) or (None,))[0] != record.candidate_id:
             st.session_state[CAL_SHOWN] = (record.candidate_id, datetime.now(UTC))
@@ -376,12 +369,12 @@ def preference_view(store, dataset: str, annotator: str, mode: str, order: str, 
         item = session.current(st.session_state.get(SKIPPED, []))
         done, total = session.progress()
     except InputError as error:
-        st.error(workbench.as_markdown(str(error)))
+        st.error(as_markdown(str(error)))
         return
     st.progress(done / total if total else 1.0, text=f"{done} of {total} judged by you in this queue")
     notice = st.session_state.pop(NOTICE, None)
     if notice:
-        st.caption(workbench.as_markdown(notice))
+        st.caption(as_markdown(notice))
     if item is None:
         st.session_state.pop(PREF_SHOWN, None)
         held = " (the rest is on other sessions' screens right now)" if done < total else ""
@@ -391,15 +384,15 @@ def preference_view(store, dataset: str, annotator: str, mode: str, order: str, 
         records = [session.records[c] for c in item]
         shown, guide = st.columns([3, 2])
         with shown.container(border=True):
-            st.caption(workbench.as_markdown(f"{records[0].qid} · {mode}"))
-            st.markdown(f"**Question:** {workbench.as_markdown(records[0].question)}")
+            st.caption(as_markdown(f"{records[0].qid} · {mode}"))
+            st.markdown(f"**Question:** {as_markdown(records[0].question)}")
             if mode == preferences.PAIRWISE:
                 for column, side, record in zip(st.columns(2), ("1 · Left", "2 · Right"), records):
-                    column.markdown(f"**{side}:** {workbench.as_markdown(record.candidate)}")
+                    column.markdown(f"**{side}:** {as_markdown(record.candidate)}")
             else:
                 picked = st.session_state.get(PICKS, {}).get(item, [])
                 marks = {c: f"**[pick {rank}]** " for rank, c in enumerate(picked, 1)}
-                st.markdown("\n".join(f"{n}. {marks.get(r.candidate_id, '')}{workbench.as_markdown(r.candidate)}"
+                st.markdown("\n".join(f"{n}. {marks.get(r.candidate_id, '')}{as_markdown(r.candidate)}"
                                        for n, r in enumerate(records, 1)))
         with guide:
             guidelines_panel(store, dataset)
@@ -438,21 +431,21 @@ def suggestion_choice(store, dataset: str, annotator: str) -> str | None:
     if not st.toggle("Show the model's suggestion (off by default: it can anchor your judgement)", key=SUGGEST,
                      on_change=remember_suggesting, args=(annotator,)):
         return None
-    return st.selectbox("Suggesting model", workbench.model_names(store, dataset), key="suggest_model")
+    return st.selectbox("Suggesting model", model_loading.model_names(store, dataset), key="suggest_model")
 
 
 def show_suggestion(store, dataset: str, model: str, record) -> None:
     """The model's score, rank in the pool and weightiest words for the pair on screen."""
     try:
-        ranker = get_ranker(store, url, model, dataset, workbench.model_version_key(store, model, dataset),
-                            workbench.dataset_version(store, dataset))
+        ranker = get_ranker(store, url, model, dataset, model_loading.model_version_key(store, model, dataset),
+                            candidate_pools.dataset_version(store, dataset))
     except NotTrainedError as error:
         show_not_trained(error, model, dataset)
         return
-    questions = get_questions(store, url, dataset, workbench.dataset_version(store, dataset))
+    questions = get_questions(store, url, dataset, candidate_pools.dataset_version(store, dataset))
     question = next(q for q in questions if q.qid == record.qid)
     hint = suggestions.suggest(ranker, model, question, record.doc_id)
-    st.info(workbench.as_markdown(
+    st.info(as_markdown(
         f"{hint.model} suggests: score {hint.score:.3f}, rank {hint.rank} of {hint.pool_size} in this question's pool; "
         f"weightiest words: {', '.join(hint.words) or '-'}"
     ))
@@ -472,7 +465,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
     order = right.selectbox(
         "Queue order", labeling.STRATEGIES, key="order", format_func=lambda s: f"{s}: {ORDER_HELP[s]}"
     )
-    names = workbench.model_names(store, dataset)
+    names = model_loading.model_names(store, dataset)
     chosen: list[str] = []
     if order == "uncertainty":
         chosen = [st.selectbox("Model", names, key="order_model")]
@@ -482,14 +475,14 @@ def label_view(store, dataset: str, annotator: str) -> None:
     for model in chosen:
         try:
             jobs[model] = get_scores(
-                store, url, model, dataset, workbench.model_version_key(store, model, dataset), workbench.dataset_version(store, dataset)
+                store, url, model, dataset, model_loading.model_version_key(store, model, dataset), candidate_pools.dataset_version(store, dataset)
             )
         except NotTrainedError as error:
             show_not_trained(error, model, dataset)
             return
     failed = [f"{model}: {job.progress().error}" for model, job in jobs.items() if job.progress().error]
     if failed:
-        st.warning(workbench.as_markdown("Scoring stopped early, the rest of the queue is in random order: " + "; ".join(failed)))
+        st.warning(as_markdown("Scoring stopped early, the rest of the queue is in random order: " + "; ".join(failed)))
     elif jobs and not all(job.progress().done for job in jobs.values()):
         scoring_progress(jobs)
     scores = {model: job.snapshot() for model, job in jobs.items()}
@@ -514,7 +507,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
         item = session.current()
         progress = session.progress()
     except InputError as error:
-        st.error(workbench.as_markdown(str(error)))
+        st.error(as_markdown(str(error)))
         return
 
     mine = progress.labelled_by_me + progress.available_to_me + progress.held_by_others
@@ -525,7 +518,7 @@ def label_view(store, dataset: str, annotator: str) -> None:
     )
     notice = st.session_state.pop(NOTICE, None)
     if notice:
-        st.caption(workbench.as_markdown(notice))
+        st.caption(as_markdown(notice))
 
     if item is None:
         st.session_state.pop(SHOWN, None)
@@ -628,14 +621,14 @@ def overlap_setting(store, dataset: str, annotator: str | None) -> None:
             format="%d%%", key="overlap_share",
         )
         changed = f"set by {settings.changed_by}" if settings.changed_by else "the default"
-        st.caption(workbench.as_markdown(f"Now {settings.overlap_share:.0%} ({changed}); it applies to pairs not yet judged."))
+        st.caption(as_markdown(f"Now {settings.overlap_share:.0%} ({changed}); it applies to pairs not yet judged."))
         if not manages:
             st.caption("Only an admin changes it.")
         if st.form_submit_button("Save share", disabled=annotator is None or not manages) and annotator is not None:
             try:
                 store.set_annotation_settings(dataset, share / 100, settings.overlap, annotator, actor=current_actor())
             except InputError as error:
-                st.error(workbench.as_markdown(str(error)))
+                st.error(as_markdown(str(error)))
             else:
                 st.session_state[NOTICE] = f"Share of double-annotated pairs set to {share}%."
                 st.rerun()
@@ -659,10 +652,10 @@ def model_as_annotator(store, dataset: str, conflicts: list[labeling.Conflict]) 
     the conflicts to settle (scored in the background, queued as they are scored)."""
     if not st.toggle("A model as one more annotator", key="review_model_on"):
         return conflicts
-    model = st.selectbox("Model", workbench.model_names(store, dataset), key="review_model")
+    model = st.selectbox("Model", model_loading.model_names(store, dataset), key="review_model")
     try:
-        job = get_scores(store, url, model, dataset, workbench.model_version_key(store, model, dataset),
-                         workbench.dataset_version(store, dataset))
+        job = get_scores(store, url, model, dataset, model_loading.model_version_key(store, model, dataset),
+                         candidate_pools.dataset_version(store, dataset))
     except NotTrainedError as error:
         show_not_trained(error, model, dataset)
         return conflicts
@@ -670,7 +663,7 @@ def model_as_annotator(store, dataset: str, conflicts: list[labeling.Conflict]) 
     if not state.done:
         scoring_progress({model: job})
     disagreements = suggestions.model_disagreements(store, dataset, model, job.snapshot())
-    st.caption(workbench.as_markdown(
+    st.caption(as_markdown(
         f"{len(disagreements)} pairs where {model} (its first-ranked candidate of each question counts as "
         f"{suggestions.MODEL_RELEVANT}, the rest as 0) disagrees with the annotators' consensus on relevance."
     ))
@@ -682,7 +675,7 @@ def review_view(store, dataset: str, reviewer: str | None) -> None:
     conflicts = model_as_annotator(store, dataset, labeling.conflicts(store, dataset))
     notice = st.session_state.pop(NOTICE, None)
     if notice:
-        (st.error if notice.startswith("Not settled") else st.success)(workbench.as_markdown(notice))
+        (st.error if notice.startswith("Not settled") else st.success)(as_markdown(notice))
     if not conflicts:
         st.info("No open conflicts: every pair's annotators agree or a reviewer has settled it.")
         return
@@ -714,18 +707,18 @@ def review_view(store, dataset: str, reviewer: str | None) -> None:
     )
     conflict = by_candidate[picked]
     with st.container(border=True):
-        st.markdown(f"**Question:** {workbench.as_markdown(conflict.question)}")
-        st.markdown(f"**Candidate:** {workbench.as_markdown(conflict.candidate)}")
+        st.markdown(f"**Question:** {as_markdown(conflict.question)}")
+        st.markdown(f"**Candidate:** {as_markdown(conflict.candidate)}")
         st.markdown(
             "**Labels:** "
-            + workbench.as_markdown(", ".join(f"{name}: {grade}" for name, grade in conflict.labels.items()))
+            + as_markdown(", ".join(f"{name}: {grade}" for name, grade in conflict.labels.items()))
         )
     st.text_input("Note (optional)", key="adjudication_note")
     party = reviewer is not None and reviewer in conflict.labels
     if reviewer is None:
         st.info("Choose or type your name above to settle conflicts as a reviewer.")
     elif party:
-        st.warning(workbench.as_markdown(f"You ({reviewer}) labelled this pair: another reviewer settles it."))
+        st.warning(as_markdown(f"You ({reviewer}) labelled this pair: another reviewer settles it."))
     grade_buttons("settle", settle, lambda grade: (store, conflict, grade, reviewer), disabled=reviewer is None or party)
     st.caption("Keys: 0–4 settle the conflict shown with that final grade · F conflict list · H model as an annotator · " + keys_help(views))
 
@@ -769,7 +762,7 @@ else:
     if choice == NEW_NAME:
         right.text_input("Your name", key="new_annotator", placeholder="e.g. alice", on_change=take_name)
         if st.session_state.get(NAME_ERROR):
-            right.error(workbench.as_markdown(st.session_state[NAME_ERROR]))
+            right.error(as_markdown(st.session_state[NAME_ERROR]))
     else:
         st.session_state[ANNOTATOR] = choice
     annotator = st.session_state.get(ANNOTATOR) if choice != NEW_NAME else None

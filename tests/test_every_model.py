@@ -20,7 +20,7 @@ import pytest
 from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.rankers import registry
-from qa_core.services import jobs, workbench
+from qa_core.services import candidate_pools, jobs, model_loading
 from qa_core.services.ranking import rank_pool
 from qa_core.types import Dataset
 from tests import ROOT
@@ -90,8 +90,8 @@ def test_trains_as_a_job_with_typed_progress_and_is_promoted(trained_store: str,
 @pytest.mark.parametrize("model", registry.available())
 def test_explanations_and_edits_are_of_the_input_that_was_scored(trained_store: str, model: str) -> None:
     store = Store(trained_store)
-    ranker = workbench.load_ranker(store, model, "demo")
-    pool = workbench.candidates_for_question(store, "demo", QUESTION, k=12)
+    ranker = model_loading.load_ranker(store, model, "demo")
+    pool = candidate_pools.candidates_for_question(store, "demo", QUESTION, k=12)
     assert all(c.first_stage_rank is not None for c in pool)  # what the attention LSTM reads
     result = rank_pool(ranker, QUESTION, pool, model=model)
     table = result.table()

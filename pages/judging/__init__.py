@@ -15,9 +15,11 @@ from collections.abc import Callable
 import streamlit as st
 
 from db.base import MAX_LABEL, MIN_LABEL
-from pages import current_actor, run_script
+from pages.common.scripts import run_script
+from pages.common.signin import current_actor
+from pages.render.markdown import as_markdown
 from qa_core.access import Permission
-from qa_core.services import labeling, workbench
+from qa_core.services import candidate_pools, labeling
 from qa_core.types import InputError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
@@ -99,7 +101,7 @@ def judge_in_place(store, state: dict, qid: str, doc_id: str, grade: int) -> Non
     except InputError as error:  # e.g. the dataset was replaced, or the role was taken away meanwhile
         st.session_state[JUDGE_NOTICE] = f"Not saved: {error}"
         return
-    state["stored"] = workbench.stored_labels(store, state["dataset"], qid)
+    state["stored"] = candidate_pools.stored_labels(store, state["dataset"], qid)
     st.session_state[JUDGE_NOTICE] = f"Labelled {qid} / {doc_id} as {grade} ({GRADE_NAMES[grade]})."
     st.session_state[JUDGED] = True
 
@@ -111,7 +113,7 @@ def undo_in_place(store, state: dict, qid: str) -> None:
     except InputError as error:
         st.session_state[JUDGE_NOTICE] = f"Not undone: {error}"
         return
-    state["stored"] = workbench.stored_labels(store, state["dataset"], qid)
+    state["stored"] = candidate_pools.stored_labels(store, state["dataset"], qid)
     st.session_state[JUDGE_NOTICE] = (
         "Nothing of yours to undo in this dataset." if undone is None
         else f"Took back your label {undone['value']} of candidate {undone['candidate_id']} (it stays in the history)."
@@ -139,7 +141,7 @@ def judge_panel(store, state: dict, qid: str | None, doc_id: str) -> None:
         st.caption("A typed question's candidates belong to other questions: judge a dataset question's.")
         return
     if not current_actor().may(Permission.LABEL):
-        st.caption(workbench.as_markdown(f"{current_actor().describe()} may not label pairs."))
+        st.caption(as_markdown(f"{current_actor().describe()} may not label pairs."))
         return
     name = annotator_now()
     if name is None:
@@ -147,10 +149,10 @@ def judge_panel(store, state: dict, qid: str | None, doc_id: str) -> None:
                       placeholder="e.g. alice", on_change=take_local_name)
     notice = st.session_state.pop(JUDGE_NOTICE, None)
     if notice:
-        st.caption(workbench.as_markdown(notice))
+        st.caption(as_markdown(notice))
     grade_buttons("judge-grade", judge_in_place, lambda grade: (store, state, qid, doc_id, grade),
                   disabled=name is None, primary_from=1)
     keyed_button(st.button, "Undo", key="judge-undo", shortcut="U", on_click=undo_in_place, args=(store, state, qid),
                  disabled=name is None)
-    st.caption(workbench.as_markdown(f"Keys: 0–4 judge this candidate as {name or 'the annotator named above'}"
+    st.caption(as_markdown(f"Keys: 0–4 judge this candidate as {name or 'the annotator named above'}"
                                      " · U undo your latest label in this dataset"))
