@@ -1,7 +1,7 @@
 """Judging a (question, candidate) pair wherever it is shown: the grade scale, one button per grade
 with its digit key (``keyed_button``, pressed by ``assets/label_keys.js``), and the judge-in-place
-panel of the Ask page, writing through the store's ``add_label`` / ``undo_last`` as the Label page's
-annotator (local mode: the name kept under ``ANNOTATOR``; team mode: the signed-in user, whose role
+panel of the Ask page, writing through ``labeling.workplace`` (``judge_in_place`` / ``undo_in_place``) as
+the Label page's annotator (local mode: the name kept under ``ANNOTATOR``; team mode: the signed-in user, whose role
 the store checks in the label's transaction).
 
 A package rather than ``pages/judging.py``: Streamlit lists every ``.py`` file in ``pages/`` as a
@@ -14,12 +14,12 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from db.base import MAX_LABEL, MIN_LABEL
 from pages.common.scripts import run_script
 from pages.common.signin import current_actor
 from pages.render.markdown import as_markdown
 from qa_core.access import Permission
 from qa_core.services import candidate_pools, labeling
+from qa_core.services.labeling import workplace
 from qa_core.types import InputError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
@@ -30,7 +30,7 @@ GRADE_MEANINGS = {
     3: "answers the question",
     4: "answers it fully and on its own; nothing else is needed",
 }
-assert sorted(GRADE_NAMES) == list(range(MIN_LABEL, MAX_LABEL + 1)), "one button per grade the store accepts"
+assert sorted(GRADE_NAMES) == list(workplace.GRADES), "one button per grade the store accepts"
 ANNOTATOR = "annotator"  # session key: the local annotator's name, shared by the Label and Ask pages
 BUTTON_KEYS = "button_keys"  # session key: this run's buttons with a key (keyed_button), until install_keys
 JUDGED, JUDGE_NOTICE = "judged_in_place", "judge_notice"
@@ -97,7 +97,7 @@ def judge_in_place(store, state: dict, qid: str, doc_id: str, grade: int) -> Non
     labels read again (the table shows them once the page reruns)."""
     actor = current_actor()
     try:
-        store.add_label(store.find_candidate_id(state["dataset"], qid, doc_id), annotator_now(), grade, actor=actor)
+        workplace.judge_in_place(store, state["dataset"], qid, doc_id, grade, annotator_now(), actor)
     except InputError as error:  # e.g. the dataset was replaced, or the role was taken away meanwhile
         st.session_state[JUDGE_NOTICE] = f"Not saved: {error}"
         return
@@ -109,7 +109,7 @@ def judge_in_place(store, state: dict, qid: str, doc_id: str, grade: int) -> Non
 def undo_in_place(store, state: dict, qid: str) -> None:
     """Button callback: take back the annotator's latest label in the dataset (kept in the history)."""
     try:
-        undone = store.undo_last(annotator_now(), state["dataset"], actor=current_actor())
+        undone = workplace.undo_in_place(store, state["dataset"], annotator_now(), current_actor())
     except InputError as error:
         st.session_state[JUDGE_NOTICE] = f"Not undone: {error}"
         return
