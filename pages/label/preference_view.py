@@ -87,13 +87,10 @@ def undo_preference(session: preferences.PreferenceSession) -> None:
 
 def preference_view(desk: Desk, annotator: str, mode: str, order: str, scores, split: str) -> None:
     """Pairwise or top-k judging: one key per answer, the pair or pool shown beside the guidelines."""
-    store, dataset = desk.store, desk.dataset
     k = st.selectbox("Best k", (1, 2, 3), key="topk_k") if mode == preferences.TOPK else 1
     try:
-        session = preferences.PreferenceSession.build(
-            store, dataset, annotator, mode, order, scores=scores, split=split, holder=st.session_state[HOLDER],
-            actor=current_actor(),
-        )
+        session = preferences.PreferenceSession.build(desk.store, desk.dataset, annotator, mode, order, scores=scores,
+                                                      split=split, holder=st.session_state[HOLDER], actor=current_actor())
         item = session.current(st.session_state.get(SKIPPED, []))
         done, total = session.progress()
     except InputError as error:
@@ -123,7 +120,7 @@ def preference_view(desk: Desk, annotator: str, mode: str, order: str, scores, s
                 st.markdown("\n".join(f"{n}. {marks.get(r.candidate_id, '')}{as_markdown(r.candidate)}"
                                        for n, r in enumerate(records, 1)))
         with guide:
-            guidelines_panel(store, dataset)
+            guidelines_panel(desk.store, desk.dataset)
         if mode == preferences.PAIRWISE:
             for column, (outcome, (key, name)) in zip(st.columns(len(PAIR_KEYS)), PAIR_KEYS.items()):
                 keyed_button(column.button, f"{key} · {name}", key=f"pair-{outcome}", shortcut=key,
