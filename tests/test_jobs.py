@@ -229,6 +229,10 @@ def test_loading_a_model_asks_the_store_for_its_version_once(
     asked.clear()
     model_loading.load_ranker(store, "smcnn", "demo")
     assert asked == [("smcnn", "demo")]
+    asked.clear()  # a page reads the version to key its cache, then loads that very record
+    version = model_loading.trained_version(store, "smcnn", "demo")
+    model_loading.load_ranker(store, "smcnn", "demo", version=version)
+    assert asked == [("smcnn", "demo")] and model_loading.version_key(version) == f"{version['id']}:{version['checkpoint_path']}"
 
 
 def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(

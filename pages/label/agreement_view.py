@@ -7,11 +7,7 @@ import streamlit as st
 
 from pages.common.signin import current_actor
 from pages.judging import keyed_button
-from pages.label.shared import (
-    NOTICE,
-    Desk,
-    keys_help,
-)
+from pages.label.shared import NOTICE, Desk, keys_help
 from pages.render.markdown import as_markdown
 from qa_core.services import analysis, labeling
 from qa_core.services.labeling import charts, dashboard, management

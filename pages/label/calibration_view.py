@@ -9,15 +9,7 @@ import streamlit as st
 
 from pages.common.signin import current_actor
 from pages.judging import grade_buttons, keyed_button
-from pages.label.shared import (
-    CAL_REPORT,
-    CAL_SHOWN,
-    HOLDER,
-    NOTICE,
-    Desk,
-    keys_help,
-    pair_beside_guidelines,
-)
+from pages.label.shared import CAL_REPORT, CAL_SHOWN, HOLDER, NOTICE, Desk, keys_help, pair_beside_guidelines
 from pages.render.markdown import as_markdown
 from qa_core.services.labeling import calibration
 from qa_core.types import InputError

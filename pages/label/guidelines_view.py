@@ -7,11 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.common.signin import current_actor
-from pages.label.shared import (
-    NOTICE,
-    Desk,
-    keys_help,
-)
+from pages.label.shared import NOTICE, Desk, keys_help
 from pages.render.markdown import as_markdown
 from qa_core.services.labeling import management
 from qa_core.types import InputError

@@ -6,16 +6,7 @@ import streamlit as st
 
 from pages.common.signin import current_actor
 from pages.judging import keyed_button
-from pages.label.shared import (
-    HOLDER,
-    NOTICE,
-    PICKS,
-    PREF_SHOWN,
-    SKIPPED,
-    Desk,
-    guidelines_panel,
-    keys_help,
-)
+from pages.label.shared import HOLDER, NOTICE, PICKS, PREF_SHOWN, SKIPPED, Desk, guidelines_panel, keys_help
 from pages.render.markdown import as_markdown
 from qa_core.services.labeling import preferences
 from qa_core.types import InputError

@@ -9,12 +9,7 @@ import streamlit as st
 from pages.common.caches import show_not_trained
 from pages.common.signin import current_actor
 from pages.judging import GRADE_NAMES, grade_buttons
-from pages.label.shared import (
-    NOTICE,
-    Desk,
-    keys_help,
-    scoring_progress,
-)
+from pages.label.shared import NOTICE, Desk, keys_help, scoring_progress
 from pages.render.markdown import as_markdown
 from qa_core.services import labeling, model_loading
 from qa_core.services.labeling import review, suggestions

@@ -9,14 +9,11 @@ from dataclasses import dataclass
 import streamlit as st
 
 from db.store import Store
-from pages.common.caches import get_questions, get_ranker, show_not_trained
+from pages.common.caches import get_questions, get_ranker, load_ranker, show_not_trained
 from pages.judging import GRADE_MEANINGS, GRADE_NAMES, Keys
 from pages.render.markdown import as_markdown
 from qa_core.services import candidate_pools, labeling, model_loading
-from qa_core.services.labeling import (
-    management,
-    suggestions,
-)
+from qa_core.services.labeling import management, suggestions
 from qa_core.types import NotTrainedError
 
 LABEL, AGREEMENT, REVIEW, GUIDELINES = "Label", "Agreement", "Review conflicts", "Guidelines"
@@ -80,16 +77,18 @@ class Desk:
     def scores(self, model: str) -> labeling.BackgroundScores:
         """``model``'s background scores of the dataset (``NotTrainedError`` without a version)."""
         store, dataset = self.store, self.dataset
-        return get_scores(store, self.url, model, dataset, model_loading.model_version_key(store, model, dataset),
-                          candidate_pools.dataset_version(store, dataset))
+        version = model_loading.trained_version(store, model, dataset)  # the one read of the version in use
+        return get_scores(store, self.url, model, dataset, model_loading.version_key(version),
+                          candidate_pools.dataset_version(store, dataset), version)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
-def get_scores(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str):
+def get_scores(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str,
+               _version: dict | None = None):
     """One model's scores of the dataset, filled in by a background thread, for the uncertainty
     and disagreement orders (shared by every session); a new model version or a re-import
     scores again."""
-    ranker = get_ranker(_store, url, model, dataset, model_version, dataset_version)  # the pages' shared cache
+    ranker = get_ranker(_store, url, model, dataset, model_version, dataset_version, _version)  # the pages' shared cache
     return labeling.BackgroundScores.of_dataset(ranker, _store, dataset)
 
 
@@ -138,8 +137,7 @@ def show_suggestion(desk: Desk, model: str, record) -> None:
     """The model's score, rank in the pool and weightiest words for the pair on screen."""
     store, dataset = desk.store, desk.dataset
     try:
-        ranker = get_ranker(store, desk.url, model, dataset, model_loading.model_version_key(store, model, dataset),
-                            candidate_pools.dataset_version(store, dataset))
+        ranker = load_ranker(store, desk.url, model, dataset)
     except NotTrainedError as error:
         show_not_trained(error, model, dataset)
         return

@@ -8,10 +8,10 @@ No Streamlit here: the pages cache the rankers these load, keyed by ``model_vers
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -84,13 +84,22 @@ def train_command(name: str, dataset: str | None = None) -> str:
     return f"python -m qa_core train --model {name} --data {dataset or 'DATASET'}"
 
 
-def model_version_key(store: Store, name: str, dataset: str) -> str | None:
-    """The version a trainable model would load for ``dataset`` now (None otherwise): a cache key
-    that changes when a new version is trained or promoted for it."""
+def trained_version(store: Store, name: str, dataset: str) -> dict[str, Any] | None:
+    """The version record a trainable model would load for ``dataset`` now (``Store.promoted_model``);
+    ``None`` for a baseline, a checkpoint path, or a model without a version for ``dataset``."""
     if looks_like_path(name) or not registry.ranker_class(name).capabilities.trainable:
         return None
-    record = store.promoted_model(name, dataset)
-    return None if record is None else f"{record['id']}:{record['checkpoint_path']}"
+    return store.promoted_model(name, dataset)
+
+
+def version_key(version: Mapping[str, Any] | None) -> str | None:
+    """A cache key that changes when a new version is trained or promoted (``trained_version``)."""
+    return None if version is None else f"{version['id']}:{version['checkpoint_path']}"
+
+
+def model_version_key(store: Store, name: str, dataset: str) -> str | None:
+    """``version_key`` of the version ``name`` would load for ``dataset`` now."""
+    return version_key(trained_version(store, name, dataset))
 
 
 def version_in_use(store: Store, name: str, dataset: str) -> str:
@@ -112,8 +121,12 @@ def version_in_use(store: Store, name: str, dataset: str) -> str:
     return f"{name} version {record['version']} · trained on {trained}{seed} · {why}"
 
 
-def load_ranker(store: Store, name: str, dataset: str | None = None) -> Ranker:
-    """A ready-to-score ranker for ``dataset``, by registered name or checkpoint path.
+def load_ranker(
+    store: Store, name: str, dataset: str | None = None, *, version: Mapping[str, Any] | None = None
+) -> Ranker:
+    """A ready-to-score ranker for ``dataset``, by registered name or checkpoint path; ``version``:
+    the record ``trained_version`` returned, when the caller read it (a page keys its cache by it),
+    so that loading asks the store for the version in use once.
 
     Trainable models load the version ``dataset`` uses (``Store.promoted_model``: promoted for it,
     else the newest trained on it) and raise ``NotTrainedError`` with the train command when there
@@ -132,7 +145,7 @@ def load_ranker(store: Store, name: str, dataset: str | None = None) -> Ranker:
         if dataset is None:
             raise InputError(f"model {name!r} is trained per dataset: say which dataset it is to score")
         try:  # load_promoted reads the version in use: the one question this asks the store about it
-            loaded = load_promoted(store, name, dataset)
+            loaded = load_promoted(store, name, dataset, wanted=None if version is None else dict(version))
         except NotTrainedError as error:
             raise NotTrainedError(
                 f"model {name!r} has no version trained on or promoted for {dataset!r}; train it with: "
