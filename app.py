@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import navigable_pages, open_store
+from pages.common.signin import navigable_pages, open_store
+from pages.render.markdown import as_markdown
 from qa_core.data.demo import DEMO_NAME
-from qa_core.services import workbench
+from qa_core.services import candidate_pools, model_loading, store_setup
 
 st.set_page_config(page_title="Rerank Lab", layout="wide")
 
@@ -30,20 +31,20 @@ def landing() -> None:
     for path, summary in pages:
         st.page_link(path, label=summary)
 
-    st.caption(f"Running on: {workbench.device_label()} · Store: {workbench.as_markdown(workbench.masked_url(url))}")
+    st.caption(f"Running on: {store_setup.device_label()} · Store: {as_markdown(store_setup.masked_url(url))}")
 
     st.subheader("Datasets")
-    datasets = workbench.datasets_overview(store)
+    datasets = candidate_pools.datasets_overview(store)
     if datasets.empty:
         st.info("No datasets yet. Import one with `python -m qa_core data import PATH --name NAME`.")
     else:
         st.dataframe(datasets, hide_index=True)
 
     st.subheader("Models")
-    st.markdown("Available: " + ", ".join(f"`{name}`" for name in workbench.model_names()))
-    models = workbench.models_overview(store)
+    st.markdown("Available: " + ", ".join(f"`{name}`" for name in model_loading.model_names()))
+    models = model_loading.models_overview(store)
     if models.empty:
-        st.info(f"No trained model registered yet. Train SM-CNN with `{workbench.train_command('smcnn', DEMO_NAME)}`.")
+        st.info(f"No trained model registered yet. Train SM-CNN with `{model_loading.train_command('smcnn', DEMO_NAME)}`.")
     else:
         st.dataframe(models, hide_index=True)
 

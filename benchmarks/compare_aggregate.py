@@ -34,7 +34,7 @@ from rankers import evaluate_both, run_path, summarise, throughput
 from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.data.exporters import write_trec_run
 from qa_core.evaluation import qrels_from_questions
-from qa_core.services import workbench
+from qa_core.services import store_setup
 from qa_core.services.analysis import question_analyzer
 from qa_core.services.experiments import score_questions, train_ranker
 from qa_core.types import Dataset
@@ -67,7 +67,7 @@ def run_name(variant: str) -> str:
 def make_analyzer(analysis: str) -> QuestionAnalyzer:
     if analysis == "rules":
         return QuestionAnalyzer()
-    store = workbench.open_store()
+    store = store_setup.open_store()
     try:
         return question_analyzer(store)
     finally:

@@ -4,7 +4,7 @@
 to type first is "which scientist discovered penicillin". For seeds 1-5 this trains SM-CNN on a
 version of the demo corpus through the CLI's path (``experiments.train_ranker``) and records, per
 seed: the rank of the Fleming sentence among the BM25 candidates on Ask's path
-(``workbench.candidates_for_question`` + ``ranking.rank_pool``), its score and the runner-up's, the
+(``candidate_pools.candidates_for_question`` + ``ranking.rank_pool``), its score and the runner-up's, the
 saliency of its words, the training time and TEST MAP. The Fleming sentence is itself a TRAIN
 positive (demo-09, "Who discovered penicillin?"), so the held-out check is every DEV and TEST
 question typed the same way (lower case, no question mark) and ranked over the whole collection:
@@ -78,7 +78,7 @@ def measure(corpus: Path) -> dict[str, Any]:
         os.environ["RERANK_LAB_DATA"] = folder  # checkpoints and parse caches of this run only
         from db.store import Store
         from qa_core.data.importers import load_pairs
-        from qa_core.services import workbench
+        from qa_core.services import candidate_pools, model_loading
         from qa_core.services.experiments import evaluate_ranker, train_ranker
         from qa_core.services.ranking import rank_pool
 
@@ -86,9 +86,9 @@ def measure(corpus: Path) -> dict[str, Any]:
         store = Store(f"sqlite:///{folder}/store.sqlite")
         store.datasets.import_dataset(dataset)
         test = dataset.split("test")
-        pool = workbench.candidates_for_question(store, "demo", TYPED)
+        pool = candidate_pools.candidates_for_question(store, "demo", TYPED)
         held_out = typed_questions(dataset)
-        held_out_pools = {qid: workbench.candidates_for_question(store, "demo", text) for qid, (text, _) in held_out.items()}
+        held_out_pools = {qid: candidate_pools.candidates_for_question(store, "demo", text) for qid, (text, _) in held_out.items()}
 
         def typed_ranks(ranker: Any) -> dict[str, int | None]:
             return {qid: rank_of(rank_pool(ranker, held_out[qid][0], held_out_pools[qid]), held_out[qid][1])
@@ -96,7 +96,7 @@ def measure(corpus: Path) -> dict[str, Any]:
 
         models: dict[str, Any] = {}
         for name in BASELINES:
-            ranker = workbench.load_ranker(store, name, "demo")
+            ranker = model_loading.load_ranker(store, name, "demo")
             result = evaluate_ranker(ranker, test)
             models[name] = {
                 "test_map": result.aggregate["map"],

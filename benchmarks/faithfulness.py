@@ -24,7 +24,7 @@ from common import machine, machine_line, read_results, shared_datasets, write_r
 from qa_core.faithfulness import RANDOM_DRAWS, faithfulness_table, summarise
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
-from qa_core.services import analysis, workbench
+from qa_core.services import analysis, store_setup
 from qa_core.services.experiments import train_ranker
 from qa_core.types import Dataset
 
@@ -39,7 +39,7 @@ def ready_ranker(name: str, dataset: Dataset) -> tuple[Ranker, float | None]:
         if capabilities.learns_statistics:
             ranker.fit(dataset.split("train"), dataset.split("dev"), progress=False)
         return ranker, None
-    analyzer = analysis.analyzer_for(workbench.open_store(), name)
+    analyzer = analysis.analyzer_for(store_setup.open_store(), name)
     with tempfile.TemporaryDirectory() as tmp:
         outcome = train_ranker(
             name, dataset, seed=SEED, progress=False, checkpoint=Path(tmp) / "model.pt", analyzer=analyzer

@@ -1,7 +1,7 @@
 """How often does the first stage put a right answer where a reranker can see it?
 
 A question typed on Ask searches the dataset's whole collection (every split's unique candidate
-sentences, ``workbench.collection_sentences``) with BM25, and the reranker only sees the top n. This
+sentences, ``candidate_pools.collection_sentences``) with BM25, and the reranker only sees the top n. This
 measures recall@10/50/100: the share of questions with at least one right answer (a sentence labelled
 correct for that question) among the first n, on WikiQA and TrecQA, questions typed as they are.
 
@@ -20,7 +20,7 @@ import statistics
 from common import machine, machine_line, measure_or_render, shared_datasets
 
 from qa_core.retrieval import PLAIN, QUESTION_WORDS, Analysis, BM25Index
-from qa_core.services.workbench import collection_sentences, sentence_key
+from qa_core.services.candidate_pools import collection_sentences, sentence_key
 from qa_core.types import Dataset
 
 CUTOFFS = (10, 50, 100)

@@ -34,7 +34,7 @@ from qa_core.data.exporters import write_trec_run
 from qa_core.evaluation import METRIC_LABELS, METRICS, evaluate, qrels_from_questions, tie_aware
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
-from qa_core.services import analysis, workbench
+from qa_core.services import analysis, store_setup
 from qa_core.services.experiments import score_questions, train_ranker
 from qa_core.significance import ALPHA, format_p
 from qa_core.text.nlp import parse_many
@@ -121,7 +121,7 @@ def run_model(name: str, dataset: Dataset, seeds: list[int]) -> dict[str, Any]:
         return {"seeds": [], "runs": [{**evaluate_both(run, test), **throughput(ranker, test)}]}
     # Question analysis (CNN_WO+SO, tree kernel): the class CNN and focus tagger that
     # benchmarks/classifiers.py registered in the configured store, else the wh-word rules.
-    analyzer = analysis.analyzer_for(workbench.open_store(), name)
+    analyzer = analysis.analyzer_for(store_setup.open_store(), name)
     runs = []
     for seed in seeds:
         with tempfile.TemporaryDirectory() as tmp:

@@ -10,7 +10,7 @@ process, as a user or a server would:
 1. import: ``python -m qa_core data import`` of the CSV into a fresh SQLite store (peak memory of
    that process);
 2. index build: the first typed question's path builds the collection's BM25 index and saves it
-   (``workbench.collection_index``: one streamed pass over the store's candidate texts);
+   (``candidate_pools.collection_index``: one streamed pass over the store's candidate texts);
 3. serve, in a new process as a restarted server: index load, then 100 WikiQA TEST questions typed
    (5 DEV ones first, to warm up): BM25 retrieval p50/p95, then the same questions end to end
    (retrieval + SM-CNN over the top 50 + the ranked table) twice, the second pass timed with each
@@ -97,12 +97,12 @@ def child_import(url: str, path: str, name: str) -> dict[str, Any]:
 
 def child_build(url: str, name: str) -> dict[str, Any]:
     from db.store import Store
-    from qa_core.services import workbench
+    from qa_core.services import candidate_pools
 
     store = Store(url)
     before = memory_mb("VmRSS")
     started = time.perf_counter()
-    index = workbench.collection_index(store, name)
+    index = candidate_pools.collection_index(store, name)
     return {"index_build_s": time.perf_counter() - started, "unique_sentences": len(index),
             "build_rss_before_mb": before, "build_peak_mb": memory_mb("VmHWM")}
 
@@ -110,20 +110,20 @@ def child_build(url: str, name: str) -> dict[str, Any]:
 def child_serve(url: str, name: str, questions_file: str, checkpoint: str) -> dict[str, Any]:
     from db.store import Store
     from qa_core.rankers import registry
-    from qa_core.services import workbench
+    from qa_core.services import candidate_pools
     from qa_core.services.ranking import rank_pool
 
     typed = json.loads(Path(questions_file).read_text())
     store = Store(url)
     started = time.perf_counter()
-    workbench.collection_index(store, name)
+    candidate_pools.collection_index(store, name)
     load_s = time.perf_counter() - started
     for question in typed["warmup"]:
-        workbench.candidates_for_question(store, name, question, CANDIDATES)
+        candidate_pools.candidates_for_question(store, name, question, CANDIDATES)
     retrieval = []
     for question in typed["questions"]:
         started = time.perf_counter()
-        workbench.candidates_for_question(store, name, question, CANDIDATES)
+        candidate_pools.candidates_for_question(store, name, question, CANDIDATES)
         retrieval.append((time.perf_counter() - started) * 1000)
     ranker = registry.load(Path(checkpoint))
     ask = []
@@ -131,7 +131,7 @@ def child_serve(url: str, name: str, questions_file: str, checkpoint: str) -> di
         for question in typed["questions"]:
             question = question + " ?" if timed else question  # the question new to the parse cache again
             started = time.perf_counter()
-            rank_pool(ranker, question, workbench.candidates_for_question(store, name, question, CANDIDATES)).table()
+            rank_pool(ranker, question, candidate_pools.candidates_for_question(store, name, question, CANDIDATES)).table()
             if timed:
                 ask.append((time.perf_counter() - started) * 1000)
     return {"index_load_s": load_s, "retrieval_p50_ms": percentile(retrieval, 50),

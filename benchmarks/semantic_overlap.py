@@ -20,7 +20,7 @@ from common import machine, machine_line, measure_or_render, shared_datasets
 
 from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.rankers.cnn_overlap import answer_semantic_ids
-from qa_core.services import workbench
+from qa_core.services import store_setup
 from qa_core.services.analysis import question_analyzer
 from qa_core.text.nlp import parse_many
 from qa_core.types import Question
@@ -50,7 +50,7 @@ def firing_rates(questions: list[Question], analyzer: QuestionAnalyzer) -> dict[
 
 
 def measure() -> dict:
-    trained = question_analyzer(workbench.open_store())
+    trained = question_analyzer(store_setup.open_store())
     if trained.source != "classifiers":
         sys.exit("no question classifiers in the store: run benchmarks/classifiers.py (or the CLI's train-classifier)")
     analyzers = {"classifiers": trained, "rules": QuestionAnalyzer()}

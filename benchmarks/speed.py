@@ -79,7 +79,7 @@ def run_e2e(profile_top: int = 25) -> dict[str, Any]:
     -> SM-CNN scores -> ranked table, as ``ranking.rank_pool`` serves the Ask page, one question at a time."""
     from db.store import Store
     from qa_core.data.importers import load_wikiqa
-    from qa_core.services import workbench
+    from qa_core.services import candidate_pools
     from qa_core.services.ranking import rank_pool
     from qa_core.text.nlp import default_cache, parse_many
 
@@ -92,14 +92,14 @@ def run_e2e(profile_top: int = 25) -> dict[str, Any]:
     # measured questions are not, so each one is parsed afresh as a typed question would be.
     parse_many([c.text for q in dataset.questions for c in q.candidates])
     for question in dataset.split("dev")[:WARMUP]:
-        rank_pool(ranker, question.text, workbench.candidates_for_question(store, "wikiqa", question.text, CANDIDATES))
+        rank_pool(ranker, question.text, candidate_pools.candidates_for_question(store, "wikiqa", question.text, CANDIDATES))
 
     questions = [q.text for q in dataset.split("test")[:QUESTIONS]]
     default_cache().clear_memory()  # the questions' parses are not in memory; sentences come from the SQLite cache
 
     def one(text: str) -> tuple[float, float, int]:
         started = time.perf_counter()
-        candidates = workbench.candidates_for_question(store, "wikiqa", text, CANDIDATES)
+        candidates = candidate_pools.candidates_for_question(store, "wikiqa", text, CANDIDATES)
         retrieved = time.perf_counter()
         rank_pool(ranker, text, candidates).table()
         return retrieved - started, time.perf_counter() - retrieved, len(candidates)
@@ -487,7 +487,7 @@ NOTES = """\
 **What the profiles showed and what was fixed** (runs of 2026-11-23; `before-fix` and `after-fix`
 use torch's default of 2 intra-op threads, `after-fix-1-thread` sets `torch.set_num_threads(1)`).
 
-1. `workbench.dataset_version`, called on every request to key the BM25 collection cache, ran
+1. `candidate_pools.dataset_version`, called on every request to key the BM25 collection cache, ran
    `DatasetStore.dataset_summary`: per-split question counts, candidate and positive counts and a
    label-history subquery over all 12,153 WikiQA candidates, to read one `created_at`. It cost
    5.3 s of the 68 s profile (~50 ms a request, the whole retrieval p50). It is now one indexed
@@ -530,7 +530,7 @@ def render(results: dict[str, Any]) -> list[str]:
             f"### End-to-end rerank, warm, CPU ({CANDIDATES} candidates)", "",
             f"Question text -> BM25 top-{CANDIDATES} over WikiQA's unique sentences -> spaCy parse through the parse "
             "cache (sentences cached, the question parsed afresh) -> SM-CNN scores -> ranked table, through "
-            "`qa_core.services.workbench` as the Ask page calls it, one question at a time. Questions: the first "
+            "`qa_core.services.candidate_pools` as the Ask page calls it, one question at a time. Questions: the first "
             f"{QUESTIONS} WikiQA TEST questions (BM25 top-100 pools, not their own pools). Target: p50 < 150 ms.", "",
             "| run | questions | mean pool | total p50 / p95 (ms) | retrieval p50 / p95 | rerank p50 / p95 |",
             "|---|---|---|---|---|---|",

@@ -1,6 +1,6 @@
 """Ask: rank candidates for a typed or a dataset question with any model, and see why.
 
-Widgets and layout only; the work is in ``qa_core.services.workbench`` and ``qa_core.services.viz``. Data text is
+Widgets and layout only; the work is in ``qa_core.services.candidate_pools``, ``model_loading``, ``ranking`` and ``viz``. Data text is
 shown through ``st.dataframe``, ``st.code`` or escaped markdown, never as HTML. Query parameters
 ``?dataset=...&qid=...&model=...`` open one dataset question ranked (the Errors page links here).
 """
@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import (
+from pages.common.caches import current_ranker, get_questions
+from pages.common.pickers import (
     PICKED,
     blank_missing,
-    current_ranker,
-    explain_candidate,
-    get_questions,
-    open_store,
     pick_dataset,
     pick_model,
-    preload_elements,
     preset_model,
     question_input,
     require_datasets,
 )
+from pages.common.scripts import preload_elements
+from pages.common.signin import open_store
 from pages.judging import install_keys, judge_panel, rerun_if_judged
 from pages.judging.keeping import keep_panel
-from qa_core.services import analysis, ranking, workbench
+from pages.render.explanation import explain_candidate
+from pages.render.links import ASK_PARAMS, ask_request
+from pages.render.markdown import as_markdown
+from qa_core.services import analysis, candidate_pools, model_loading, ranking
 from qa_core.types import InputError, NotTrainedError
 
 RESULT_KEY, APPLIED_KEY, RUNS_KEY = "ask_result", "ask_applied_params", "ask_runs"
@@ -43,18 +44,18 @@ def get_analyzer(_store, url: str, versions: tuple[str | None, ...]):
 st.title("Ask")
 url, store = open_store()
 datasets = require_datasets(store)
-models = workbench.model_names()
+models = model_loading.model_names()
 
 # Query parameters (a link from the Errors page) preset the widgets once per distinct link.
-params = {name: st.query_params[name] for name in workbench.ASK_PARAMS if name in st.query_params}
+params = {name: st.query_params[name] for name in ASK_PARAMS if name in st.query_params}
 rank_now = False
 if params and st.session_state.get(APPLIED_KEY) != params:
     st.session_state[APPLIED_KEY] = params
     named = params.get("dataset")
-    pool = get_questions(store, url, named, workbench.dataset_version(store, named)) if named in datasets else []
-    request = workbench.ask_request(params, datasets, models, pool)
+    pool = get_questions(store, url, named, candidate_pools.dataset_version(store, named)) if named in datasets else []
+    request = ask_request(params, datasets, models, pool)
     for problem in request.problems:
-        st.warning(workbench.as_markdown(f"Link ignored in part: {problem}."))
+        st.warning(as_markdown(f"Link ignored in part: {problem}."))
     if request.dataset is not None:
         st.session_state["dataset"] = request.dataset
     if request.model is not None:
@@ -67,7 +68,7 @@ if params and st.session_state.get(APPLIED_KEY) != params:
 left, right = st.columns(2)
 dataset = pick_dataset(left, datasets, key="dataset", store=store)
 model = pick_model(right, store, dataset, key="model")
-dataset_version = workbench.dataset_version(store, dataset)
+dataset_version = candidate_pools.dataset_version(store, dataset)
 
 ranker = current_ranker(store, url, model, dataset)
 
@@ -90,18 +91,18 @@ if (clicked or rank_now) and ranker is not None:
             "id": st.session_state[RUNS_KEY],
             "ranking": result,
             "dataset": dataset,
-            "stored": workbench.stored_labels(store, dataset, qid),  # typed: every question's, keyed qid/doc_id
+            "stored": candidate_pools.stored_labels(store, dataset, qid),  # typed: every question's, keyed qid/doc_id
             "store_analysis": store_analysis,
         }
     except (InputError, NotTrainedError) as error:
-        st.error(workbench.as_markdown(str(error)))
+        st.error(as_markdown(str(error)))
 
 
 def analysis_line(summary: ranking.AnalysisSummary, read_by_model: bool) -> str:
-    focus = workbench.as_markdown(summary.focus_words) if summary.focus_words else "none found"
-    source = workbench.as_markdown(summary.source)
+    focus = as_markdown(summary.focus_words) if summary.focus_words else "none found"
+    source = as_markdown(summary.source)
     who = "read by this model" if read_by_model else "the store's classifiers; this model does not read them"
-    return f"Question class: **{workbench.as_markdown(summary.qclass or 'none')}** · focus: **{focus}** · decided by: {source} ({who})"
+    return f"Question class: **{as_markdown(summary.qclass or 'none')}** · focus: **{focus}** · decided by: {source} ({who})"
 
 
 @st.fragment
@@ -142,7 +143,7 @@ def why(state: dict, key: str, rows: list[int]) -> None:
             if value is not None
         )
         st.markdown(f"**#{rank}** · score {scored.score:.4f}{labels}")
-        st.markdown(workbench.as_markdown(scored.candidate.text))
+        st.markdown(as_markdown(scored.candidate.text))
         judge_panel(store, state, result.qid, scored.candidate.doc_id)
         explain_candidate(result, rank, state["dataset"], f"{key}-{rank}")
 
@@ -153,9 +154,9 @@ if state is not None:
     table = result.table(state["stored"])
     st.subheader("Ranked candidates")
     st.markdown(
-        f"**{workbench.as_markdown(result.model)}** on **{workbench.as_markdown(state['dataset'])}** · "
-        f"{len(table)} candidates, {workbench.as_markdown(workbench.candidates_origin(store, state['dataset'], result.qid))}"
-        f" · question: {workbench.as_markdown(result.question)}"
+        f"**{as_markdown(result.model)}** on **{as_markdown(state['dataset'])}** · "
+        f"{len(table)} candidates, {as_markdown(candidate_pools.candidates_origin(store, state['dataset'], result.qid))}"
+        f" · question: {as_markdown(result.question)}"
     )
     summary = result.summary() or state["store_analysis"]
     st.markdown(analysis_line(summary, read_by_model=result.analysis is not None))
@@ -163,7 +164,7 @@ if state is not None:
         st.caption(f"{result.tied()} of {len(table)} candidates share their score with another (marked tied): "
                    "their order is the tie rule's, doc id descending, as trec_eval orders them.")
     if result.pool_note() is not None:
-        st.info(workbench.as_markdown(result.pool_note()))
+        st.info(as_markdown(result.pool_note()))
     key = f"r{state['id']}"
     # A pool without a first stage (a dataset question's own candidates) has no first-stage columns to show.
     shown = [c for c in SHOWN_COLUMNS if not (c in FIRST_STAGE_COLUMNS and table[c].isna().all())]

@@ -4,7 +4,7 @@ detectable difference, a sorted per-question delta chart and a metric scatter wh
 questions open in Ask, the questions where the models disagree most, seeds of one model against
 another's, and "fuse these" (a ranx fusion tuned on DEV, kept in the store, then listed as a model).
 
-Widgets and layout only; the work is in ``qa_core.services.compare`` and ``qa_core.services.workbench``. Data text is
+Widgets and layout only; the work is in ``qa_core.services.compare`` and ``qa_core.services.candidate_pools``. Data text is
 shown through ``st.dataframe``, ``st.table`` or escaped markdown, never as HTML of its own: the explanations' HTML
 (``qa_core.services.text_views``) escapes every word.
 """
@@ -14,25 +14,24 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import (
-    current_actor,
-    current_ranker,
-    explain_candidate,
-    get_questions,
-    open_store,
+from pages.common.caches import current_ranker, get_questions, split_run
+from pages.common.pickers import (
     pick_clean,
     pick_dataset,
     pick_label_rule,
-    preload_elements,
     question_input,
     question_set,
     require_datasets,
-    split_run,
 )
+from pages.common.scripts import preload_elements
+from pages.common.signin import current_actor, open_store
 from pages.judging import install_keys, judge_panel, rerun_if_judged
+from pages.render.explanation import explain_candidate
+from pages.render.links import ask_url
+from pages.render.markdown import as_markdown
 from qa_core import config, fusion
 from qa_core.evaluation import METRICS
-from qa_core.services import compare, ranking, stored_runs, workbench
+from qa_core.services import candidate_pools, compare, model_loading, ranking, stored_runs
 from qa_core.services.evaluation_labels import describe, evaluation_labels
 from qa_core.types import InputError, NotTrainedError
 
@@ -51,7 +50,7 @@ def ranked_list(table, top: int) -> str:
     lines = []
     for row in table.head(top).itertuples():
         gold = " ✓" if pd.notna(row.gold_label) and row.gold_label > 0 else ""
-        lines.append(f"{row.rank}. `{row.score:.3f}`{gold} {workbench.as_markdown(row.text)}")
+        lines.append(f"{row.rank}. `{row.score:.3f}`{gold} {as_markdown(row.text)}")
     return "\n".join(lines)
 
 
@@ -61,10 +60,10 @@ datasets = require_datasets(store)
 
 left, right = st.columns([1, 2])
 dataset = pick_dataset(left, datasets, key="dataset", store=store)
-names = workbench.model_names(store, dataset)
+names = model_loading.model_names(store, dataset)
 fused = stored_runs.fusion_tags(store, dataset)
 if st.session_state.get("models__dataset") != dataset:  # as pick_model: another dataset's choice never carries over
-    st.session_state["models"] = workbench.default_models(store, names, dataset, 2)
+    st.session_state["models"] = model_loading.default_models(store, names, dataset, 2)
     st.session_state["models__dataset"] = dataset
 models = right.multiselect(
     "Models (the first is the reference)",
@@ -73,16 +72,16 @@ models = right.multiselect(
     key="models",
     help="fusion:… entries are fused runs kept by the Fuse these button; they compare on a whole split.",
 )
-dataset_version = workbench.dataset_version(store, dataset)
+dataset_version = candidate_pools.dataset_version(store, dataset)
 if FUSED_KEY in st.session_state:
-    st.success(workbench.as_markdown(st.session_state.pop(FUSED_KEY)))
+    st.success(as_markdown(st.session_state.pop(FUSED_KEY)))
 
 rankers = {}
 for model in models:
     ranker = None if model in fused else current_ranker(store, url, model, dataset)
     if ranker is not None:
         rankers[model] = ranker
-        right.caption(workbench.as_markdown(workbench.version_in_use(store, model, dataset)))
+        right.caption(as_markdown(model_loading.version_in_use(store, model, dataset)))
 ready = len(rankers) == len(models) and compare.MIN_MODELS <= len(models) <= compare.MAX_MODELS
 split_ready = len(rankers) == len(set(models) - set(fused)) and compare.MIN_MODELS <= len(models) <= compare.MAX_MODELS
 if len(models) < compare.MIN_MODELS:
@@ -102,16 +101,16 @@ if view == ONE:
             with st.spinner("Ranking…"):
                 st.session_state[QUESTION_KEY] = compare.compare_question(rankers, question, candidates)
             st.session_state[JUDGING_KEY] = {"dataset": dataset, "qid": qid,
-                                             "stored": workbench.stored_labels(store, dataset, qid) if qid else {}}
+                                             "stored": candidate_pools.stored_labels(store, dataset, qid) if qid else {}}
         except (InputError, NotTrainedError) as error:
-            st.error(workbench.as_markdown(str(error)))
+            st.error(as_markdown(str(error)))
 
     result = st.session_state.get(QUESTION_KEY)
     if result is not None:
         st.subheader("Rankings side by side")
-        st.markdown(f"{len(result.ranks)} candidates · question: {workbench.as_markdown(result.question)}")
+        st.markdown(f"{len(result.ranks)} candidates · question: {as_markdown(result.question)}")
         for column, model in zip(st.columns(len(result.models)), result.models):
-            column.markdown(f"**{workbench.as_markdown(model)}**")
+            column.markdown(f"**{as_markdown(model)}**")
             column.markdown(ranked_list(result.tables[model], TOP))
         st.plotly_chart(compare.bump_figure(result, top=TOP), key="bump")
         with st.expander("As tables: the top ranks side by side, and every candidate's rank per model"):
@@ -130,7 +129,7 @@ if view == ONE:
             opened = st.selectbox("Explain candidate (ranks are the reference's)", ranks, key="compare_open",
                                   format_func=lambda r: ranking.option_label(reference.at(r)))
             doc_id = reference.at(opened).candidate.doc_id
-            st.markdown(workbench.as_markdown(reference.at(opened).candidate.text))
+            st.markdown(as_markdown(reference.at(opened).candidate.text))
             judging = st.session_state[JUDGING_KEY]
             stored = judging["stored"].get(doc_id)
             st.caption(f"Stored label: {'none' if stored is None else stored} (latest in the store)")
@@ -140,7 +139,7 @@ if view == ONE:
             # One tab per model, each as wide as Ask's explanation (side-by-side columns squeezed the
             # words of every figure into one another).
             ranks_of = {model: result.rankings[model].rank_of(doc_id) for model in result.models}
-            tabs = st.tabs([f"{workbench.as_markdown(model)} · #{ranks_of[model]} · score {result.rankings[model].at(ranks_of[model]).score:.4f}"
+            tabs = st.tabs([f"{as_markdown(model)} · #{ranks_of[model]} · score {result.rankings[model].at(ranks_of[model]).score:.4f}"
                             for model in result.models])
             for tab, model in zip(tabs, result.models):
                 with tab:
@@ -168,13 +167,13 @@ else:
         try:
             seed_folder = config.seed_runs_dir(dataset)
         except InputError as error:  # a name imported before names were checked
-            st.error(workbench.as_markdown(str(error)))
+            st.error(as_markdown(str(error)))
             st.stop()
         groups = stored_runs.seed_groups(store, dataset, split, seed_folder)
         if not groups:
-            st.info(f"No seed runs of {workbench.as_markdown(f'{dataset} {split}')}: `python -m qa_core evaluate` "
+            st.info(f"No seed runs of {as_markdown(f'{dataset} {split}')}: `python -m qa_core evaluate` "
                     "keeps one per model version in the store, and `benchmarks/rankers.py` one per seed in "
-                    f"{workbench.as_markdown(str(seed_folder))}.")
+                    f"{as_markdown(str(seed_folder))}.")
         picked_groups = st.multiselect(
             "Runs of one model against another's (the first is the reference)", list(groups),
             format_func=lambda g: f"{g} ({len(groups[g])}: {', '.join(r.label for r in groups[g])})",
@@ -192,7 +191,7 @@ else:
             with st.spinner("Scoring and testing…"):
                 st.session_state[SPLIT_KEY] = (dataset, split, rule, compare_now())
         except (InputError, NotTrainedError) as error:
-            st.error(workbench.as_markdown(str(error)))
+            st.error(as_markdown(str(error)))
 
     if st.session_state.get(SPLIT_KEY) is not None:
         shown_dataset, shown_split, shown_rule, result = st.session_state[SPLIT_KEY]
@@ -204,11 +203,11 @@ else:
                          column_config={c: st.column_config.NumberColumn(c, format="%.4f")
                                         for c in result.significance.systems_table().columns})
         for line in result.ties_lines():
-            st.caption(workbench.as_markdown(line))
+            st.caption(as_markdown(line))
         for line in result.judgement_lines():  # none when every candidate ranked is judged
-            st.caption(workbench.as_markdown(line))
+            st.caption(as_markdown(line))
         st.subheader(f"Every pair on {result.metric}")
-        st.caption(workbench.as_markdown(
+        st.caption(as_markdown(
             f"Δ = model − vs per question; a win is Δ > 0. {result.significance.describe()} "
             + ("Seed runs: each model's per-question values averaged over its runs. " if not result.runs else "")
             + f"Over {question_set(result.clean, result.significance.questions, shown_split)} of {shown_dataset}"
@@ -235,7 +234,7 @@ else:
                                      selection_mode="points", key="scatter_chart")
         ask_model = next((m for m in (other, reference) if m in names), names[0])
         for qid in compare.selected_questions([*bars.selection.points, *points.selection.points])[:LINKED]:
-            st.link_button(f"Open {qid} in Ask", workbench.ask_url(shown_dataset, qid, ask_model), icon=":material/search:",
+            st.link_button(f"Open {qid} in Ask", ask_url(shown_dataset, qid, ask_model), icon=":material/search:",
                            type="primary", key=f"ask-{qid}")
 
         left, right = st.columns(2)
@@ -247,7 +246,7 @@ else:
         table = compare.disagreements(result, threshold, different_top1, most) if only else result.per_question
         st.caption(f"{len(table)} of {len(result.per_question)} questions")
         st.dataframe(
-            table.assign(ask=[workbench.ask_url(shown_dataset, qid, ask_model) for qid in table.index]),
+            table.assign(ask=[ask_url(shown_dataset, qid, ask_model) for qid in table.index]),
             column_config={
                 "ask": st.column_config.LinkColumn("open", display_text="Ask", width="small"),
                 "question": st.column_config.TextColumn("question", width="large"),
@@ -282,4 +281,4 @@ else:
                         "choose it in the model list to compare it like any model.")
                     st.rerun()
                 except InputError as error:
-                    st.error(workbench.as_markdown(str(error)))
+                    st.error(as_markdown(str(error)))

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import current_actor, open_store, pick_dataset, pick_model, require_datasets
+from pages.common.pickers import pick_dataset, pick_model, require_datasets
+from pages.common.signin import current_actor, open_store
+from pages.render.markdown import as_markdown
 from qa_core.access import Permission
 from qa_core.rankers import registry
-from qa_core.services import jobs, models, retraining, viz, workbench
+from qa_core.services import candidate_pools, jobs, model_loading, models, retraining, viz
 from qa_core.types import InputError
 
 JOB_KEY = "train_job"
@@ -72,7 +74,7 @@ if st.button("Retrain", type="primary", key="train_start"):
             actor=actor,
         )
     except InputError as error:
-        st.error(workbench.as_markdown(str(error)))
+        st.error(as_markdown(str(error)))
 
 
 def show_job(job_id: int, was_active: bool) -> None:
@@ -80,7 +82,7 @@ def show_job(job_id: int, was_active: bool) -> None:
     status = retraining.job_status(store, job_id)
     if was_active and not status.active:
         st.rerun(scope="app")  # the job ended: stop polling and refresh the versions below
-    st.progress(status.fraction, text=workbench.as_markdown(status.label))
+    st.progress(status.fraction, text=as_markdown(status.label))
     if not status.events.empty:
         st.plotly_chart(retraining.training_figure(status.events), key=f"job_curve_{job_id}")
     job = status.job
@@ -88,7 +90,7 @@ def show_job(job_id: int, was_active: bool) -> None:
         promoted = models.in_use(store, job["model"], job["dataset"])
         kept = f"version {promoted['version']} stays in use" if promoted else "no version is in use for its dataset"
         st.error(
-            workbench.as_markdown(f"Training job {job_id} failed: {job['error']}. Nothing was registered; {kept}.")
+            as_markdown(f"Training job {job_id} failed: {job['error']}. Nothing was registered; {kept}.")
         )
     elif job["status"] == "succeeded":
         version = models.version(store, job["model_version_id"])
@@ -130,19 +132,19 @@ else:
     st.dataframe(retraining.comparison(store, model, int(chosen), dataset))
     try:
         check = version_check(store, url, model, int(chosen), dataset, in_use["id"] if in_use else None,
-                              workbench.dataset_version(store, dataset))
+                              candidate_pools.dataset_version(store, dataset))
         unchecked = None
     except InputError as error:  # a checkpoint missing or refused: said, and promoting needs a confirmation
         check = None
         unchecked = f"Version {chosen} was not compared with the promoted one on DEV: {error}"
-        st.warning(workbench.as_markdown(unchecked))
+        st.warning(as_markdown(unchecked))
     confirmed = False
     if unchecked is not None:
         confirmed = st.checkbox(f"Promote version {chosen} without the comparison on DEV",
                                 key=f"train_confirm_{model}_{chosen}")
     if check is not None:
         with st.container(border=True):
-            (st.warning if check.significantly_worse else st.info)(workbench.as_markdown(check.summary(dataset)))
+            (st.warning if check.significantly_worse else st.info)(as_markdown(check.summary(dataset)))
             if not check.worse.empty:
                 st.dataframe(check.worse, hide_index=True, key="train_worse")
             if check.significantly_worse:
@@ -158,7 +160,7 @@ else:
                            confirmed=confirmed)
             st.rerun()
         except InputError as error:  # e.g. the role was taken away meanwhile
-            st.error(workbench.as_markdown(str(error)))
+            st.error(as_markdown(str(error)))
     target = models.rollback_target(store, model, dataset)
     rollback_label = "Roll back" if target is None else f"Roll back {dataset} to version {target['version']}"
     rollback_help = f"No earlier version was promoted for {dataset}." if target is None else None
@@ -168,9 +170,9 @@ else:
             st.toast(f"Version {back['version']} promoted again for {dataset}")
             st.rerun()
         except InputError as error:  # another session rolled back or promoted in between
-            st.error(workbench.as_markdown(str(error)))
+            st.error(as_markdown(str(error)))
     st.caption(
-        workbench.as_markdown(f"The pages use for {dataset}: {workbench.version_in_use(store, model, dataset)}. "
+        as_markdown(f"The pages use for {dataset}: {model_loading.version_in_use(store, model, dataset)}. "
                               "A version trained on another dataset is used for this one only once promoted here.")
     )
 

@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import (
+from pages.common.caches import current_ranker, get_questions, split_run
+from pages.common.pickers import (
     blank_missing,
-    current_ranker,
-    get_questions,
-    open_store,
     pick_clean,
     pick_dataset,
     pick_label_rule,
     pick_model,
     question_set,
     require_datasets,
-    split_run,
 )
+from pages.common.signin import open_store
+from pages.render.links import ask_url
+from pages.render.markdown import as_markdown
 from qa_core.evaluation import qrels_from_questions
-from qa_core.services import analysis, errors, viz, workbench
+from qa_core.services import analysis, candidate_pools, errors, model_loading, viz
 from qa_core.services.datasets import splits as dataset_splits
 from qa_core.services.evaluation_labels import describe, evaluation_labels
 
@@ -51,7 +51,7 @@ datasets = require_datasets(store)
 
 left, middle, right = st.columns(3)
 dataset = pick_dataset(left, datasets, key="dataset", store=store)
-dataset_version = workbench.dataset_version(store, dataset)
+dataset_version = candidate_pools.dataset_version(store, dataset)
 splits = dataset_splits(store, dataset)
 split_options = [*splits, ALL_SPLITS]
 split = middle.selectbox(  # keyed per dataset: another dataset's split never carries over
@@ -69,7 +69,7 @@ if ranker is None:
 labels = evaluation_labels(store, dataset, rule, loaded=get_questions(store, url, dataset, dataset_version))
 questions = labels.split(None if split == ALL_SPLITS else split)
 if not questions:
-    st.info(workbench.as_markdown(f"Dataset {dataset} has no questions in {split}."))
+    st.info(as_markdown(f"Dataset {dataset} has no questions in {split}."))
     st.stop()
 run = split_run(store, url, ranker, model, dataset, split, questions)
 profiles = get_profiles(store, questions, url, dataset, dataset_version, split, analysis.classifier_version_key(store))
@@ -84,12 +84,12 @@ columns = st.columns(len(metrics) + 1)
 columns[0].metric("Questions", len(table))
 for column, metric in zip(columns[1:], metrics):
     column.metric(f"mean {metric}", f"{table[metric].mean():.4f}")
-st.caption(workbench.as_markdown(
+st.caption(as_markdown(
     f"Means over {question_set(clean, len(table), split)} of {dataset}, "
-    f"{workbench.version_in_use(store, model, dataset)}."))
+    f"{model_loading.version_in_use(store, model, dataset)}."))
 judged = errors.judgement_report(run, qrels_from_questions(questions), profiles, clean=clean)
 if not judged.complete:  # unjudged candidates count as not relevant above: say how many, and what skipping them gives
-    st.caption(workbench.as_markdown(judged.describe()))
+    st.caption(as_markdown(judged.describe()))
 
 st.subheader("Worst questions")
 st.caption(
@@ -97,9 +97,9 @@ st.caption(
     "IDF-weighted share of the question's content words found in one of its correct answers (IDF over this "
     "split's candidates). Tied: candidates sharing their score with another of the question's."
 )
-st.caption(workbench.as_markdown(errors.ties(run, qrels_from_questions(questions), profiles, clean=clean).describe()))
+st.caption(as_markdown(errors.ties(run, qrels_from_questions(questions), profiles, clean=clean).describe()))
 shown = table.assign(
-    ask=[workbench.ask_url(dataset, qid, model) for qid in table["qid"]],
+    ask=[ask_url(dataset, qid, model) for qid in table["qid"]],
     overlap=blank_missing(table["overlap"], "{:.2f}"),  # none without a correct answer
 )
 st.dataframe(
@@ -123,7 +123,7 @@ with st.container(key="worst-links"):
     for row in table.head(LINKED).itertuples():
         st.page_link(
             "pages/1_Ask.py",
-            label=workbench.as_markdown(f"{row.qid} · AP {row.AP:.3f} · {row.question}"),
+            label=as_markdown(f"{row.qid} · AP {row.AP:.3f} · {row.question}"),
             query_params={"dataset": dataset, "qid": row.qid, "model": model},
             icon=":material/search:",
         )

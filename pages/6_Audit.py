@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import current_actor, open_store
+from pages.common.signin import current_actor, open_store
+from pages.render.markdown import as_markdown
 from qa_core.access import Permission, Role
-from qa_core.services import users, workbench
+from qa_core.services import users
 from qa_core.types import InputError
 
 NOTICE = "audit_notice"
@@ -25,7 +26,7 @@ actor = current_actor()
 
 notice = st.session_state.pop(NOTICE, None)
 if notice:
-    st.success(workbench.as_markdown(notice))
+    st.success(as_markdown(notice))
 
 st.subheader("Who did what, and when")
 actions = st.multiselect(
@@ -57,7 +58,7 @@ if button.button("Change the role", key="audit_grant", type="primary"):
     try:
         changed = users.grant_role(store, who, role, actor=actor)
     except InputError as error:
-        st.error(workbench.as_markdown(str(error)))
+        st.error(as_markdown(str(error)))
     else:
         st.session_state[NOTICE] = f"{changed['recorded_as']} is now {changed['role']}."
         st.rerun()

@@ -84,7 +84,7 @@ def figure_gallery(lengths) -> None:
     three models (Compare), then the comparison charts and tables, the slices and the version curve."""
     import streamlit as st
 
-    from pages import show_arcs, show_explanation
+    from pages.render.explanation import show_arcs, show_explanation
     from qa_core.services import compare, errors, viz
 
     for words in lengths:

@@ -25,7 +25,7 @@ import pytest
 from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.rankers import registry
-from qa_core.services import jobs, workbench
+from qa_core.services import candidate_pools, jobs, model_loading
 from qa_core.services.ranking import rank_pool
 from qa_core.types import Dataset, NotTrainedError
 from tests import ROOT
@@ -86,8 +86,8 @@ def check_trained_as_job(url: str, model: str) -> None:
 
 def check_explanations_of_scored_input(url: str, model: str) -> None:
     store = Store(url)
-    ranker = workbench.load_ranker(store, model, "demo")
-    pool = workbench.candidates_for_question(store, "demo", QUESTION, k=12)
+    ranker = model_loading.load_ranker(store, model, "demo")
+    pool = candidate_pools.candidates_for_question(store, "demo", QUESTION, k=12)
     assert all(c.first_stage_rank is not None for c in pool)  # what the attention LSTM reads
     result = rank_pool(ranker, QUESTION, pool, model=model)
     table = result.table()

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.retrieval import FIRST_STAGE
-from qa_core.services import workbench
+from qa_core.services import candidate_pools, store_setup
 from qa_core.services.evaluation_labels import LabelRule
 from qa_core.services.experiments import train_ranker
 from qa_core.types import Candidate, Dataset, Question
@@ -92,7 +92,7 @@ def test_landing_page_imports_demo_and_lists_it(store_url, both_modes):
     app = open_page(LANDING)
     assert app.title[0].value == "Rerank Lab"
     signed_in = [m.value for m in app.sidebar.markdown if m.value.startswith("Signed in as")]
-    # the word joiner after "@" keeps Streamlit from making a mailto link of it (workbench.as_markdown)
+    # the word joiner after "@" keeps Streamlit from making a mailto link of it (as_markdown)
     assert signed_in == (["Signed in as **Ada** (ada@\u2060example.org) · admin"] if both_modes == "team" else [])
     assert any("Running on: " in caption.value for caption in app.caption)
     assert "demo" in Store(store_url).datasets.dataset_names()
@@ -120,7 +120,7 @@ def test_typed_question_ranks_the_answer_first(store_url, model):
     assert any(DEMO_ANSWER in text for text in table.loc[best, "text"])
     assert table["first_stage_rank"].notna().all()
     assert any("Running on: " in caption.value for caption in app.caption)
-    collection = len(workbench.collection_sentences(Store(store_url).datasets.load_dataset("demo")))
+    collection = len(candidate_pools.collection_sentences(Store(store_url).load_dataset("demo")))
     assert (f"{len(table)} candidates, BM25's best of the dataset's {collection:,} unique sentences "
             f"({FIRST_STAGE.describe()})") in markdown(app)
 
@@ -229,12 +229,10 @@ def test_bad_link_is_reported_and_ignored(store_url, params, problems):
 
 
 def test_latest_stored_label_is_shown_next_to_gold(store_url):
-    from qa_core.services import workbench
-
     question = next(q for q in load_demo().questions if q.qid == SISTINE)
     wrong = next(c for c in question.candidates if c.label == 0)
     store = Store(store_url)
-    workbench.ensure_demo(store)
+    store_setup.ensure_demo(store)
     candidate_id = store.datasets.find_candidate_id("demo", SISTINE, wrong.doc_id)
     store.labels.add_label(candidate_id, "ann", 1)
     store.labels.add_label(candidate_id, "ann", 2)  # the latest counts
@@ -384,11 +382,9 @@ def test_errors_page_lists_worst_questions_first_with_links_to_ask(store_url):
 
 
 def test_errors_label_source_follows_the_store(store_url):
-    from qa_core.services import workbench
-
     demo = {q.qid: q for q in load_demo().questions}
     store = Store(store_url)
-    workbench.ensure_demo(store)
+    store_setup.ensure_demo(store)
     labelled, adjudicated = demo[SISTINE], demo["demo-39"]
     wrong = next(c for c in labelled.candidates if c.label == 0)
     store.labels.add_label(store.datasets.find_candidate_id("demo", SISTINE, wrong.doc_id), "ann", 1)  # a second correct answer

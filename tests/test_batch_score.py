@@ -16,7 +16,7 @@ from qa_core.cli import main
 from qa_core.data.demo import load_demo
 from qa_core.data.importers import read_trec_run
 from qa_core.rankers.base import Pool, Ranker
-from qa_core.services import batch, workbench
+from qa_core.services import batch, model_loading
 from qa_core.services.batch_chunks import BatchRequest, store_texts
 from qa_core.services.experiments import train_ranker
 from qa_core.types import Candidate
@@ -120,7 +120,7 @@ def test_trec_run_input_takes_texts_from_the_store(env: Path, capsys):
                  "--workers", "0", "--chunk-pairs", "7", "--quiet"])
     assert code == 0, capsys.readouterr().err
     # A baseline is loaded as the app loads it: fitted (IDF) on the dataset named by --data.
-    ranker = workbench.load_ranker(store, "overlap", "demo")
+    ranker = model_loading.load_ranker(store, "overlap", "demo")
     expected = {q.qid: dict(zip([c.doc_id for c in q.candidates], ranker.score(q.text, q.candidates)))
                 for q in demo_questions()}
     assert_same_run(out, expected)

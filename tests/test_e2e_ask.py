@@ -79,7 +79,7 @@ def test_a_fresh_ask_tab_fetches_the_table_and_chart_code_before_the_first_rank(
     table's and plotly's code while the question is typed (issue 16), and nothing else changes."""
     from playwright.sync_api import expect
 
-    from pages import streamlit_modules
+    from pages.common.scripts import streamlit_modules
 
     wanted = streamlit_modules(["DataFrame", "PlotlyChart"])
     page.goto(f"{running_app.url}/Ask")

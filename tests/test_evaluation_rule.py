@@ -11,7 +11,7 @@ import pytest
 
 from db.store import Store
 from qa_core.data.demo import load_demo
-from qa_core.services import workbench
+from qa_core.services import store_setup
 from qa_core.services.evaluation_labels import LabelRule
 from tests.cli import run_cli
 from tests.pages import COMPARE, LANDING, open_page
@@ -24,7 +24,7 @@ def flip_a_test_answer(url: str) -> str:
     question = next(q for q in load_demo().split("test") if any(c.label for c in q.candidates))
     answer = next(c for c in question.candidates if c.label)
     store = Store(url)
-    workbench.ensure_demo(store)
+    store_setup.ensure_demo(store)
     store.labels.add_label(store.datasets.find_candidate_id("demo", question.qid, answer.doc_id), "ann", 0)
     store.close()
     return question.qid
@@ -91,7 +91,7 @@ def test_compare_and_errors_give_the_same_map_by_default_and_when_clean(store_ur
         dataclasses.replace(q, candidates=[dataclasses.replace(c, label=0) for c in q.candidates])
         if q.qid in unanswered else q for q in demo.questions])
     store = Store(store_url)
-    workbench.ensure_demo(store)
+    store_setup.ensure_demo(store)
     store.datasets.import_dataset(mixed)
     store.close()
     default = errors_map(LabelRule.GOLD, clean=None, dataset="mixed")

@@ -29,7 +29,7 @@ from benchmarks.gpu_check import MAX_BUNDLE_BYTES, RESULT, bundle_bytes, load_pa
 from qa_core.device import default_device
 from qa_core.evaluation import evaluate, qrels_from_questions, run_from_scores
 from qa_core.rankers import registry
-from qa_core.services import workbench
+from qa_core.services import store_setup
 from qa_core.types import Candidate, InputError, Question
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,7 +139,7 @@ def test_rankers_follow_rerank_lab_device(bundle: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("RERANK_LAB_DEVICE", "gpu please")
     with pytest.raises(InputError, match="not a torch device"):
         default_device()
-    assert "not a torch device" in workbench.device_label()  # the caption says so instead of a traceback
+    assert "not a torch device" in store_setup.device_label()  # the caption says so instead of a traceback
 
 
 def test_mixed_precision_is_off_unless_asked(bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -150,7 +150,7 @@ def test_mixed_precision_is_off_unless_asked(bundle: Path, monkeypatch: pytest.M
     monkeypatch.setenv("RERANK_LAB_AMP", "1")
     mixed = ranker.predict(part["test"]["inputs"])
     assert 0 < np.abs(mixed - reference).max() < 1e-2  # bfloat16 on the CPU
-    assert workbench.device_label() == "CPU · mixed precision"
+    assert store_setup.device_label() == "CPU · mixed precision"
 
 
 def test_float32_is_ieee_on_cuda_once_a_ranker_module_is_imported() -> None:
@@ -173,7 +173,7 @@ def test_the_caption_names_the_gpu_and_its_memory(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda index: "NVIDIA H100 80GB HBM3")
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: SimpleNamespace(total_memory=85_045_608_448))
-    assert workbench.device_label() == "GPU (NVIDIA H100 80GB HBM3, 79.2 GiB)"
+    assert store_setup.device_label() == "GPU (NVIDIA H100 80GB HBM3, 79.2 GiB)"
 
 
 def test_every_torch_load_names_a_map_location() -> None:

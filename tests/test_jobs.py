@@ -20,7 +20,7 @@ from db.models import LabelRow, TrainingJobRow
 from db.store import Store
 from qa_core.cli import main
 from qa_core.data.demo import load_demo
-from qa_core.services import job_runner, jobs, workbench
+from qa_core.services import job_runner, jobs, model_loading
 from qa_core.services.experiments import train_ranker
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError, NotTrainedError
@@ -84,7 +84,7 @@ def test_job_succeeds_and_registers_an_unpromoted_version(demo_store: Store, tra
     assert [j["id"] for j in demo_store.jobs.jobs("smcnn")] == [job_id]
 
     demo_store.models.promote("smcnn", 2, "demo")
-    assert workbench.load_ranker(demo_store, "smcnn", "demo").score("who painted it?", ["Leonardo"]).shape == (1,)
+    assert model_loading.load_ranker(demo_store, "smcnn", "demo").score("who painted it?", ["Leonardo"]).shape == (1,)
 
 
 def test_job_with_bad_input_fails_with_a_clear_error(demo_store: Store, trained_checkpoint: Path) -> None:
@@ -154,7 +154,7 @@ def test_job_killed_at_a_random_point_leaves_model_and_store_intact(demo_store: 
         assert session.scalar(select(func.count()).select_from(LabelRow)) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback: the promoted checkpoint loads
-        assert workbench.load_ranker(demo_store, "smcnn", "demo") is not None
+        assert model_loading.load_ranker(demo_store, "smcnn", "demo") is not None
     assert len(demo_store.jobs.job_events(job_id)) >= kill_after_events
 
 
@@ -220,6 +220,27 @@ def test_job_runner_runs_only_queued_jobs(store: Store, database_url: str, monke
 # ------------------------------------------------------------------------------ checkpoint fallback
 
 
+def test_loading_a_model_asks_the_store_for_its_version_once(
+    store: Store, trained_checkpoint: Path, models_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page's model load reads the version in use once (it was read twice: a check, then the load)."""
+    asked = []
+    promoted_model = store.models.promoted_model
+    monkeypatch.setattr(store, "promoted_model", lambda *args: asked.append(args) or promoted_model(*args))
+    with pytest.raises(NotTrainedError, match="train it with: python -m qa_core train --model smcnn --data demo"):
+        model_loading.load_ranker(store, "smcnn", "demo")
+    assert asked == [("smcnn", "demo")]
+    shutil.copy(trained_checkpoint, models_dir / "v1.pt")
+    store.models.register_model("smcnn", "smcnn", models_dir / "v1.pt", {"dataset": "demo"}, {})
+    asked.clear()
+    model_loading.load_ranker(store, "smcnn", "demo")
+    assert asked == [("smcnn", "demo")]
+    asked.clear()  # a page reads the version to key its cache, then loads that very record
+    version = model_loading.trained_version(store, "smcnn", "demo")
+    model_loading.load_ranker(store, "smcnn", "demo", version=version)
+    assert asked == [("smcnn", "demo")] and model_loading.version_key(version) == f"{version['id']}:{version['checkpoint_path']}"
+
+
 def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(
     store: Store, trained_checkpoint: Path, models_dir: Path
 ) -> None:
@@ -238,7 +259,7 @@ def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(
     assert (loaded.version["version"], loaded.wanted["version"]) == (1, 2)
     assert "version 2" in loaded.notice and "corrupt" in loaded.notice and "version 1 is used" in loaded.notice
     with pytest.warns(jobs.CheckpointFallbackWarning, match="version 1 is used"):
-        ranker = workbench.load_ranker(store, "smcnn", "demo")
+        ranker = model_loading.load_ranker(store, "smcnn", "demo")
     assert ranker.score("who painted the mona lisa?", ["Leonardo painted it."]).shape == (1,)
 
     paths[2].unlink()
@@ -247,7 +268,7 @@ def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(
     assert loaded.version["version"] == 3 and "not found" in loaded.notice  # the newest trained on demo
     paths[3].unlink()
     with pytest.raises(InputError, match="no version of model 'smcnn' could be loaded"):
-        workbench.load_ranker(store, "smcnn", "demo")  # never the version trained on another dataset
+        model_loading.load_ranker(store, "smcnn", "demo")  # never the version trained on another dataset
     assert store.models.promoted_model("smcnn", "demo")["version"] == 2  # loading never changes the registry
 
 

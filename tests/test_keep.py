@@ -9,7 +9,7 @@ import pytest
 from db.store import Store
 from qa_core.access import SYSTEM, AccessDenied
 from qa_core.rankers import registry
-from qa_core.services import keep, ranking, workbench
+from qa_core.services import candidate_pools, keep, ranking
 from qa_core.types import InputError
 from tests.teams import sign_in, small, table_rows
 
@@ -17,7 +17,7 @@ TYPED = "Who  WROTE the play hamlet"
 
 
 def typed_ranking(store: Store, text: str) -> ranking.Ranking:
-    candidates = workbench.candidates_for_question(store, "d", text, k=3)
+    candidates = candidate_pools.candidates_for_question(store, "d", text, k=3)
     return ranking.rank_pool(registry.create("overlap"), text, candidates, model="overlap", qid=None)
 
 

@@ -39,7 +39,7 @@ def test_the_tree_keeps_its_layers() -> None:
 @pytest.mark.parametrize(
     "module, line, contract",
     [
-        ("qa_core/text/nlp.py", "import qa_core.services.workbench", "The library imports no service"),
+        ("qa_core/text/nlp.py", "import qa_core.services.model_loading", "The library imports no service"),
         ("qa_core/rankers/smcnn.py", "import streamlit", "The library imports no service"),
         ("db/store.py", "import qa_core.services.jobs", "Pages over the CLI over the app services over the store"),
         ("qa_core/rankers/base.py", "import qa_core.rankers.registry", "No import cycles"),

@@ -1,4 +1,4 @@
-"""Data text in markdown (issue 33): ``workbench.as_markdown`` must make Streamlit show any text
+"""Data text in markdown (issue 33): ``as_markdown`` must make Streamlit show any text
 exactly as written. Property-tested with hypothesis against Streamlit's markdown syntax: CommonMark
 with GFM tables and strikethrough (markdown-it-py parses the escaped text: nothing but paragraphs
 of plain text may come out), LaTeX dollars, and what Streamlit 1.67's frontend
@@ -16,7 +16,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from qa_core.services.workbench import WORD_JOINER, as_markdown
+from pages.render.markdown import WORD_JOINER, as_markdown
 
 MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 PLAIN_BLOCKS = {"paragraph_open", "inline", "paragraph_close"}

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from db.store import Store
 from qa_core.data.demo import load_demo
-from qa_core.services import workbench
+from qa_core.services import store_setup
 from qa_core.types import Candidate, Dataset, Question
 from tests.pages import COMPARE, LABEL, markdown, open_page
 
@@ -256,7 +256,7 @@ def test_uncertainty_with_untrained_model_names_the_train_command(store_url):
 
 def test_agreement_and_review_settle_a_conflict(store_url):
     store = Store(store_url)
-    workbench.ensure_demo(store)
+    store_setup.ensure_demo(store)
     pairs = [r.candidate_id for r in store.datasets.candidate_rows("demo")][:6]
     for candidate_id, (a, b) in zip(pairs, [(0, 0), (1, 1), (2, 2), (0, 1), (3, 3), (4, 2)]):
         store.labels.add_label(candidate_id, "ann", a)

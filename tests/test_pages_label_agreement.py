@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from db.store import Store
-from qa_core.services import workbench
+from qa_core.services import model_loading, store_setup
 from tests.pages import LABEL, open_page
 
 
@@ -44,7 +44,7 @@ def test_a_name_hiding_a_zero_width_space_is_refused(store_url):
 
 def test_agreement_over_one_shared_pair_says_not_enough_overlap(store_url):
     store = Store(store_url)
-    workbench.ensure_demo(store)
+    store_setup.ensure_demo(store)
     (first, *_) = [r.candidate_id for r in store.datasets.candidate_rows("demo")]
     store.labels.add_label(first, "ann", 1)
     store.labels.add_label(first, "bob", 2)
@@ -60,7 +60,7 @@ def test_agreement_over_one_shared_pair_says_not_enough_overlap(store_url):
 
 def test_agreement_with_enough_overlap_shows_coefficients_and_intervals(store_url):
     store = Store(store_url)
-    workbench.ensure_demo(store)
+    store_setup.ensure_demo(store)
     ids = [r.candidate_id for r in store.datasets.candidate_rows("demo")][:12]
     grades = [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (0, 1), (1, 1), (2, 3), (3, 3), (4, 3), (0, 0), (2, 2)]
     for candidate_id, (a, b) in zip(ids, grades):
@@ -231,7 +231,7 @@ def test_review_queues_a_models_disagreements_with_the_consensus(store_url):
 
     store = Store(store_url)
     question = next(q for q in store.datasets.load_dataset("demo").questions if q.qid == "demo-01")
-    scores = workbench.load_ranker(store, "overlap", "demo").score(question.text, question.candidates)
+    scores = model_loading.load_ranker(store, "overlap", "demo").score(question.text, question.candidates)
     first = question.candidates[ordering.order([c.doc_id for c in question.candidates], scores)[0]].doc_id
     store.labels.add_label(store.datasets.find_candidate_id("demo", "demo-01", first), "alice", 0)  # the annotators say no
     store.close()

@@ -8,7 +8,8 @@ import ast
 
 import pytest
 
-from pages import PAGES_DIR, streamlit_modules
+from pages.common.navigation import PAGES_DIR
+from pages.common.scripts import streamlit_modules
 
 
 def preloaded_elements() -> set[str]:

@@ -11,7 +11,7 @@ import pytest
 
 from db.store import Store
 from qa_core.data.demo import load_demo
-from qa_core.services import workbench
+from qa_core.services import store_setup
 from qa_core.services.experiments import train_ranker
 from tests.conftest import copy_to_models
 from tests.pages import ASK, COMPARE, LANDING, TRAIN, open_page
@@ -38,7 +38,7 @@ def store(store_url: str, two_checkpoints) -> Store:
     """The demo and a copy named "other"; smcnn version 1 trained on the demo, version 2 on "other",
     each promoted for its own dataset, as two trainings would leave them."""
     store = Store(store_url)
-    workbench.ensure_demo(store)
+    store_setup.ensure_demo(store)
     store.datasets.import_dataset(dataclasses.replace(load_demo(), name=OTHER))
     for dataset, path in zip(("demo", OTHER), two_checkpoints):
         store.models.register_model("smcnn", "smcnn", copy_to_models(path), {"dataset": dataset, "seed": 1}, {}, promote=True)

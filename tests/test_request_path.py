@@ -14,7 +14,7 @@ import pytest
 
 from db.store import Store
 from qa_core.retrieval import BM25Index
-from qa_core.services import workbench
+from qa_core.services import candidate_pools
 from qa_core.text.nlp import ParseCache, parse_many
 from qa_core.types import Candidate, Dataset, InputError, Question
 
@@ -27,13 +27,13 @@ def test_reimport_changes_dataset_version_and_rebuilds_candidates(database_url: 
     store = Store(database_url)
     try:
         store.datasets.import_dataset(_dataset("Shakespeare wrote Hamlet."))
-        first = workbench.dataset_version(store, "tiny")
-        assert workbench.dataset_version(store, "tiny") == first
-        assert workbench.candidates_for_question(store, "tiny", "hamlet")[0].text == "Shakespeare wrote Hamlet."
+        first = candidate_pools.dataset_version(store, "tiny")
+        assert candidate_pools.dataset_version(store, "tiny") == first
+        assert candidate_pools.candidates_for_question(store, "tiny", "hamlet")[0].text == "Shakespeare wrote Hamlet."
 
         store.datasets.import_dataset(_dataset("Hamlet was written around 1600."), replace=True)
-        assert workbench.dataset_version(store, "tiny") != first
-        assert workbench.candidates_for_question(store, "tiny", "hamlet")[0].text == "Hamlet was written around 1600."
+        assert candidate_pools.dataset_version(store, "tiny") != first
+        assert candidate_pools.candidates_for_question(store, "tiny", "hamlet")[0].text == "Hamlet was written around 1600."
     finally:
         store.close()
 
@@ -43,9 +43,9 @@ _SECOND_PROCESS = """
 import sys
 from db.store import Store
 from qa_core.retrieval import BM25Index
-from qa_core.services import workbench
+from qa_core.services import candidate_pools
 BM25Index.build = None
-print(workbench.candidates_for_question(Store(sys.argv[1]), "tiny", "who wrote hamlet")[0].text)
+print(candidate_pools.candidates_for_question(Store(sys.argv[1]), "tiny", "who wrote hamlet")[0].text)
 """
 
 
@@ -55,17 +55,17 @@ def test_bm25_index_is_saved_once_per_version_and_loaded_by_another_process(tmp_
     store = Store(url)
     try:
         store.datasets.import_dataset(_dataset("Shakespeare wrote Hamlet."))
-        workbench.candidates_for_question(store, "tiny", "hamlet")
-        folder = workbench.index_folder(store, "tiny")
+        candidate_pools.candidates_for_question(store, "tiny", "hamlet")
+        folder = candidate_pools.index_folder(store, "tiny")
         (first,) = folder.iterdir()
         with pytest.raises(InputError, match="question words such as 'who' or 'is' are not searched"):
-            workbench.candidates_for_question(store, "tiny", "who was it?")
+            candidate_pools.candidates_for_question(store, "tiny", "who was it?")
         child = subprocess.run([sys.executable, "-c", _SECOND_PROCESS, url], capture_output=True, text=True,
                                env=os.environ, check=False)
         assert (child.returncode, child.stdout.strip()) == (0, "Shakespeare wrote Hamlet."), child.stderr
 
         store.datasets.import_dataset(_dataset("Hamlet was written around 1600."), replace=True)
-        assert workbench.candidates_for_question(store, "tiny", "hamlet")[0].text == "Hamlet was written around 1600."
+        assert candidate_pools.candidates_for_question(store, "tiny", "hamlet")[0].text == "Hamlet was written around 1600."
         (rebuilt,) = folder.iterdir()
         assert rebuilt != first  # the re-import's index replaced the stale one
     finally:
@@ -83,7 +83,7 @@ def test_typed_question_reads_the_collection_without_loading_the_dataset(databas
     store = Store(database_url)
     try:
         store.datasets.import_dataset(Dataset("typed", [*demo.questions, odd]))
-        sentences = workbench.collection_sentences(store.datasets.load_dataset("typed"))
+        sentences = candidate_pools.collection_sentences(store.datasets.load_dataset("typed"))
         in_memory = BM25Index.build([(name, candidate.text) for name, candidate in sentences.items()])
 
         def forbidden(*_args, **_kwargs):
@@ -95,8 +95,8 @@ def test_typed_question_reads_the_collection_without_loading_the_dataset(databas
                 dataclasses.replace(sentences[name], first_stage_rank=rank, first_stage_score=score)
                 for rank, (name, score) in enumerate(in_memory.search(question, 20), start=1)
             ]
-            assert workbench.candidates_for_question(store, "typed", question, k=20) == expected
-        assert workbench.candidates_for_question(store, "typed", "hamlet shakespeare 1600")[0].doc_id == "q/1/d/1"
+            assert candidate_pools.candidates_for_question(store, "typed", question, k=20) == expected
+        assert candidate_pools.candidates_for_question(store, "typed", "hamlet shakespeare 1600")[0].doc_id == "q/1/d/1"
     finally:
         store.close()
 

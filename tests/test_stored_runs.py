@@ -8,7 +8,7 @@ from qa_core.data.demo import load_demo
 from qa_core.data.exporters import write_trec_run
 from qa_core.evaluation import qrels_from_questions
 from qa_core.rankers import registry
-from qa_core.services import stored_runs, workbench
+from qa_core.services import model_loading, stored_runs
 from qa_core.services.experiments import score_questions
 from qa_core.types import InputError
 from tests.conftest import model_file
@@ -53,7 +53,7 @@ def test_seed_groups_from_files_and_evaluate_runs(demo_store, tmp_path):
 
 def test_a_fusion_is_tuned_on_dev_kept_and_found_again(demo_store):
     dataset = demo_store.datasets.load_dataset("demo")
-    rankers = {name: workbench.load_ranker(demo_store, name, "demo") for name in ("bm25", "overlap")}
+    rankers = {name: model_loading.load_ranker(demo_store, name, "demo") for name in ("bm25", "overlap")}
     test = dataset.split("test")
     split_runs = {name: score_questions(ranker, test) for name, ranker in rankers.items()}
     recipe, fused_dev, fused_test = stored_runs.build_fusion(rankers, dataset.split("dev"), split_runs, "rrf")

@@ -15,7 +15,7 @@ import pytest
 
 from db.store import Store
 from qa_core.data.demo import load_demo
-from qa_core.services import retraining, workbench
+from qa_core.services import retraining, store_setup
 from qa_core.services.experiments import train_ranker
 from qa_core.types import InputError
 from tests.conftest import copy_to_models
@@ -42,7 +42,7 @@ def good_and_bad(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_a_worse_version_is_compared_on_dev_and_its_promotion_confirmed(store_url, good_and_bad):
     store = Store(store_url)
-    workbench.ensure_demo(store)
+    store_setup.ensure_demo(store)
     good, bad = good_and_bad
     store.models.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
     store.models.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
@@ -82,7 +82,7 @@ def test_the_card_loads_each_checkpoint_as_registered(store_url, good_and_bad):
     """A file copied over a registered checkpoint is refused, not scored and shown as that version;
     a version that does not exist is one sentence, not a StopIteration."""
     store = Store(store_url)
-    workbench.ensure_demo(store)
+    store_setup.ensure_demo(store)
     good, bad = good_and_bad
     store.models.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
     second = store.models.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
@@ -100,7 +100,7 @@ def test_cards_are_per_store_and_an_unchecked_version_needs_a_confirmation(store
     card, the reason, and a confirmation before Promote is enabled."""
     good, bad = good_and_bad
     store = Store(store_url)
-    workbench.ensure_demo(store)
+    store_setup.ensure_demo(store)
     store.models.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
     store.models.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
     store.close()

@@ -187,7 +187,7 @@ def test_the_version_curve_draws_one_line_per_dataset_and_rings_the_versions_in_
 
 def arcs_page() -> None:
     """The arcs of a 150-word answer with many links, as the pages draw them."""
-    from pages import show_arcs
+    from pages.render.explanation import show_arcs
     from tests.figures import explanation
 
     show_arcs(explanation(150), "long")

@@ -1,7 +1,7 @@
 """Judging a (question, candidate) pair wherever it is shown: the grade scale, one button per grade
 with its digit key (``keyed_button``, pressed by ``assets/label_keys.js``), and the judge-in-place
-panel of the Ask page, writing through the store's ``add_label`` / ``undo_last`` as the Label page's
-annotator (local mode: the name kept under ``ANNOTATOR``; team mode: the signed-in user, whose role
+panel of the Ask page, writing through ``labeling.workplace`` (``judge_in_place`` / ``undo_in_place``) as
+the Label page's annotator (local mode: the name kept under ``ANNOTATOR``; team mode: the signed-in user, whose role
 the store checks in the label's transaction).
 
 A package rather than ``pages/judging.py``: Streamlit lists every ``.py`` file in ``pages/`` as a
@@ -14,10 +14,12 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from pages import current_actor, run_script
+from pages.common.scripts import run_script
+from pages.common.signin import current_actor
+from pages.render.markdown import as_markdown
 from qa_core.access import Permission
-from qa_core.services import labeling, workbench
-from qa_core.services.labeling.agreement import MAX_LABEL, MIN_LABEL
+from qa_core.services import candidate_pools, labeling
+from qa_core.services.labeling import workplace
 from qa_core.types import InputError
 
 GRADE_NAMES = {0: "not relevant", 1: "related", 2: "partly answers", 3: "answers", 4: "perfect answer"}
@@ -28,7 +30,7 @@ GRADE_MEANINGS = {
     3: "answers the question",
     4: "answers it fully and on its own; nothing else is needed",
 }
-assert sorted(GRADE_NAMES) == list(range(MIN_LABEL, MAX_LABEL + 1)), "one button per grade the store accepts"
+assert sorted(GRADE_NAMES) == list(workplace.GRADES), "one button per grade the store accepts"
 ANNOTATOR = "annotator"  # session key: the local annotator's name, shared by the Label and Ask pages
 BUTTON_KEYS = "button_keys"  # session key: this run's buttons with a key (keyed_button), until install_keys
 JUDGED, JUDGE_NOTICE = "judged_in_place", "judge_notice"
@@ -95,11 +97,11 @@ def judge_in_place(store, state: dict, qid: str, doc_id: str, grade: int) -> Non
     labels read again (the table shows them once the page reruns)."""
     actor = current_actor()
     try:
-        store.labels.add_label(store.datasets.find_candidate_id(state["dataset"], qid, doc_id), annotator_now(), grade, actor=actor)
+        workplace.judge_in_place(store, state["dataset"], qid, doc_id, grade, annotator_now(), actor)
     except InputError as error:  # e.g. the dataset was replaced, or the role was taken away meanwhile
         st.session_state[JUDGE_NOTICE] = f"Not saved: {error}"
         return
-    state["stored"] = workbench.stored_labels(store, state["dataset"], qid)
+    state["stored"] = candidate_pools.stored_labels(store, state["dataset"], qid)
     st.session_state[JUDGE_NOTICE] = f"Labelled {qid} / {doc_id} as {grade} ({GRADE_NAMES[grade]})."
     st.session_state[JUDGED] = True
 
@@ -107,11 +109,11 @@ def judge_in_place(store, state: dict, qid: str, doc_id: str, grade: int) -> Non
 def undo_in_place(store, state: dict, qid: str) -> None:
     """Button callback: take back the annotator's latest label in the dataset (kept in the history)."""
     try:
-        undone = store.labels.undo_last(annotator_now(), state["dataset"], actor=current_actor())
+        undone = workplace.undo_in_place(store, state["dataset"], annotator_now(), current_actor())
     except InputError as error:
         st.session_state[JUDGE_NOTICE] = f"Not undone: {error}"
         return
-    state["stored"] = workbench.stored_labels(store, state["dataset"], qid)
+    state["stored"] = candidate_pools.stored_labels(store, state["dataset"], qid)
     st.session_state[JUDGE_NOTICE] = (
         "Nothing of yours to undo in this dataset." if undone is None
         else f"Took back your label {undone['value']} of candidate {undone['candidate_id']} (it stays in the history)."
@@ -140,7 +142,7 @@ def judge_panel(store, state: dict, qid: str | None, doc_id: str) -> None:
                    "on it, or judge a dataset question's.")
         return
     if not current_actor().may(Permission.LABEL):
-        st.caption(workbench.as_markdown(f"{current_actor().describe()} may not label pairs."))
+        st.caption(as_markdown(f"{current_actor().describe()} may not label pairs."))
         return
     name = annotator_now()
     if name is None:
@@ -148,10 +150,10 @@ def judge_panel(store, state: dict, qid: str | None, doc_id: str) -> None:
                       placeholder="e.g. alice", on_change=take_local_name)
     notice = st.session_state.pop(JUDGE_NOTICE, None)
     if notice:
-        st.caption(workbench.as_markdown(notice))
+        st.caption(as_markdown(notice))
     grade_buttons("judge-grade", judge_in_place, lambda grade: (store, state, qid, doc_id, grade),
                   disabled=name is None, primary_from=1)
     keyed_button(st.button, "Undo", key="judge-undo", shortcut="U", on_click=undo_in_place, args=(store, state, qid),
                  disabled=name is None)
-    st.caption(workbench.as_markdown(f"Keys: 0–4 judge this candidate as {name or 'the annotator named above'}"
+    st.caption(as_markdown(f"Keys: 0–4 judge this candidate as {name or 'the annotator named above'}"
                                      " · U undo your latest label in this dataset"))

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import current_actor
+from pages.common.signin import current_actor
+from pages.render.markdown import as_markdown
 from qa_core.access import Permission
-from qa_core.services import keep, workbench
+from qa_core.services import candidate_pools, keep
 from qa_core.types import InputError
 
 KEEP_NOTICE = "keep_notice"
@@ -22,7 +23,7 @@ def keep_now(store, state: dict, split: str) -> None:
         st.session_state[KEEP_NOTICE] = ("error", str(error))
         return
     state["ranking"] = keep.as_kept(state["ranking"], kept)
-    state["stored"] = workbench.stored_labels(store, state["dataset"], kept.qid)
+    state["stored"] = candidate_pools.stored_labels(store, state["dataset"], kept.qid)
     st.session_state[KEEP_NOTICE] = ("success", keep.describe(kept, state["dataset"]))
 
 
@@ -30,7 +31,7 @@ def keep_panel(store, state: dict) -> None:
     """The split and the button for a typed question, and what the last keep did."""
     notice = st.session_state.pop(KEEP_NOTICE, None)
     if notice is not None:
-        getattr(st, notice[0])(workbench.as_markdown(notice[1]))
+        getattr(st, notice[0])(as_markdown(notice[1]))
     if state["ranking"].qid is not None or not current_actor().may(Permission.IMPORT):
         return
     left, right = st.columns([1, 3], vertical_alignment="bottom")

@@ -1,12 +1,12 @@
 """The Label page's ``pool`` order (depth-k pooling, issue 37): which systems, how deep, and the
-pool's progress. The systems are the pages' model listing (``workbench.model_names``: built-in
+pool's progress. The systems are the pages' model listing (``model_loading.model_names``: built-in
 models and fusions), the same scores the other model-based orders use."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from qa_core.services import workbench
+from pages.render.markdown import as_markdown
 from qa_core.services.labeling import pooling
 from qa_core.services.labeling.strategies import DEFAULT_POOL_DEPTH, Scores
 
@@ -26,4 +26,4 @@ def show_pool_progress(store, dataset: str, scores: dict[str, Scores], depth: in
     """How much of the pool is judged, and judged@k of every pooled system."""
     progress = pooling.store_pool_progress(store, dataset, scores, depth, split)
     st.progress(progress.judged / progress.size if progress.size else 1.0,
-                text=workbench.as_markdown(progress.describe()))
+                text=as_markdown(progress.describe()))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from qa_core.cli.common import ORPHAN_EXAMPLES, actor, emit, open_store
-from qa_core.services import workbench
+from qa_core.services import store_setup
 
 
 def cmd_data_import(args: argparse.Namespace) -> None:
@@ -49,7 +49,7 @@ def cmd_data_demo(args: argparse.Namespace) -> None:
     from qa_core.services import datasets
 
     store = open_store(args)
-    workbench.ensure_demo(store, beside_others=True)
+    store_setup.ensure_demo(store, beside_others=True)
     emit({"datasets": datasets.names(store)})
 
 

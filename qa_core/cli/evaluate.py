@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from qa_core.cli.common import EXIT_NOT_REPRODUCED, actor, add_label_arguments, emit, open_store, progress_bar
-from qa_core.services import workbench
+from qa_core.services import candidate_pools, model_loading
 from qa_core.types import Dataset, InputError
 
 
@@ -43,9 +43,9 @@ def cmd_rank(args: argparse.Namespace) -> None:
     from qa_core.services.ranking import rank_pool
 
     store = open_store(args)
-    question = workbench.check_question(args.question)
-    ranker = workbench.load_ranker(store, args.model, args.data)
-    candidates = workbench.candidates_for_question(store, args.data, question, k=args.candidates)
+    question = candidate_pools.check_question(args.question)
+    ranker = model_loading.load_ranker(store, args.model, args.data)
+    candidates = candidate_pools.candidates_for_question(store, args.data, question, k=args.candidates)
     for scored in rank_pool(ranker, question, candidates, model=args.model).scored[: args.top]:
         # One line per candidate whatever the text holds (newlines, tabs): the output is read line-wise.
         print(f"{scored.rank:>3}  {scored.score:.4f}  {' '.join(scored.candidate.text.split())}")
@@ -74,7 +74,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
             raise InputError(f"{source!r} is named twice")
         if source in registry.available() or source.endswith(".pt"):
             with progress_bar(f"scoring {source} on {args.split}", args.quiet) as progress:
-                runs[source] = score_questions(workbench.load_ranker(store, source, args.data), questions, progress)
+                runs[source] = score_questions(model_loading.load_ranker(store, source, args.data), questions, progress)
         elif Path(source).is_file():
             run = {qid: {doc: score for doc, _, score in docs} for qid, docs in read_trec_run(Path(source)).items()}
             if not run.keys() & qrels.keys():
@@ -110,7 +110,7 @@ def cmd_batch_score(args: argparse.Namespace) -> None:
 
     store = open_store(args)
     source = Path(args.input)
-    ranker = workbench.load_ranker(store, args.model, args.data)
+    ranker = model_loading.load_ranker(store, args.model, args.data)
     run_input = args.data is not None and source.is_file() and input_format(source) == "trec"
     request = BatchRequest(
         source, Path(args.out), texts=store_texts(store, args.data) if run_input else None,

@@ -45,7 +45,7 @@ from qa_core.evaluation import (
     tie_aware,
 )
 from qa_core.rankers.base import Ranker
-from qa_core.services import workbench
+from qa_core.services import candidate_pools
 from qa_core.services.experiments import score_questions
 from qa_core.services.ranking import Ranking, rank_pool
 from qa_core.significance import TIE_TOLERANCE, win_tie_loss  # noqa: F401 (win_tie_loss: part of this API)
@@ -85,7 +85,7 @@ class QuestionComparison:
 def compare_question(rankers: Mapping[str, Ranker], question: str, candidates: Sequence[Candidate]) -> QuestionComparison:
     """Rank ``candidates`` with every model of ``rankers`` (name -> ranker, reference first)."""
     models = check_models(list(rankers))
-    question = workbench.check_question(question)
+    question = candidate_pools.check_question(question)
     if not candidates:
         raise InputError("the question has no candidates to compare the models on")
     rankings = {name: rank_pool(rankers[name], question, candidates, model=name) for name in models}

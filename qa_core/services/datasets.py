@@ -28,7 +28,7 @@ def open_store(url: str | None = None, *, team: bool = False) -> Store:
     with any password in the URL masked."""
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-    from qa_core.services.workbench import masked_url
+    from qa_core.services.store_setup import masked_url
 
     url = config.database_url() if url is None else url  # an empty URL is refused, not replaced
     try:

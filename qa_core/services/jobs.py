@@ -306,14 +306,15 @@ def _same_model(version: dict[str, Any], wanted: dict[str, Any]) -> bool:
         wanted["training_data"] or {})
 
 
-def load_promoted(store: Store, name: str, dataset: str) -> LoadedModel:
-    """Load the version of ``name`` that ``dataset`` uses (``VersionStore.promoted_model``); if its
+def load_promoted(store: Store, name: str, dataset: str, wanted: dict[str, Any] | None = None) -> LoadedModel:
+    """Load the version of ``name`` that ``dataset`` uses (``Store.promoted_model``, unless the caller
+    read it already: ``wanted``); if its
     checkpoint is missing or refused (damaged, or not the file registered: another content hash,
     kind or model name), the version promoted for ``dataset`` before it, then the newest other
     version trained on ``dataset``, each checked the same way: only versions of the same kind
     trained on the same dataset as the one wanted, never, silently, one trained for another dataset.
     ``NotTrainedError`` without any such version; ``InputError`` when none loads."""
-    wanted = store.models.promoted_model(name, dataset)
+    wanted = wanted or store.models.promoted_model(name, dataset)
     if wanted is None:
         raise NotTrainedError(f"model {name!r} has no version trained on or promoted for dataset {dataset!r}")
     earlier = [v for v in store.models.promotion_history(name, dataset) if v["id"] != wanted["id"]]

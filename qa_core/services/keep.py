@@ -16,7 +16,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from db.keep import KeptQuestion, kept_qid
-from qa_core.services import workbench
+from qa_core.services import candidate_pools
 from qa_core.types import InputError, Question
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def keep_question(
     """Add the typed question of ``ranking`` and its pool, in first-stage order, to ``dataset``."""
     if ranking.qid is not None:
         raise InputError(f"question {ranking.qid} is a question of the dataset already")
-    text = workbench.check_question(ranking.question)
+    text = candidate_pools.check_question(ranking.question)
     pool = sorted(ranking.pool, key=lambda c: (c.first_stage_rank is None, c.first_stage_rank or 0))
     candidates = [dataclasses.replace(candidate, label=None) for candidate in pool]
     return store.keep.keep_question(dataset, Question(kept_qid(text), text, candidates, split), actor=actor)

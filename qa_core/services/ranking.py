@@ -20,7 +20,7 @@ from qa_core import ordering
 from qa_core.classifiers.analysis import QuestionAnalysis
 from qa_core.faithfulness import PairDeletions, pair_deletions
 from qa_core.rankers.base import Explanation, Ranker, ScoredCandidate
-from qa_core.services.workbench import check_candidate, check_question
+from qa_core.services.candidate_pools import check_candidate, check_question
 from qa_core.text.nlp import parse
 from qa_core.types import Candidate, InputError
 

@@ -147,22 +147,22 @@ def evaluate_and_keep(
     ties fairly (``tie_aware``) and, where the run ranks unjudged candidates, say so (``judgements``)."""
     from qa_core.evaluation import judgements, tie_aware
     from qa_core.rankers import registry
-    from qa_core.services import models, workbench
+    from qa_core.services import model_loading, models
     from qa_core.services.evaluation_labels import evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_and_evaluate
     from qa_core.services.jobs import load_promoted
 
     version_id, notice = None, None
-    if not workbench.looks_like_path(model) and registry.ranker_class(model).capabilities.trainable:
+    if not model_loading.looks_like_path(model) and registry.ranker_class(model).capabilities.trainable:
         if models.in_use(store, model, dataset) is None:
             raise NotTrainedError(
                 f"model {model!r} has no version trained on or promoted for {dataset!r}; train it with: "
-                f"{workbench.train_command(model, dataset)}"
+                f"{model_loading.train_command(model, dataset)}"
             )
         loaded = load_promoted(store, model, dataset)
         ranker, version_id, notice = loaded.ranker, loaded.version["id"], loaded.notice
     else:
-        ranker = workbench.load_ranker(store, model, dataset)
+        ranker = model_loading.load_ranker(store, model, dataset)
     labels = evaluation_labels(store, dataset, parse_rule(rule))
     questions = require_split(Dataset(dataset, labels.questions), split)
     run, result = score_and_evaluate(ranker, questions, clean=clean, progress=progress)

@@ -25,6 +25,7 @@ from qa_core.services.labeling.strategies import TextRecord, model_scores
 from qa_core.types import InputError
 
 if TYPE_CHECKING:
+    from db.store import Store
     from qa_core.rankers.base import Ranker
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,11 @@ class ScoringProgress(NamedTuple):
 
 class BackgroundScores:
     """One model's scores of a dataset's pairs, filled in by a background thread."""
+
+    @classmethod
+    def of_dataset(cls, ranker: Ranker, store: Store, dataset: str) -> BackgroundScores:
+        """Scores of every pair of ``dataset``, started now."""
+        return cls(ranker, store.datasets.candidate_rows(dataset))
 
     def __init__(self, ranker: Ranker, records: Sequence[TextRecord], questions_per_step: int = QUESTIONS_PER_STEP):
         self._lock = threading.Lock()

@@ -216,6 +216,11 @@ class Calibration:
         """1-based position of the current pair in the run."""
         return self.total - len(self.due) + 1
 
+    def hold_no_queue_pair(self) -> None:
+        """Hand back the queue pair this session (``holder``) holds: none is held while calibrating."""
+        if self.holder is not None:
+            self.store.queue.release_claims(self.dataset, self.holder, actor=self.actor)
+
     def judge(self, record: CandidateRecord, grade: int, shown_at: datetime) -> bool:
         """Store the grade of the gold pair on screen (no longer due); whether it was the last one due."""
         if self.settings_id is None:

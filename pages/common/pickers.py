@@ -1,0 +1,146 @@
+"""The choices every page starts with, remembered across pages: dataset, model, the clean-questions
+switch, the label rule, and the typed-or-picked question; plus the blank cell of a missing value."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from pages.common.caches import get_questions
+from pages.render.markdown import as_markdown
+from qa_core.services import candidate_pools, datasets, model_loading
+from qa_core.services.datasets import Store
+from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
+from qa_core.types import Candidate, InputError
+
+TYPED, PICKED = "Type a question", "Pick a dataset question"
+NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
+LAST_DATASET, LAST_MODEL, LAST_CLEAN = "last_dataset", "last_model", "last_clean"
+
+
+def pick_dataset(container, datasets: Sequence[str], key: str, store: Store | None = None) -> str:
+    """The dataset select box of a page, starting on the dataset last used: on any page of this
+    session (pages keep their own widget keys, which Streamlit forgets on leaving the page), else,
+    in a fresh tab, the one a model was last trained on or promoted for (docs/architecture.md,
+    "What a page shows")."""
+    if key not in st.session_state:
+        remembered = st.session_state.get(LAST_DATASET)
+        if remembered not in datasets and store is not None:
+            remembered = model_loading.last_used_dataset(store, datasets)
+        if remembered in datasets:
+            st.session_state[key] = remembered
+    dataset = container.selectbox("Dataset", datasets, key=key)
+    st.session_state[LAST_DATASET] = dataset
+    return dataset
+
+
+def pick_model(container, store: Store, dataset: str, key: str, options: Sequence[str] | None = None) -> str:
+    """A page's model select box over ``options`` (default: every model, those ready for ``dataset``
+    first). It starts on the model last used for ``dataset`` (this session's, else the store's last
+    trained or promoted) and goes there again when the dataset changes, so another dataset's choice
+    never carries over; the version in use is said under it."""
+    options = list(options) if options is not None else model_loading.model_names(store, dataset)
+    for_dataset = f"{key}__dataset"
+    if st.session_state.get(key) not in options or st.session_state.get(for_dataset) != dataset:
+        remembered = st.session_state.get(LAST_MODEL)
+        st.session_state[key] = (remembered[1] if remembered and remembered[0] == dataset and remembered[1] in options
+                                 else model_loading.default_model(store, options, dataset))
+        st.session_state[for_dataset] = dataset
+    model = container.selectbox("Model", options, key=key)
+    st.session_state[LAST_MODEL] = (dataset, model)
+    container.caption(as_markdown(model_loading.version_in_use(store, model, dataset)))
+    return model
+
+
+def preset_model(key: str, dataset: str | None, model: str) -> None:
+    """Choose ``model`` in ``pick_model``'s box ``key`` for ``dataset`` before it is drawn (a link)."""
+    st.session_state[key] = model
+    st.session_state[f"{key}__dataset"] = dataset
+
+
+CLEAN_LABEL = "Clean questions only"
+CLEAN_HELP = ("Only questions with a correct and a wrong candidate: the WikiQA/TrecQA \"clean\" convention, "
+              "as `--clean` on the command line. Off (the default), every question with labels counts, and one "
+              "without a correct candidate scores 0.")
+
+
+def pick_clean(container, key: str) -> bool:
+    """The question set every metric of a page is computed over: every question with labels (the
+    default, as the CLI's ``evaluate`` and trec_eval) or the clean ones. One control with one
+    default on every page, and the choice carries over between pages, so the same model and split
+    give the same number on Compare, Errors and the command line."""
+    if key not in st.session_state:
+        st.session_state[key] = st.session_state.get(LAST_CLEAN, False)
+    clean = container.toggle(CLEAN_LABEL, key=key, help=CLEAN_HELP)
+    st.session_state[LAST_CLEAN] = clean
+    return clean
+
+
+def question_set(clean: bool, questions: int, split: str) -> str:
+    """The question set a number was computed over, said beside it."""
+    return f"{questions} {'clean ' if clean else ''}questions ({split}{'' if clean else ', clean off'})"
+
+
+def require_datasets(store: Store) -> list[str]:
+    """The store's dataset names; an empty store says how to import one and stops the page."""
+    names = datasets.names(store)
+    if not names:
+        st.info(NO_DATASETS)
+        st.stop()
+    return names
+
+
+ChosenQuestion = tuple[str, Sequence[Candidate], str | None]
+
+
+def question_input(store: Store, url: str, dataset: str, dataset_version: str) -> Callable[[], ChosenQuestion]:
+    """The typed-or-picked question widgets (keys ``source``, ``question``, ``k``, ``picked``). The
+    returned function, called when the page's button is clicked, gives the checked question, its
+    candidates (BM25's top k, or the dataset question's own pool) and its qid (``None`` when typed);
+    it raises ``InputError`` on a bad question."""
+    source = st.radio("Question", [TYPED, PICKED], horizontal=True, key="source", label_visibility="collapsed")
+    if source == TYPED:
+        typed = st.text_input("Your question", key="question", placeholder="e.g. who discovered penicillin")
+        k = int(
+            st.number_input(
+                "BM25 candidates to rerank", min_value=1, max_value=1000, value=candidate_pools.DEFAULT_CANDIDATES, key="k"
+            )
+        )
+
+        def chosen() -> ChosenQuestion:
+            question = candidate_pools.check_question(typed)
+            return question, candidate_pools.candidates_for_question(store, dataset, question, k=k), None
+
+        return chosen
+    questions = get_questions(store, url, dataset, dataset_version)
+    picked = st.selectbox(
+        "Dataset question",
+        range(len(questions)),
+        format_func=lambda i: f"{questions[i].qid} [{questions[i].split}] {questions[i].text}",
+        key="picked",
+    )
+
+    def chosen() -> ChosenQuestion:
+        if picked is None:
+            raise InputError(f"dataset {dataset!r} has no questions to pick")
+        return questions[picked].text, questions[picked].candidates, questions[picked].qid
+
+    return chosen
+
+
+def blank_missing(values: Sequence[Any], fmt: str = "{}") -> list[str]:
+    """A column's values as text, a missing one as a blank cell: Streamlit writes "None" for a missing
+    number whatever the column's format. For columns that still sort right as text (grades, decimals
+    in [0, 1])."""
+    return ["" if pd.isna(value) else fmt.format(value) for value in values]
+
+
+def pick_label_rule(container, key: str) -> LabelRule:
+    """The labels a page's metrics are computed against (default gold), with the rule spelled out."""
+    rule = container.radio("Labels", list(LabelRule), key=key, horizontal=True,
+                           format_func=lambda r: {LabelRule.GOLD: "gold", LabelRule.TRAINING: "training-label rule"}[r],
+                           help=" ".join(f"{r.value}: {text}." for r, text in DESCRIPTIONS.items()))
+    return LabelRule(rule)

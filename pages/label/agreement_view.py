@@ -1,0 +1,107 @@
+"""The agreement dashboard: Krippendorff's α and Cohen's κ with bootstrap intervals, bias, disagreement
+by question class, timing, calibration results, and the share of double-annotated pairs."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.common.signin import current_actor
+from pages.judging import keyed_button
+from pages.label.shared import NOTICE, Desk, keys_help
+from pages.render.markdown import as_markdown
+from qa_core.services import analysis, labeling
+from qa_core.services.labeling import charts, dashboard, management
+from qa_core.types import InputError
+
+
+@st.cache_data(show_spinner="Computing agreement and its confidence intervals…", max_entries=16)
+def get_dashboard(_store, url: str, dataset: str, stamp: str) -> dashboard.Dashboard:
+    """The agreement dashboard; ``stamp`` (labels, adjudications, timed judgements) says when it
+    changed (the bootstrap takes about a second per annotator pair)."""
+    return dashboard.store_dashboard(_store, dataset, analysis.question_analyzer(_store))
+
+
+def coefficient(value: float | None, items: int, enough: bool) -> str:
+    if not enough:
+        return f"{labeling.NOT_ENOUGH} ({items} shared)"
+    return "— (no variation)" if value is None else f"{value:.3f}"
+
+
+def agreement_view(desk: Desk) -> None:
+    """Agreement over everyone's current labels, with the intervals that say how far it holds."""
+    store, dataset = desk.store, desk.dataset
+    board = get_dashboard(store, desk.url, dataset, dashboard.dashboard_stamp(store, dataset))
+    report = board.report
+    left, middle, right = st.columns(3)
+    left.metric("Annotators", len(report.annotators))
+    share = "" if report.overlap_share is None else f" ({report.overlap_share:.0%} of {report.judged} judged)"
+    middle.metric("Pairs judged by two or more", f"{report.items_with_overlap}{share}")
+    right.metric(
+        "Krippendorff's α (ordinal)",
+        coefficient(report.alpha, report.items_with_overlap, report.enough),
+        help=f"95% bootstrap interval {report.alpha_ci}",
+    )
+    if report.enough:
+        right.caption(f"95% interval {report.alpha_ci}")
+    else:
+        st.warning(
+            f"Not enough overlap: {report.items_with_overlap} pairs were judged by two or more annotators; "
+            f"agreement means little below {labeling.MIN_SHARED_PAIRS}. Raise the share of double-annotated "
+            "pairs below, or label more."
+        )
+    overlap_setting(desk)
+    if not board.calibration.empty:
+        st.markdown("**Calibration against gold**")
+        st.caption("Each annotator's calibration judgements against gold (not labels: they count neither in "
+                   "training nor in the agreement above); exact agreement and quadratic-weighted κ (scikit-learn).")
+        st.dataframe(board.calibration, hide_index=True, key="calibration_results")
+    st.caption("Keys: E export the dashboard as CSV · " + keys_help(desk.views))
+    if not report.pairs:
+        st.info("Agreement needs pairs judged by two annotators; the queue hands a share of pairs to two.")
+        return
+    st.caption(
+        "Cohen's κ per annotator pair over the pairs both judged (scikit-learn; weighted: quadratic over "
+        "grades 0–4) with a 95% bootstrap interval over those pairs; Krippendorff's α over everyone "
+        f"(krippendorff package). Below {labeling.MIN_SHARED_PAIRS} shared pairs a coefficient is not shown."
+    )
+    st.dataframe(board.kappas, hide_index=True, key="kappas")
+    keyed_button(
+        st.download_button, "Export the dashboard as CSV", dashboard.dashboard_csv(board),
+        file_name=f"agreement-{dataset}.csv", mime="text/csv", key="export", shortcut="E",
+    )
+    st.caption(
+        "Bias: mean of (grade − consensus) over the pairs judged with others; the consensus is the "
+        "reviewer's grade, else the median. Seconds: from the pair shown to the judgement."
+    )
+    tables = st.columns(3)
+    for column, (title, table) in zip(
+        tables, [("Bias per annotator", board.bias), ("Disagreement per question class", board.by_class),
+                 ("Seconds per judgement", board.timing)]
+    ):
+        column.markdown(f"**{title}**")
+        column.dataframe(table, hide_index=True)
+    for name, figure in charts.dashboard_figures(board).items():
+        st.plotly_chart(figure, key=f"chart-{name}")
+
+
+def overlap_setting(desk: Desk) -> None:
+    """The dataset's share of double-annotated pairs: in the store, so every session draws the same sample."""
+    annotator = desk.annotator
+    settings = management.overlap_settings(desk.store, desk.dataset)
+    manages = management.may_manage(current_actor())
+    with st.form("overlap_form", border=False):
+        share = st.slider(
+            "Share of pairs judged by two annotators", 0, 100, round(settings.overlap_share * 100), step=5,
+            format="%d%%", key="overlap_share",
+        )
+        st.caption(as_markdown(management.overlap_line(settings)))
+        if not manages:
+            st.caption("Only an admin changes it.")
+        if st.form_submit_button("Save share", disabled=annotator is None or not manages) and annotator is not None:
+            try:
+                management.set_overlap_percent(desk.store, desk.dataset, share, annotator, current_actor())
+            except InputError as error:
+                st.error(as_markdown(str(error)))
+            else:
+                st.session_state[NOTICE] = f"Share of double-annotated pairs set to {share}%."
+                st.rerun()

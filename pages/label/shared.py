@@ -1,0 +1,150 @@
+"""What the Label page's views share: session keys, the keyboard map, the pair beside the
+guidelines, a model's suggestion and the background scoring behind the model-based orders."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import streamlit as st
+
+from pages.common.caches import get_questions, get_ranker, load_ranker, show_not_trained
+from pages.judging import GRADE_MEANINGS, GRADE_NAMES, Keys
+from pages.render.markdown import as_markdown
+from qa_core.services import candidate_pools, labeling, model_loading
+from qa_core.services.datasets import Store
+from qa_core.services.labeling import management, suggestions
+from qa_core.types import NotTrainedError
+
+LABEL, AGREEMENT, REVIEW, GUIDELINES = "Label", "Agreement", "Review conflicts", "Guidelines"
+NEW_NAME = "New annotator…"
+HOLDER, SHOWN, NOTICE, CONFIG = "label_holder", "label_shown", "label_notice", "label_config"
+CHOICE, NAME_ERROR = "annotator_choice", "annotator_name_error"
+SUGGEST, SUGGESTING = "suggest", "suggest_for"  # the toggle, and {annotator: on} behind it
+PREF_SHOWN, PICKS, SKIPPED = "preference_shown", "topk_picks", "preference_skipped"
+CAL_SHOWN, CAL_REPORT = "calibration_shown", "calibration_report"  # (gold pair, shown at); (dataset, annotator)
+SCORING_REFRESH_SECONDS = 1.0
+VIEW_LETTERS = {LABEL: "l", AGREEMENT: "a", REVIEW: "v", GUIDELINES: "g"}
+
+
+def view_key(position: int) -> str:
+    """The view radio button at ``position`` (0-based; Streamlit's radio inputs carry their index)."""
+    return f'.st-key-label_view input[type="radio"][value="{position}"]'
+
+
+PAGE_KEYS: Keys = {
+    "d": ([".st-key-label_dataset input"], "focus"),
+    "n": ([".st-key-new_annotator input", ".st-key-annotator_choice input"], "focus"),
+}
+VIEW_KEYS: dict[str, Keys] = {
+    LABEL: {
+        "o": ([".st-key-order input"], "focus"),
+        "m": ([".st-key-order_model input", ".st-key-order_models input"], "focus"),
+        "j": ([".st-key-label_mode input"], "focus"),
+        "k": ([".st-key-topk_k input"], "focus"),
+        "h": ([".st-key-suggest input"], "click"),
+    },
+    AGREEMENT: {},
+    REVIEW: {"f": ([".st-key-conflict input"], "focus"), "h": ([".st-key-review_model_on input"], "click")},
+    GUIDELINES: {},
+}
+PAGE_HELP = "D dataset · N annotator · Esc leaves a box (then keys work again)"
+
+
+def view_keys(views: Sequence[str]) -> Keys:
+    """A letter per view the actor may open, pointing at that view's radio button (a role sees
+    fewer views, so positions differ)."""
+    return {VIEW_LETTERS[view]: ([view_key(position)], "click") for position, view in enumerate(views)}
+
+
+def keys_help(views: Sequence[str]) -> str:
+    """The page-wide keys as listed under every view."""
+    letters = " / ".join(VIEW_LETTERS[view].upper() for view in views)
+    return f"{letters} {', '.join(view.split()[0].lower() for view in views)} · {PAGE_HELP}"
+
+
+@dataclass(frozen=True)
+class Desk:
+    """What every view of the Label page works on: the store (its URL keys the server's caches), the
+    dataset, the annotator (``None`` until one is chosen) and the views the actor may open."""
+
+    store: Store
+    url: str
+    dataset: str
+    annotator: str | None
+    views: tuple[str, ...]
+
+    def scores(self, model: str) -> labeling.BackgroundScores:
+        """``model``'s background scores of the dataset (``NotTrainedError`` without a version)."""
+        store, dataset = self.store, self.dataset
+        version = model_loading.trained_version(store, model, dataset)  # the one read of the version in use
+        return get_scores(store, self.url, model, dataset, model_loading.version_key(version),
+                          candidate_pools.dataset_version(store, dataset), version)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def get_scores(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str,
+               _version: dict | None = None):
+    """One model's scores of the dataset, filled in by a background thread, for the uncertainty
+    and disagreement orders (shared by every session); a new model version or a re-import
+    scores again."""
+    ranker = get_ranker(_store, url, model, dataset, model_version, dataset_version, _version)  # the pages' shared cache
+    return labeling.BackgroundScores.of_dataset(ranker, _store, dataset)
+
+
+@st.fragment(run_every=SCORING_REFRESH_SECONDS)
+def scoring_progress(jobs: dict[str, labeling.BackgroundScores]) -> None:
+    """Scoring progress while the model-based order fills in; one full rerun when it is done."""
+    states = {model: job.progress() for model, job in jobs.items()}
+    if all(state.done for state in states.values()):
+        st.rerun()
+    for model, state in states.items():
+        st.progress(
+            state.scored / state.total if state.total else 1.0,
+            text=f"Scoring with {model} for this order: {state.scored} of {state.total} pairs · "
+            "labelling goes on meanwhile, scored pairs first",
+        )
+
+
+def pair_beside_guidelines(desk: Desk, record, suggesting: str | None = None) -> None:
+    """The pair to judge (with the model suggestion when one is on) beside the dataset's guidelines:
+    a queue pair and a calibration pair alike."""
+    pair, guide = st.columns([3, 2])
+    with pair.container(border=True):
+        st.caption(as_markdown(f"{record.qid} · {record.doc_id}"))
+        st.markdown(f"**Question:** {as_markdown(record.question)}")
+        st.markdown(f"**Candidate:** {as_markdown(record.candidate)}")
+        if suggesting:
+            show_suggestion(desk, suggesting, record)
+    with guide:
+        guidelines_panel(desk.store, desk.dataset)
+
+
+def guidelines_panel(store, dataset: str) -> None:
+    """The grade scale and the dataset's guidelines in force, beside the pair (each label records
+    the version it was made under)."""
+    guideline = management.guidelines(store, dataset)
+    title = "Guidelines" if guideline is None else f"Guidelines (version {guideline.version})"
+    with st.expander(title, expanded=True):
+        st.markdown("\n".join(f"- **{grade} · {GRADE_NAMES[grade]}**: {meaning}" for grade, meaning in GRADE_MEANINGS.items()))
+        if guideline is None:
+            st.caption("No guidelines for this dataset yet: whoever manages it writes them in the Guidelines view (G).")
+        else:
+            st.markdown(guideline.text)  # the guidelines' own markdown; Streamlit escapes HTML in it
+
+
+def show_suggestion(desk: Desk, model: str, record) -> None:
+    """The model's score, rank in the pool and weightiest words for the pair on screen."""
+    store, dataset = desk.store, desk.dataset
+    try:
+        ranker = load_ranker(store, desk.url, model, dataset)
+    except NotTrainedError as error:
+        show_not_trained(error, model, dataset)
+        return
+    questions = get_questions(store, desk.url, dataset, candidate_pools.dataset_version(store, dataset))
+    question = next(q for q in questions if q.qid == record.qid)
+    hint = suggestions.suggest(ranker, model, question, record.doc_id)
+    st.info(as_markdown(
+        f"{hint.model} suggests: score {hint.score:.3f}, rank {hint.rank} of {hint.pool_size} in this question's pool; "
+        f"weightiest words: {', '.join(hint.words) or '-'}"
+    ))

@@ -1,0 +1,66 @@
+"""Opening the store the app and the CLI use, with the bundled demo corpus on a first run, and what
+a page's header says about where the app runs (the store's URL without its password, the device).
+
+No Streamlit here: the pages cache what these return.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from qa_core import config
+from qa_core.types import InputError
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without loading the store
+    from db.store import Store
+
+
+def open_store(url: str | None = None, *, team: bool = False) -> Store:
+    """The store at ``url``, else the configured one (``RERANK_LAB_DB`` or SQLite in the data folder);
+    ``team``: writes need a signed-in user (``db/audit.py``)."""
+    from db.store import Store
+
+    return Store(url or config.database_url(), team=team)
+
+
+def ensure_demo(store: Store, *, beside_others: bool = False) -> bool:
+    """Import the bundled demo corpus into an empty store, so a first run works offline; with
+    ``beside_others`` (``data demo``, which ``make run`` calls) also into a store that holds other
+    datasets but not the demo.
+
+    Returns whether it imported. Two first runs racing each other are fine: the loser sees the
+    winner's dataset. The app itself imports it (``SYSTEM`` in the audit trail), in team mode too.
+    """
+    from qa_core.access import SYSTEM
+    from qa_core.data.demo import DEMO_NAME, load_demo
+
+    names = store.datasets.dataset_names()
+    if DEMO_NAME in names or (names and not beside_others):
+        return False
+    try:
+        store.datasets.import_dataset(load_demo(), actor=SYSTEM)
+    except InputError:
+        if DEMO_NAME not in store.datasets.dataset_names():
+            raise
+        return False
+    return True
+
+
+def masked_url(url: str) -> str:
+    """The database URL with any password hidden, safe to show on a page."""
+    try:
+        return config.parse_database_url(url).render_as_string(hide_password=True)
+    except Exception:  # not parseable: show nothing that could be a secret
+        return "(unparseable database URL)"
+
+
+def device_label() -> str:
+    """Where neural rankers run (``RERANK_LAB_DEVICE``, else CUDA when torch sees it, else the CPU):
+    ``GPU (<name>, <memory> GiB)`` or ``CPU``, with `` · mixed precision`` when ``RERANK_LAB_AMP`` is on."""
+    from qa_core.device import amp_enabled, default_device, describe
+
+    try:
+        label = describe(default_device())
+    except InputError as error:
+        return str(error)
+    return f"{label} · mixed precision" if amp_enabled() else label
