@@ -120,7 +120,7 @@ def test_typed_question_ranks_the_answer_first(store_url, model):
     assert any(DEMO_ANSWER in text for text in table.loc[best, "text"])
     assert table["first_stage_rank"].notna().all()
     assert any("Running on: " in caption.value for caption in app.caption)
-    collection = len(candidate_pools.collection_sentences(Store(store_url).load_dataset("demo")))
+    collection = len(candidate_pools.collection_sentences(Store(store_url).datasets.load_dataset("demo")))
     assert (f"{len(table)} candidates, BM25's best of the dataset's {collection:,} unique sentences "
             f"({FIRST_STAGE.describe()})") in markdown(app)
 

@@ -226,7 +226,7 @@ def test_loading_a_model_asks_the_store_for_its_version_once(
     """A page's model load reads the version in use once (it was read twice: a check, then the load)."""
     asked = []
     promoted_model = store.models.promoted_model
-    monkeypatch.setattr(store, "promoted_model", lambda *args: asked.append(args) or promoted_model(*args))
+    monkeypatch.setattr(store.models, "promoted_model", lambda *args: asked.append(args) or promoted_model(*args))
     with pytest.raises(NotTrainedError, match="train it with: python -m qa_core train --model smcnn --data demo"):
         model_loading.load_ranker(store, "smcnn", "demo")
     assert asked == [("smcnn", "demo")]

@@ -73,7 +73,7 @@ def test_strategies_pick_deterministically_under_a_seed(demo_store: Store, commi
     records = demo_store.datasets.candidate_rows("demo", split="train")
     # A fixed "current model" score: the overlap baseline (no training needed).
     scores = {"current": model_scores(registry.create("overlap"), records), **committee}
-    wanted = {"uncertainty": {"current": scores["current"]}, "disagreement": scores}.get(strategy, {})
+    wanted = {"uncertainty": {"current": scores["current"]}, "disagreement": scores, "pool": scores}.get(strategy, {})
     first = pick_round(strategy, records, 20, seed=7, scores=wanted)
     assert len(first) == len(set(first)) == 20
     assert first == pick_round(strategy, records, 20, seed=7, scores=wanted)
