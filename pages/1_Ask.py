@@ -23,8 +23,9 @@ from pages import (
     question_input,
     require_datasets,
 )
+from pages.collection import index_progress
 from pages.judging import install_keys, judge_panel, rerun_if_judged
-from qa_core.services import analysis, ranking, workbench
+from qa_core.services import analysis, index_builds, ranking, workbench
 from qa_core.types import InputError, NotTrainedError
 
 RESULT_KEY, APPLIED_KEY, RUNS_KEY = "ask_result", "ask_applied_params", "ask_runs"
@@ -92,8 +93,11 @@ if (clicked or rank_now) and ranker is not None:
             "stored": workbench.stored_labels(store, dataset, qid),  # typed: every question's, keyed qid/doc_id
             "store_analysis": store_analysis,
         }
+    except index_builds.IndexBuilding as building:
+        st.info(workbench.as_markdown(str(building)))
     except (InputError, NotTrainedError) as error:
         st.error(workbench.as_markdown(str(error)))
+index_progress(store, dataset)
 
 
 def analysis_line(summary: ranking.AnalysisSummary, read_by_model: bool) -> str:

@@ -30,7 +30,7 @@ from qa_core import config
 from qa_core.access import LOCAL, Actor, Permission, plain_http_refusal
 from qa_core.evaluation import Run
 from qa_core.rankers.base import Explanation, Ranker
-from qa_core.services import audit, experiments, ranking, text_views, trust, viz, workbench
+from qa_core.services import audit, experiments, index_builds, ranking, text_views, trust, viz, workbench
 from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
 from qa_core.types import Candidate, InputError, NotTrainedError, Question
 
@@ -409,7 +409,7 @@ def question_input(store: Store, url: str, dataset: str, dataset_version: str) -
 
         def chosen() -> ChosenQuestion:
             question = workbench.check_question(typed)
-            return question, workbench.candidates_for_question(store, dataset, question, k=k), None
+            return question, index_builds.typed_candidates(store, dataset, question, k=k), None
 
         return chosen
     questions = get_questions(store, url, dataset, dataset_version)

@@ -10,6 +10,7 @@ pool scores (``bm25_scores``) keep ``PLAIN``, bm25s' defaults, so its reported r
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import json
@@ -19,6 +20,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import bm25s
 import numpy as np
@@ -30,6 +32,7 @@ from qa_core import ordering
 _DOC_IDS_FILE = "doc_ids.json"
 _ANALYSIS_FILE = "analysis.json"
 _MANIFEST_FILE = "manifest.json"  # written last: a saved index without it is incomplete
+_LOCK_FILE = ".build.lock"  # a dot: never taken for an index, never deleted as a stale one
 _SAVED_FORMAT = 1
 
 # Words that say what kind of answer a question wants but never occur in that answer's content:
@@ -176,8 +179,61 @@ class IndexNotSavedWarning(UserWarning):
 _UNREADABLE = (OSError, ValueError, KeyError, TypeError, EOFError)
 
 
+def _saved_place(folder: Path, version: str, analysis: Analysis) -> tuple[Path, dict[str, object]]:
+    """Where the index of ``version`` and ``analysis`` is saved in ``folder``, and its manifest."""
+    manifest = {"format": _SAVED_FORMAT, "version": version, "analysis": analysis.key()}
+    return folder / hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:24], manifest
+
+
+def is_saved(folder: Path, version: str, analysis: Analysis = FIRST_STAGE) -> bool:
+    """Whether ``folder`` holds a complete index of ``version`` and ``analysis`` (its manifest written
+    last and naming them); it may still turn out unreadable, which ``saved_index`` handles."""
+    target, manifest = _saved_place(folder, version, analysis)
+    try:
+        return json.loads((target / _MANIFEST_FILE).read_text(encoding="utf-8")) == manifest
+    except (OSError, ValueError):
+        return False
+
+
+class BuildLock:
+    """The one builder of a folder's index: an exclusive ``flock`` on a file in the folder, so every
+    process and thread sharing the data folder sees it, and the OS drops it with a killed builder."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self._handle: BinaryIO | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock if nobody holds it; returns whether this holder has it now."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        handle = open(self.folder / _LOCK_FILE, "a+b")  # an open file of its own: flock is per open file
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            return False
+        self._handle = handle
+        return True
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()  # closing the file drops its flock
+            self._handle = None
+
+    def held_elsewhere(self) -> bool:
+        """Whether another holder has the lock right now (probed by taking and dropping it)."""
+        if not self.acquire():
+            return True
+        self.release()
+        return False
+
+
 def saved_index(
-    folder: Path, version: str, docs: Callable[[], Sequence[tuple[str, str]]], analysis: Analysis = FIRST_STAGE
+    folder: Path,
+    version: str,
+    docs: Callable[[], Sequence[tuple[str, str]]],
+    analysis: Analysis = FIRST_STAGE,
+    progress: Callable[[str], None] | None = None,
 ) -> BM25Index:
     """The index of one version of a collection, built once and shared through ``folder``.
 
@@ -186,10 +242,9 @@ def saved_index(
     one for this version and analysis, it is built from ``docs()`` and saved atomically; the
     indexes of other versions or analyses in ``folder`` are then deleted, never read. A saved index
     that cannot be read, or whose manifest names another version, is rebuilt with an
-    ``IndexRebuiltWarning``.
+    ``IndexRebuiltWarning``. ``progress`` hears each phase of a build ("indexing", "saving").
     """
-    manifest = {"format": _SAVED_FORMAT, "version": version, "analysis": analysis.key()}
-    target = folder / hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:24]
+    target, manifest = _saved_place(folder, version, analysis)
     if target.exists():
         try:
             saved = json.loads((target / _MANIFEST_FILE).read_text(encoding="utf-8"))
@@ -200,7 +255,11 @@ def saved_index(
             warnings.warn(f"the saved BM25 index {target} could not be used ({error}); rebuilding it",
                           IndexRebuiltWarning, stacklevel=2)
             shutil.rmtree(target, ignore_errors=True)
-    index = BM25Index.build(docs(), analysis)
+    report = progress or (lambda phase: None)
+    collection = docs()
+    report("indexing")
+    index = BM25Index.build(collection, analysis)
+    report("saving")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".building-", dir=folder))  # dot: never taken for an index

@@ -1,0 +1,111 @@
+"""A typed question's BM25 index is built in the background, once, and then used (issue 40)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from db.store import Store
+from qa_core.retrieval import BM25Index
+from qa_core.services import index_builds
+from qa_core.types import Candidate, Dataset, InputError, Question
+
+# Another process (a second server, a replica sharing the data folder) asked while the build runs:
+# it must neither build nor start a build, and say the build is under way.
+_OTHER_PROCESS = """
+import sys
+from db.store import Store
+from qa_core.retrieval import BM25Index
+from qa_core.services import index_builds
+index_builds.BACKGROUND_FROM = 0
+BM25Index.build = None
+store = Store(sys.argv[1])
+try:
+    index_builds.typed_candidates(store, "tiny", "who wrote hamlet")
+except index_builds.IndexBuilding as building:
+    print(building.state.status, building.state.phase)
+print(index_builds.start_build(store, "tiny").status)
+"""
+
+
+@pytest.fixture
+def tiny_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("RERANK_LAB_DATA", str(tmp_path / "data"))
+    monkeypatch.setattr(index_builds, "BACKGROUND_FROM", 0)  # the tiny collection counts as a large one
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    store = Store(url)
+    store.import_dataset(Dataset("tiny", [Question("q1", "who wrote hamlet", [
+        Candidate("d1", "Shakespeare wrote Hamlet.", label=1), Candidate("d2", "Paris is in France.", label=0)])]))
+    yield url, store
+    store.close()
+
+
+def test_first_typed_question_starts_one_background_build_whose_index_is_then_used(tiny_store, monkeypatch):
+    url, store = tiny_store
+    release, builds = threading.Event(), []
+    real_build = BM25Index.build
+
+    def held_build(docs, analysis):  # the build waits until the test has looked at it meanwhile
+        builds.append(threading.current_thread().name)
+        assert release.wait(60)
+        return real_build(docs, analysis)
+
+    monkeypatch.setattr(BM25Index, "build", held_build)
+    assert index_builds.build_state(store, "tiny").status == "absent"
+    with pytest.raises(index_builds.IndexBuilding, match="being built") as first:
+        index_builds.typed_candidates(store, "tiny", "who wrote hamlet")
+    assert first.value.state.status == "building"
+    with pytest.raises(index_builds.IndexBuilding):  # a second session of the same server
+        index_builds.typed_candidates(store, "tiny", "hamlet")
+    child = subprocess.run([sys.executable, "-c", _OTHER_PROCESS, url], capture_output=True, text=True,
+                           env=os.environ, check=False, timeout=120)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.split("\n")[1] == "building" and child.stdout.startswith("building ")
+
+    release.set()
+    assert index_builds.wait_for_build(store, "tiny").status == "ready"
+    assert builds == ["bm25-index-tiny"]  # one build, in the background thread
+
+    def forbidden(*_args, **_kwargs):
+        raise AssertionError("the saved index was built again")
+
+    monkeypatch.setattr(BM25Index, "build", forbidden)
+    assert index_builds.typed_candidates(store, "tiny", "who wrote hamlet")[0].text == "Shakespeare wrote Hamlet."
+
+
+def test_a_failed_build_is_said_and_the_next_question_starts_it_again(tiny_store, monkeypatch):
+    _, store = tiny_store
+    real_build = BM25Index.build
+
+    def broken(*_args, **_kwargs):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(BM25Index, "build", broken)
+    try:
+        index_builds.typed_candidates(store, "tiny", "hamlet")
+    except index_builds.IndexBuilding:
+        pass
+    state = index_builds.wait_for_build(store, "tiny")
+    assert (state.status, state.error) == ("failed", "MemoryError: no room")
+    monkeypatch.setattr(BM25Index, "build", real_build)
+    try:
+        index_builds.typed_candidates(store, "tiny", "hamlet")
+    except index_builds.IndexBuilding:
+        assert index_builds.wait_for_build(store, "tiny").status == "ready"
+    assert [c.text for c in index_builds.typed_candidates(store, "tiny", "hamlet")] == ["Shakespeare wrote Hamlet."]
+
+
+def test_small_collection_is_indexed_within_the_request(database_url: str):
+    store = Store(database_url)
+    try:
+        store.import_dataset(Dataset("small", [Question("q1", "who wrote hamlet", [Candidate("d1", "Shakespeare wrote Hamlet.")])]))
+        assert index_builds.typed_candidates(store, "small", "hamlet")[0].text == "Shakespeare wrote Hamlet."
+        with pytest.raises(InputError, match="the question"):
+            index_builds.typed_candidates(store, "small", "  ")
+    finally:
+        store.close()
