@@ -25,7 +25,7 @@ from pages import (
 )
 from pages.collection import index_progress
 from pages.judging import install_keys, judge_panel, rerun_if_judged
-from qa_core.services import analysis, index_builds, ranking, workbench
+from qa_core.services import analysis, index_builds, ranking, whole_collection, workbench
 from qa_core.types import InputError, NotTrainedError
 
 RESULT_KEY, APPLIED_KEY, RUNS_KEY = "ask_result", "ask_applied_params", "ask_runs"
@@ -157,7 +157,7 @@ if state is not None:
     st.subheader("Ranked candidates")
     st.markdown(
         f"**{workbench.as_markdown(result.model)}** on **{workbench.as_markdown(state['dataset'])}** · "
-        f"{len(table)} candidates, {workbench.as_markdown(workbench.candidates_origin(store, state['dataset'], result.qid))}"
+        f"{len(table)} candidates, {workbench.as_markdown(whole_collection.origin(store, state['dataset'], result.qid, [s.candidate for s in result.scored]))}"
         f" · question: {workbench.as_markdown(result.question)}"
     )
     summary = result.summary() or state["store_analysis"]

@@ -26,6 +26,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from streamlit.errors import StreamlitSecretNotFoundError
 
 from db.store import Store
+from pages.collection import whole_collection_toggle
 from qa_core import config
 from qa_core.access import LOCAL, Actor, Permission, plain_http_refusal
 from qa_core.evaluation import Run
@@ -406,10 +407,11 @@ def question_input(store: Store, url: str, dataset: str, dataset_version: str) -
                 "BM25 candidates to rerank", min_value=1, max_value=1000, value=workbench.DEFAULT_CANDIDATES, key="k"
             )
         )
+        whole = whole_collection_toggle(store, dataset)
 
         def chosen() -> ChosenQuestion:
             question = workbench.check_question(typed)
-            return question, index_builds.typed_candidates(store, dataset, question, k=k), None
+            return question, index_builds.typed_candidates(store, dataset, question, k=k, whole=whole), None
 
         return chosen
     questions = get_questions(store, url, dataset, dataset_version)

@@ -125,6 +125,23 @@ def test_typed_question_ranks_the_answer_first(store_url, model):
             f"({FIRST_STAGE.describe()})") in markdown(app)
 
 
+def test_typed_question_can_rerank_the_whole_collection(store_url):
+    """A collection this small is offered whole: every unique sentence is scored, the caption says
+    how many and how BM25 found its part (issue 40)."""
+    app = open_page(ASK)
+    app.selectbox(key="model").select("overlap")
+    app.text_input(key="question").input(DEMO_QUESTION)
+    app.toggle(key="whole").set_value(True)
+    app.button[0].click().run()
+    assert not app.exception, app.exception
+    table = app.dataframe[0].value
+    collection = len(workbench.collection_sentences(Store(store_url).load_dataset("demo")))
+    matched = int(table["first_stage_rank"].notna().sum())
+    assert len(table) == collection and 0 < matched < collection
+    assert (f"{collection} candidates, the whole collection: all {collection:,} unique sentences of the dataset scored "
+            f"by the model (BM25 ranks the {matched:,} that share a word with the question") in markdown(app)
+
+
 def test_dataset_question_shows_gold_labels(store_url):
     app = open_page(ASK)
     app.selectbox(key="model").select("overlap")

@@ -12,7 +12,7 @@ import pytest
 
 from db.store import Store
 from qa_core.retrieval import BM25Index
-from qa_core.services import index_builds
+from qa_core.services import index_builds, whole_collection
 from qa_core.types import Candidate, Dataset, InputError, Question
 
 # Another process (a second server, a replica sharing the data folder) asked while the build runs:
@@ -21,7 +21,7 @@ _OTHER_PROCESS = """
 import sys
 from db.store import Store
 from qa_core.retrieval import BM25Index
-from qa_core.services import index_builds
+from qa_core.services import index_builds, whole_collection
 index_builds.BACKGROUND_FROM = 0
 BM25Index.build = None
 store = Store(sys.argv[1])
@@ -60,6 +60,7 @@ def test_first_typed_question_starts_one_background_build_whose_index_is_then_us
     with pytest.raises(index_builds.IndexBuilding, match="being built") as first:
         index_builds.typed_candidates(store, "tiny", "who wrote hamlet")
     assert first.value.state.status == "building"
+    assert index_builds.ready_size(store, "tiny") is None  # no whole-collection option until it is built
     with pytest.raises(index_builds.IndexBuilding):  # a second session of the same server
         index_builds.typed_candidates(store, "tiny", "hamlet")
     child = subprocess.run([sys.executable, "-c", _OTHER_PROCESS, url], capture_output=True, text=True,
@@ -109,3 +110,18 @@ def test_small_collection_is_indexed_within_the_request(database_url: str):
             index_builds.typed_candidates(store, "small", "  ")
     finally:
         store.close()
+
+
+def test_whole_collection_is_every_sentence_with_its_bm25_rank_and_refused_above_the_limit(tiny_store, monkeypatch):
+    _, store = tiny_store
+    monkeypatch.setattr(index_builds, "BACKGROUND_FROM", 10**9)  # indexed within the request
+    assert index_builds.ready_size(store, "tiny") == 2  # indexed here, a small collection
+    pool = index_builds.typed_candidates(store, "tiny", "where is paris", whole=True)
+    assert [(c.doc_id, c.first_stage_rank) for c in pool] == [("q1/d1", None), ("q1/d2", 1)]
+    assert whole_collection.offered_size(2) == 2
+    assert whole_collection.origin(store, "tiny", None, pool).startswith("the whole collection: all 2 unique sentences")
+    assert whole_collection.origin(store, "tiny", None, pool[1:]).startswith("BM25's best")
+    monkeypatch.setattr(whole_collection, "WHOLE_COLLECTION_LIMIT", 1)
+    assert whole_collection.offered_size(2) is None
+    with pytest.raises(InputError, match="has 2 unique sentences, more than the 1"):
+        index_builds.typed_candidates(store, "tiny", "where is paris", whole=True)

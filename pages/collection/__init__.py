@@ -1,5 +1,6 @@
 """The Ask page's view of a dataset's collection: its search index being built in the background
-(``qa_core.services.index_builds``) with a progress bar that follows it.
+(``qa_core.services.index_builds``) with a progress bar that follows it, and the option to rerank
+the whole collection (``qa_core.services.whole_collection``).
 
 A package rather than ``pages/collection.py``: Streamlit lists every ``.py`` file in ``pages/`` as
 a page in the sidebar.
@@ -10,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from db.store import Store
-from qa_core.services import index_builds, workbench
+from qa_core.services import index_builds, whole_collection, workbench
 
 POLL_SECONDS = 1.0
 
@@ -34,3 +35,16 @@ def _follow_build(store: Store, dataset: str) -> None:
     st.progress(state.fraction, text=workbench.as_markdown(
         f"Building the search index of {dataset} for typed questions: {state.phase}"))
     st.caption("Dataset questions can be ranked meanwhile; a typed question is searched once the index is ready.")
+
+
+def whole_collection_toggle(store: Store, dataset: str) -> bool:
+    """Whether a typed question's pool is the whole collection; offered only for a collection small
+    enough (``whole_collection.offered_size``), else False without a widget."""
+    size = whole_collection.offered_size(index_builds.ready_size(store, dataset))
+    if size is None:
+        return False
+    return st.toggle(
+        f"Rerank the whole collection ({size:,} sentences) instead of BM25's top candidates", key="whole",
+        help=f"The model scores every unique sentence of the dataset, so a right answer BM25 misses can still be found; "
+             f"about {whole_collection.wait_estimate(size):.0f} s per question with SM-CNN on this machine.",
+    )

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from qa_core.checkpoints import atomic_file
 from qa_core.retrieval import FIRST_STAGE, BuildLock, is_saved, saved_index
-from qa_core.services import workbench
+from qa_core.services import whole_collection, workbench
 from qa_core.types import Candidate, InputError
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class IndexBuilding(InputError):
     def __init__(self, dataset: str, state: BuildState):
         self.state = state
         super().__init__(
-            f"the search index of dataset {dataset!r} is being built ({state.phase}, {state.fraction:.0%}); "
+            f"the search index of dataset {dataset!r} is being built for typed questions; "
             "ask again when it is ready (its progress is shown below) or pick one of the dataset's questions meanwhile"
         )
 
@@ -162,8 +162,19 @@ def wait_for_build(store: Store, dataset: str, timeout: float = 600.0) -> BuildS
     return build_state(store, dataset)
 
 
-def typed_candidates(store: Store, dataset: str, question: str, k: int = workbench.DEFAULT_CANDIDATES) -> list[Candidate]:
-    """``workbench.candidates_for_question`` once the dataset's index is saved. Before that, a
+def ready_size(store: Store, dataset: str) -> int | None:
+    """The number of unique sentences in ``dataset``'s collection once its index can serve at once:
+    saved, or small enough to index within this request (then indexed here); None while it needs
+    a background build."""
+    if build_state(store, dataset).status != "ready" and store.dataset_summary(dataset)["candidates"] >= BACKGROUND_FROM:
+        return None
+    return len(workbench.collection_index(store, dataset))
+
+
+def typed_candidates(store: Store, dataset: str, question: str, k: int = workbench.DEFAULT_CANDIDATES, *,
+                     whole: bool = False) -> list[Candidate]:
+    """``workbench.candidates_for_question`` (``whole``: ``whole_collection.candidates``, every
+    sentence) once the dataset's index is saved. Before that, a
     collection of ``BACKGROUND_FROM`` candidates or more has its build started (or found running)
     and ``IndexBuilding`` says how far it is; a smaller one is indexed within the request."""
     question = workbench.check_question(question)
@@ -174,4 +185,6 @@ def typed_candidates(store: Store, dataset: str, question: str, k: int = workben
             raise IndexBuilding(dataset, state)
         if state.status == "failed":  # it failed at once (a retry starts with the next question)
             raise InputError(f"the search index of dataset {dataset!r} could not be built: {state.error}")
+    if whole:
+        return whole_collection.candidates(store, dataset, question)
     return workbench.candidates_for_question(store, dataset, question, k)
