@@ -81,6 +81,19 @@ PLAIN = Analysis()
 FIRST_STAGE = Analysis(stopwords=STOPWORDS_EN + QUESTION_WORDS, stemmer="english", k1=2.0, b=0.3)
 
 
+@dataclass(frozen=True)
+class Feedback:
+    """RM3 pseudo-relevance feedback: the query's own terms (``original_weight`` of the mass, shared
+    equally) plus the ``terms`` heaviest terms of the first search's top ``docs`` documents (the
+    rest), each document weighted by its share of their BM25 scores and each of its terms by its
+    share of the document's BM25 weight (Lavrenko and Croft's relevance model, with BM25 weights for
+    the query-likelihood probabilities), searched again."""
+
+    docs: int = 10
+    terms: int = 10
+    original_weight: float = 0.5
+
+
 @functools.cache
 def _stemmer(language: str) -> Stemmer.Stemmer:
     return Stemmer.Stemmer(language)
@@ -129,10 +142,10 @@ class BM25Index:
     def __len__(self) -> int:
         return len(self.doc_ids)
 
-    def search(self, query: str, k: int = 100) -> list[tuple[str, float]]:
-        """Up to ``k`` documents sharing at least one term with the query, best first, ties (also
-        at the cut-off) by ``qa_core.ordering``'s rule: bm25s' own top-k orders equal scores in no
-        set way, so every score is computed and ordered here.
+    def search(self, query: str, k: int = 100, feedback: Feedback | None = None) -> list[tuple[str, float]]:
+        """Up to ``k`` documents sharing at least one term with the query (``feedback``: with the
+        expanded query), best first, ties (also at the cut-off) by ``qa_core.ordering``'s rule:
+        bm25s' own top-k orders equal scores in no set way, so every score is computed and ordered here.
 
         Empty, stopword-only or out-of-vocabulary queries give an empty list, never an error.
         """
@@ -140,9 +153,42 @@ class BM25Index:
         if not tokens or k <= 0:
             return []
         scores = self._retriever.get_scores(tokens)
+        if feedback is not None:
+            scores = self._expanded_scores(tokens, scores, feedback)
         matching = np.flatnonzero(scores > 0)
         hits = {self.doc_ids[int(i)]: float(scores[i]) for i in matching}
         return ordering.ranked(hits)[:k]
+
+    def _expanded_scores(self, tokens: list[str], first: np.ndarray, feedback: Feedback) -> np.ndarray:
+        """Every document's score for the RM3-expanded query (``Feedback``). Read straight from
+        bm25s' term-by-document weight matrix (its ``scores``: CSC arrays, one column per term):
+        bm25s has no query expansion nor term weights in a query, and the documents' terms are
+        only there (the texts stay in the store)."""
+        top = np.sort([i for i in np.argsort(-first, kind="stable")[: feedback.docs] if first[i] > 0])
+        if not len(top):
+            return first
+        matrix = self._retriever.scores
+        data, indices, indptr = matrix["data"], matrix["indices"], matrix["indptr"]
+        positions = np.flatnonzero(np.isin(indices, top))
+        terms = np.searchsorted(indptr, positions, side="right") - 1
+        local = np.searchsorted(top, indices[positions])
+        weights = np.asarray(data[positions], dtype=np.float64)
+        doc_share = first[top] / first[top].sum()
+        contribution = doc_share[local] * weights / np.bincount(local, weights=weights, minlength=len(top))[local]
+        vocabulary, inverse = np.unique(terms, return_inverse=True)
+        relevance = np.bincount(inverse, weights=contribution)
+        chosen = np.argsort(-relevance, kind="stable")[: feedback.terms]
+        query = {self._retriever.vocab_dict[token]: 0.0 for token in tokens}
+        for term in query:
+            query[term] = feedback.original_weight / len(query)
+        for index in chosen:
+            term = int(vocabulary[index])
+            query[term] = query.get(term, 0.0) + (1 - feedback.original_weight) * relevance[index] / relevance[chosen].sum()
+        scores = np.zeros(len(first))
+        for term, weight in query.items():
+            start, end = indptr[term], indptr[term + 1]
+            scores[indices[start:end]] += weight * data[start:end]
+        return scores
 
     def save(self, directory: Path | str) -> None:
         directory = Path(directory)
