@@ -2,8 +2,8 @@
 
 BM25 decides what a reranker can show: a right answer outside its top n is never seen. For a
 collection small enough to score whole on this machine, Ask offers every unique sentence of the
-dataset as the pool instead; each keeps its BM25 rank (``None`` where it shares no word with the
-question) as its first-stage rank, so the table shows what the first stage would have missed.
+dataset as the pool instead; each keeps its first-stage rank (BM25 with RM3 expansion; ``None``
+where that finds nothing for it), so the table shows what the first stage would have missed.
 
 ``WHOLE_COLLECTION_LIMIT`` comes from ``benchmarks/whole_collection.py``: SM-CNN over WikiQA's 11,406
 sentences (docs/benchmarks.md, "Reranking the whole collection"); the wait grows linearly with the
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from qa_core.retrieval import FIRST_STAGE_FEEDBACK
 from qa_core.services import workbench
 from qa_core.types import Candidate, InputError
 
@@ -49,7 +50,7 @@ def candidates(store: Store, dataset: str, question: str) -> list[Candidate]:
             f"dataset {dataset!r} has {len(index):,} unique sentences, more than the {WHOLE_COLLECTION_LIMIT:,} "
             "this machine reranks whole for a question; rerank BM25's top candidates instead"
         )
-    bm25 = {name: (rank, score) for rank, (name, score) in enumerate(index.search(question, len(index)), start=1)}
+    bm25 = {name: (rank, score) for rank, (name, score) in enumerate(index.search(question, len(index), FIRST_STAGE_FEEDBACK), start=1)}
     return [
         Candidate(name, text, first_stage_rank=bm25.get(name, (None, None))[0],
                   first_stage_score=bm25.get(name, (None, None))[1])
@@ -63,5 +64,5 @@ def origin(store: Store, dataset: str, qid: str | None, pool: Sequence[Candidate
     if qid is None and len(pool) == len(workbench.collection_index(store, dataset)):
         matched = sum(candidate.first_stage_rank is not None for candidate in pool)
         return (f"the whole collection: all {len(pool):,} unique sentences of the dataset scored by the model "
-                f"(BM25 ranks the {matched:,} that share a word with the question: the first-stage rank)")
+                f"(the first stage, BM25 with RM3 expansion, ranks {matched:,} of them: the first-stage rank)")
     return workbench.candidates_origin(store, dataset, qid)
