@@ -28,7 +28,7 @@ from qa_core.services.experiments import train_ranker
 from qa_core.services.workbench import collection_sentences, sentence_key
 
 CUTOFFS = (10, 50, 100)
-QUESTIONS = 40
+QUESTIONS = 12
 SEED = 1
 
 
@@ -74,7 +74,7 @@ def measure() -> dict:
 
 def render_section(results: dict) -> list[str]:
     rows = [f"| {label} | " + " | ".join(f"{results['recall'][name][f'recall@{n}']:.3f}" for n in CUTOFFS) + " |"
-            for label, name in (("BM25 top n (first stage, chosen on DEV)", "bm25"),
+            for label, name in (("BM25 top n (first stage without RM3)", "bm25"),
                                 ("SM-CNN over the whole collection", "smcnn"))]
     return [
         "## Reranking the whole collection",
@@ -92,9 +92,13 @@ def render_section(results: dict) -> list[str]:
         "",
         "A sample of the TEST questions and one seed (scoring every question of both splits against the whole "
         "collection for several seeds would take hours on these shared cores): the difference is indicative, not "
-        f"a significance test (1/{results['questions']} = {1 / results['questions']:.3f}). Ask offers the whole "
-        "collection as an option up to `qa_core.services.whole_collection.WHOLE_COLLECTION_LIMIT` sentences, from "
-        "this wait.",
+        f"a significance test (1/{results['questions']} = {1 / results['questions']:.3f}). SM-CNN learnt to order "
+        "a question's own pool (sentences of the one Wikipedia page it came from): over the whole collection, "
+        "sentences of other pages that look like answers outrank the right one, so BM25's top 50 is the better "
+        "pool for it. Ask still offers the whole collection, for a model that orders it better, up to "
+        "`qa_core.services.whole_collection.WHOLE_COLLECTION_LIMIT` (12,000) sentences: the wait measured here "
+        "stays under 30 s (about 1 s at the 11,521 pairs/s of an idle machine, Model cost on CPU above), "
+        "and the toggle's help says the wait and this result.",
         "",
         f"Machine: {machine_line(results['machine'])}.",
         "",
