@@ -44,7 +44,8 @@ def whole_collection_toggle(store: Store, dataset: str) -> bool:
     if size is None:
         return False
     return st.toggle(
-        f"Rerank the whole collection ({size:,} sentences) instead of BM25's top candidates", key="whole",
+        # No "rank" in the label: its help button is named after it, and tests click the button named "Rank".
+        f"Score the whole collection ({size:,} sentences) with the model, not BM25's top candidates", key="whole",
         help=f"The model scores every unique sentence of the dataset, so a right answer BM25 misses can still be "
              f"found: up to {whole_collection.wait_estimate(size):.0f} s per question with SM-CNN on this machine. "
              "SM-CNN trained on WikiQA's own pools found far fewer right answers in its top 50 this way than BM25 "
