@@ -14,6 +14,8 @@ from db.store import Store
 from qa_core.retrieval import BM25Index
 from qa_core.services import index_builds, whole_collection
 from qa_core.types import Candidate, Dataset, InputError, Question
+from tests.pages import ASK, markdown, open_page
+from tests.test_app import DEMO_QUESTION
 
 # Another process (a second server, a replica sharing the data folder) asked while the build runs:
 # it must neither build nor start a build, and say the build is under way.
@@ -125,3 +127,37 @@ def test_whole_collection_is_every_sentence_with_its_bm25_rank_and_refused_above
     assert whole_collection.offered_size(2) is None
     with pytest.raises(InputError, match="has 2 unique sentences, more than the 1"):
         index_builds.typed_candidates(store, "tiny", "where is paris", whole=True)
+
+
+def test_ask_shows_the_build_and_ranks_dataset_questions_meanwhile(store_url, monkeypatch):
+    """The Ask page, with the demo counted as a large collection: a typed question starts the build and
+    says so with its progress, a dataset question is ranked meanwhile, and once built the typed one is."""
+    monkeypatch.setattr(index_builds, "BACKGROUND_FROM", 0)
+    release, real_build = threading.Event(), BM25Index.build
+
+    def held_build(docs, analysis):
+        assert release.wait(120)
+        return real_build(docs, analysis)
+
+    monkeypatch.setattr(BM25Index, "build", held_build)
+    app = open_page(ASK)
+    app.selectbox(key="model").select("overlap")
+    app.text_input(key="question").input(DEMO_QUESTION)
+    app.button[0].click().run()
+    assert not app.exception and not app.error, (app.exception, [e.value for e in app.error])
+    assert any("being built for typed questions" in info.value for info in app.info)
+    (progress,) = app.get("progress")
+    assert progress.proto.text.startswith("Building the search index of demo for typed questions: ")
+    assert not app.dataframe and "whole" not in [t.key for t in app.toggle]
+
+    app.radio(key="source").set_value("Pick a dataset question").run()
+    app.button[0].click().run()
+    assert not app.exception and len(app.dataframe) == 1  # a dataset question's own pool meanwhile
+
+    release.set()
+    assert index_builds.wait_for_build(Store(store_url), "demo").status == "ready"
+    app.radio(key="source").set_value("Type a question").run()
+    app.text_input(key="question").input(DEMO_QUESTION)  # a widget not drawn meanwhile lost its value
+    app.button[0].click().run()
+    assert not app.exception and not app.error and not app.get("progress"), [e.value for e in app.error]
+    assert "BM25's best of the dataset's" in markdown(app)
