@@ -54,7 +54,7 @@ def test_first_typed_question_starts_one_background_build_whose_index_is_then_us
 
     def held_build(docs, analysis):  # the build waits until the test has looked at it meanwhile
         builds.append(threading.current_thread().name)
-        assert release.wait(60)
+        assert release.wait(600)
         return real_build(docs, analysis)
 
     monkeypatch.setattr(BM25Index, "build", held_build)
@@ -66,7 +66,7 @@ def test_first_typed_question_starts_one_background_build_whose_index_is_then_us
     with pytest.raises(index_builds.IndexBuilding):  # a second session of the same server
         index_builds.typed_candidates(store, "tiny", "hamlet")
     child = subprocess.run([sys.executable, "-c", _OTHER_PROCESS, url], capture_output=True, text=True,
-                           env=os.environ, check=False, timeout=120)
+                           env=os.environ, check=False, timeout=600)
     assert child.returncode == 0, child.stderr
     assert child.stdout.split("\n")[1] == "building" and child.stdout.startswith("building ")
 
@@ -136,7 +136,7 @@ def test_ask_shows_the_build_and_ranks_dataset_questions_meanwhile(store_url, mo
     release, real_build = threading.Event(), BM25Index.build
 
     def held_build(docs, analysis):
-        assert release.wait(120)
+        assert release.wait(600)
         return real_build(docs, analysis)
 
     monkeypatch.setattr(BM25Index, "build", held_build)

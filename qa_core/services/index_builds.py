@@ -166,20 +166,25 @@ def ready_size(store: Store, dataset: str) -> int | None:
     """The number of unique sentences in ``dataset``'s collection once its index can serve at once:
     saved, or small enough to index within this request (then indexed here); None while it needs
     a background build."""
-    if build_state(store, dataset).status != "ready" and store.dataset_summary(dataset)["candidates"] >= BACKGROUND_FROM:
+    if _needs_background_build(store, dataset):
         return None
     return len(workbench.collection_index(store, dataset))
+
+
+def _needs_background_build(store: Store, dataset: str) -> bool:
+    """Whether ``dataset``'s index is not saved yet and too large to build within a request."""
+    return (build_state(store, dataset).status != "ready"
+            and store.dataset_summary(dataset)["candidates"] >= BACKGROUND_FROM)
 
 
 def typed_candidates(store: Store, dataset: str, question: str, k: int = workbench.DEFAULT_CANDIDATES, *,
                      whole: bool = False) -> list[Candidate]:
     """``workbench.candidates_for_question`` (``whole``: ``whole_collection.candidates``, every
-    sentence) once the dataset's index is saved. Before that, a
-    collection of ``BACKGROUND_FROM`` candidates or more has its build started (or found running)
-    and ``IndexBuilding`` says how far it is; a smaller one is indexed within the request."""
+    sentence) once the dataset's index is saved. Before that, a collection of ``BACKGROUND_FROM``
+    candidates or more has its build started (or found running) and ``IndexBuilding`` says how far
+    it is; a smaller one is indexed within the request."""
     question = workbench.check_question(question)
-    state = build_state(store, dataset)
-    if state.status != "ready" and store.dataset_summary(dataset)["candidates"] >= BACKGROUND_FROM:
+    if _needs_background_build(store, dataset):
         state = start_build(store, dataset)
         if state.status == "building":
             raise IndexBuilding(dataset, state)
