@@ -17,36 +17,17 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import statistics
 
 from common import machine, machine_line, measure_or_render, shared_datasets
-from first_stage import CUTOFFS, SELECT_AT
+from first_stage import CUTOFFS, SELECT_AT, mean_recall, recall_row, recalls
 
 from qa_core.retrieval import FIRST_STAGE, BM25Index, Feedback
 from qa_core.services.workbench import collection_sentences, sentence_key
-from qa_core.types import Dataset
 
 DOCS = (3, 5, 10)
 TERMS = (5, 10, 20)
 ORIGINAL_WEIGHTS = (0.3, 0.5, 0.7)
 MIN_GAIN = 2  # WikiQA DEV questions (1/126 each): the earlier trial's gains were 1 to 4
-
-
-def recalls(dataset: Dataset, index: BM25Index, keys: dict[str, str], split: str,
-            feedback: Feedback | None) -> dict[str, float]:
-    """Recall@n (and the count of questions found) over the split's questions with a right answer."""
-    found = {n: 0 for n in CUTOFFS}
-    questions = 0
-    for question in dataset.split(split):
-        right = {sentence_key(c.text) for c in question.candidates if c.label and c.label > 0}
-        if not right:
-            continue
-        questions += 1
-        hits = [keys[doc_id] in right for doc_id, _ in index.search(question.text, max(CUTOFFS), feedback)]
-        for n in CUTOFFS:
-            found[n] += any(hits[:n])
-    return {"questions": questions, **{f"found@{n}": found[n] for n in CUTOFFS},
-            **{f"recall@{n}": found[n] / questions for n in CUTOFFS}}
 
 
 def measure() -> dict:
@@ -66,7 +47,7 @@ def measure() -> dict:
         feedback = Feedback(docs=docs, terms=terms, original_weight=weight)
         grid.append({"feedback": dataclasses.asdict(feedback), "dev": evaluate(feedback, "dev")})
         print(feedback, {name: round(s[f"recall@{SELECT_AT}"], 3) for name, s in grid[-1]["dev"].items()}, flush=True)
-    best = max(grid, key=lambda row: (_mean(row["dev"], SELECT_AT), _mean(row["dev"], 10)))
+    best = max(grid, key=lambda row: (mean_recall(row["dev"], SELECT_AT), mean_recall(row["dev"], 10)))
     gain = {name: best["dev"][name][f"found@{SELECT_AT}"] - baseline[name][f"found@{SELECT_AT}"] for name in datasets}
     adopted = gain["wikiqa"] >= MIN_GAIN and gain["trecqa"] >= 0
     return {
@@ -78,15 +59,6 @@ def measure() -> dict:
         "adopted": adopted,
         "test": {"without feedback": evaluate(None, "test"), "with RM3": evaluate(Feedback(**best["feedback"]), "test")},
     }
-
-
-def _mean(scores: dict[str, dict[str, float]], n: int) -> float:
-    return statistics.fmean(s[f"recall@{n}"] for s in scores.values())
-
-
-def _row(label: str, scores: dict[str, dict[str, float]]) -> str:
-    cells = " | ".join(f"{scores[name][f'recall@{n}']:.3f}" for name in sorted(scores) for n in CUTOFFS)
-    return f"| {label} | {cells} |"
 
 
 def render_section(results: dict) -> list[str]:
@@ -112,15 +84,15 @@ def render_section(results: dict) -> list[str]:
         "",
         f"| first stage | {header} |",
         "|---|" + "---|" * len(names) * len(CUTOFFS),
-        _row("without feedback", results["dev_baseline"]),
-        _row(label, best["dev"]),
+        recall_row("without feedback", results["dev_baseline"]),
+        recall_row(label, best["dev"]),
         "",
         "TEST (read once):",
         "",
         f"| first stage | {header} |",
         "|---|" + "---|" * len(names) * len(CUTOFFS),
-        _row("without feedback", results["test"]["without feedback"]),
-        _row(label, results["test"]["with RM3"]),
+        recall_row("without feedback", results["test"]["without feedback"]),
+        recall_row(label, results["test"]["with RM3"]),
         "",
         f"Questions found in the top 50 on DEV against no feedback: {gains}; {verdict}. The row without feedback "
         "is the section above's chosen setting measured again with today's code: WikiQA TEST recall@100 0.872 here "
