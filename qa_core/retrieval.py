@@ -164,6 +164,9 @@ class BM25Index:
         if feedback is not None:
             scores = self._expanded_scores(tokens, scores, feedback)
         matching = np.flatnonzero(scores > 0)
+        if len(matching) > k:  # only the k best and every document tied with the k-th go to the tie rule
+            kth = np.partition(scores[matching], len(matching) - k)[len(matching) - k]
+            matching = matching[scores[matching] >= kth]
         hits = {self.doc_ids[int(i)]: float(scores[i]) for i in matching}
         return ordering.ranked(hits)[:k]
 

@@ -175,3 +175,11 @@ def test_a_data_folder_that_refuses_the_index_still_searches_from_memory(tmp_pat
     with pytest.warns(IndexNotSavedWarning, match="could not be saved"):
         index = saved_index(blocked / "bm25", "v1", lambda: DEMO)
     assert index.search(DEMO_QUERIES[0], 50) == BM25Index.build(DEMO).search(DEMO_QUERIES[0], 50)
+
+
+def test_ties_at_the_cut_off_follow_the_tie_rule_among_all_tied_documents() -> None:
+    """Only the k best and those tied with the k-th are ordered (a speed-up): the cut still takes the
+    tie rule's first (doc id descending) among every tied document, not whichever came first."""
+    tied = BM25Index.build([(f"d{i}", "cats sleep all day") for i in range(1, 8)] + [("a", "cats cats sleep all day")])
+    assert [doc for doc, _ in tied.search("cats", 3)] == ["a", "d7", "d6"]
+    assert [doc for doc, _ in tied.search("cats", 3, Feedback(docs=2, terms=3))] == ["a", "d7", "d6"]
