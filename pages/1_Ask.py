@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages.collection import index_progress
 from pages.common.caches import current_ranker, get_questions
 from pages.common.pickers import (
     PICKED,
@@ -26,7 +27,7 @@ from pages.judging.keeping import keep_panel
 from pages.render.explanation import explain_candidate
 from pages.render.links import ASK_PARAMS, ask_request
 from pages.render.markdown import as_markdown
-from qa_core.services import analysis, candidate_pools, model_loading, ranking
+from qa_core.services import analysis, candidate_pools, index_builds, model_loading, ranking, whole_collection
 from qa_core.types import InputError, NotTrainedError
 
 RESULT_KEY, APPLIED_KEY, RUNS_KEY = "ask_result", "ask_applied_params", "ask_runs"
@@ -94,8 +95,11 @@ if (clicked or rank_now) and ranker is not None:
             "stored": candidate_pools.stored_labels(store, dataset, qid),  # typed: every question's, keyed qid/doc_id
             "store_analysis": store_analysis,
         }
+    except index_builds.IndexBuilding as building:
+        st.info(as_markdown(str(building)))
     except (InputError, NotTrainedError) as error:
         st.error(as_markdown(str(error)))
+index_progress(store, dataset)
 
 
 def analysis_line(summary: ranking.AnalysisSummary, read_by_model: bool) -> str:
@@ -155,7 +159,7 @@ if state is not None:
     st.subheader("Ranked candidates")
     st.markdown(
         f"**{as_markdown(result.model)}** on **{as_markdown(state['dataset'])}** · "
-        f"{len(table)} candidates, {as_markdown(candidate_pools.candidates_origin(store, state['dataset'], result.qid))}"
+        f"{len(table)} candidates, {as_markdown(whole_collection.origin(store, state['dataset'], result.qid, [s.candidate for s in result.scored]))}"
         f" · question: {as_markdown(result.question)}"
     )
     summary = result.summary() or state["store_analysis"]

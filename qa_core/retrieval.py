@@ -10,6 +10,7 @@ pool scores (``bm25_scores``) keep ``PLAIN``, bm25s' defaults, so its reported r
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import json
@@ -19,6 +20,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import bm25s
 import numpy as np
@@ -30,6 +32,7 @@ from qa_core import ordering
 _DOC_IDS_FILE = "doc_ids.json"
 _ANALYSIS_FILE = "analysis.json"
 _MANIFEST_FILE = "manifest.json"  # written last: a saved index without it is incomplete
+_LOCK_FILE = ".build.lock"  # a dot: never taken for an index, never deleted as a stale one
 _SAVED_FORMAT = 1
 
 # Words that say what kind of answer a question wants but never occur in that answer's content:
@@ -76,6 +79,27 @@ PLAIN = Analysis()
 # Chosen on WikiQA and TrecQA DEV by mean recall@50 out of 100 settings (benchmarks/first_stage.py,
 # docs/benchmarks.md): the stop list and the stemmer carry the gain; k1 and b move it by a question or two.
 FIRST_STAGE = Analysis(stopwords=STOPWORDS_EN + QUESTION_WORDS, stemmer="english", k1=2.0, b=0.3)
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """RM3 pseudo-relevance feedback: the query's own terms (``original_weight`` of the mass, shared
+    equally) plus the ``terms`` heaviest terms of the first search's top ``docs`` documents (the
+    rest), each document weighted by its share of their BM25 scores and each of its terms by its
+    share of the document's BM25 weight (Lavrenko and Croft's relevance model, with BM25 weights for
+    the query-likelihood probabilities), searched again."""
+
+    docs: int = 10
+    terms: int = 10
+    original_weight: float = 0.5
+
+    def describe(self) -> str:
+        return f"RM3 expansion: {self.terms} terms of the top {self.docs}, original query {self.original_weight:g}"
+
+
+# Chosen on WikiQA and TrecQA DEV out of 27 settings by mean recall@50, adopted by a rule fixed before
+# TEST (benchmarks/first_stage_feedback.py, docs/benchmarks.md): WikiQA DEV +4 questions of 126 in the top 50.
+FIRST_STAGE_FEEDBACK = Feedback(docs=5, terms=10, original_weight=0.3)
 
 
 @functools.cache
@@ -126,10 +150,10 @@ class BM25Index:
     def __len__(self) -> int:
         return len(self.doc_ids)
 
-    def search(self, query: str, k: int = 100) -> list[tuple[str, float]]:
-        """Up to ``k`` documents sharing at least one term with the query, best first, ties (also
-        at the cut-off) by ``qa_core.ordering``'s rule: bm25s' own top-k orders equal scores in no
-        set way, so every score is computed and ordered here.
+    def search(self, query: str, k: int = 100, feedback: Feedback | None = None) -> list[tuple[str, float]]:
+        """Up to ``k`` documents sharing at least one term with the query (``feedback``: with the
+        expanded query), best first, ties (also at the cut-off) by ``qa_core.ordering``'s rule:
+        bm25s' own top-k orders equal scores in no set way, so every score is computed and ordered here.
 
         Empty, stopword-only or out-of-vocabulary queries give an empty list, never an error.
         """
@@ -137,9 +161,45 @@ class BM25Index:
         if not tokens or k <= 0:
             return []
         scores = self._retriever.get_scores(tokens)
+        if feedback is not None:
+            scores = self._expanded_scores(tokens, scores, feedback)
         matching = np.flatnonzero(scores > 0)
+        if len(matching) > k:  # only the k best and every document tied with the k-th go to the tie rule
+            kth = np.partition(scores[matching], len(matching) - k)[len(matching) - k]
+            matching = matching[scores[matching] >= kth]
         hits = {self.doc_ids[int(i)]: float(scores[i]) for i in matching}
         return ordering.ranked(hits)[:k]
+
+    def _expanded_scores(self, tokens: list[str], first: np.ndarray, feedback: Feedback) -> np.ndarray:
+        """Every document's score for the RM3-expanded query (``Feedback``). Read straight from
+        bm25s' term-by-document weight matrix (its ``scores``: CSC arrays, one column per term):
+        bm25s has no query expansion nor term weights in a query, and the documents' terms are
+        only there (the texts stay in the store)."""
+        top = np.sort([i for i in np.argsort(-first, kind="stable")[: feedback.docs] if first[i] > 0])
+        if not len(top):
+            return first
+        matrix = self._retriever.scores
+        data, indices, indptr = matrix["data"], matrix["indices"], matrix["indptr"]
+        positions = np.flatnonzero(np.isin(indices, top))
+        terms = np.searchsorted(indptr, positions, side="right") - 1
+        local = np.searchsorted(top, indices[positions])
+        weights = np.asarray(data[positions], dtype=np.float64)
+        doc_share = first[top] / first[top].sum()
+        contribution = doc_share[local] * weights / np.bincount(local, weights=weights, minlength=len(top))[local]
+        vocabulary, inverse = np.unique(terms, return_inverse=True)
+        relevance = np.bincount(inverse, weights=contribution)
+        chosen = np.argsort(-relevance, kind="stable")[: feedback.terms]
+        query = {self._retriever.vocab_dict[token]: 0.0 for token in tokens}
+        for term in query:
+            query[term] = feedback.original_weight / len(query)
+        for index in chosen:
+            term = int(vocabulary[index])
+            query[term] = query.get(term, 0.0) + (1 - feedback.original_weight) * relevance[index] / relevance[chosen].sum()
+        scores = np.zeros(len(first))
+        for term, weight in query.items():
+            start, end = indptr[term], indptr[term + 1]
+            scores[indices[start:end]] += weight * data[start:end]
+        return scores
 
     def save(self, directory: Path | str) -> None:
         directory = Path(directory)
@@ -176,8 +236,61 @@ class IndexNotSavedWarning(UserWarning):
 _UNREADABLE = (OSError, ValueError, KeyError, TypeError, EOFError)
 
 
+def _saved_place(folder: Path, version: str, analysis: Analysis) -> tuple[Path, dict[str, object]]:
+    """Where the index of ``version`` and ``analysis`` is saved in ``folder``, and its manifest."""
+    manifest = {"format": _SAVED_FORMAT, "version": version, "analysis": analysis.key()}
+    return folder / hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:24], manifest
+
+
+def is_saved(folder: Path, version: str, analysis: Analysis = FIRST_STAGE) -> bool:
+    """Whether ``folder`` holds a complete index of ``version`` and ``analysis`` (its manifest written
+    last and naming them); it may still turn out unreadable, which ``saved_index`` handles."""
+    target, manifest = _saved_place(folder, version, analysis)
+    try:
+        return json.loads((target / _MANIFEST_FILE).read_text(encoding="utf-8")) == manifest
+    except (OSError, ValueError):
+        return False
+
+
+class BuildLock:
+    """The one builder of a folder's index: an exclusive ``flock`` on a file in the folder, so every
+    process and thread sharing the data folder sees it, and the OS drops it with a killed builder."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self._handle: BinaryIO | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock if nobody holds it; returns whether this holder has it now."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        handle = open(self.folder / _LOCK_FILE, "a+b")  # an open file of its own: flock is per open file
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            return False
+        self._handle = handle
+        return True
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()  # closing the file drops its flock
+            self._handle = None
+
+    def held_elsewhere(self) -> bool:
+        """Whether another holder has the lock right now (probed by taking and dropping it)."""
+        if not self.acquire():
+            return True
+        self.release()
+        return False
+
+
 def saved_index(
-    folder: Path, version: str, docs: Callable[[], Sequence[tuple[str, str]]], analysis: Analysis = FIRST_STAGE
+    folder: Path,
+    version: str,
+    docs: Callable[[], Sequence[tuple[str, str]]],
+    analysis: Analysis = FIRST_STAGE,
+    progress: Callable[[str], None] | None = None,
 ) -> BM25Index:
     """The index of one version of a collection, built once and shared through ``folder``.
 
@@ -186,10 +299,9 @@ def saved_index(
     one for this version and analysis, it is built from ``docs()`` and saved atomically; the
     indexes of other versions or analyses in ``folder`` are then deleted, never read. A saved index
     that cannot be read, or whose manifest names another version, is rebuilt with an
-    ``IndexRebuiltWarning``.
+    ``IndexRebuiltWarning``. ``progress`` hears each phase of a build ("indexing", "saving").
     """
-    manifest = {"format": _SAVED_FORMAT, "version": version, "analysis": analysis.key()}
-    target = folder / hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:24]
+    target, manifest = _saved_place(folder, version, analysis)
     if target.exists():
         try:
             saved = json.loads((target / _MANIFEST_FILE).read_text(encoding="utf-8"))
@@ -200,7 +312,11 @@ def saved_index(
             warnings.warn(f"the saved BM25 index {target} could not be used ({error}); rebuilding it",
                           IndexRebuiltWarning, stacklevel=2)
             shutil.rmtree(target, ignore_errors=True)
-    index = BM25Index.build(docs(), analysis)
+    report = progress or (lambda phase: None)
+    collection = docs()
+    report("indexing")
+    index = BM25Index.build(collection, analysis)
+    report("saving")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".building-", dir=folder))  # dot: never taken for an index

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from db.store import Store
 from qa_core.data.demo import load_demo
-from qa_core.retrieval import FIRST_STAGE
+from qa_core.retrieval import FIRST_STAGE, FIRST_STAGE_FEEDBACK
 from qa_core.services import candidate_pools, store_setup
 from qa_core.services.evaluation_labels import LabelRule
 from qa_core.services.experiments import train_ranker
@@ -122,7 +122,24 @@ def test_typed_question_ranks_the_answer_first(store_url, model):
     assert any("Running on: " in caption.value for caption in app.caption)
     collection = len(candidate_pools.collection_sentences(Store(store_url).datasets.load_dataset("demo")))
     assert (f"{len(table)} candidates, BM25's best of the dataset's {collection:,} unique sentences "
-            f"({FIRST_STAGE.describe()})") in markdown(app)
+            f"({FIRST_STAGE.describe()}; {FIRST_STAGE_FEEDBACK.describe()})") in markdown(app)
+
+
+def test_typed_question_can_rerank_the_whole_collection(store_url):
+    """A collection this small is offered whole: every unique sentence is scored, the caption says
+    how many and how BM25 found its part (issue 40)."""
+    app = open_page(ASK)
+    app.selectbox(key="model").select("overlap")
+    app.text_input(key="question").input(DEMO_QUESTION)
+    app.toggle(key="whole").set_value(True)
+    app.button[0].click().run()
+    assert not app.exception, app.exception
+    table = app.dataframe[0].value
+    collection = len(candidate_pools.collection_sentences(Store(store_url).load_dataset("demo")))
+    matched = int(table["first_stage_rank"].notna().sum())
+    assert len(table) == collection and 0 < matched < collection
+    assert (f"{collection} candidates, the whole collection: all {collection:,} unique sentences of the dataset scored "
+            f"by the model (the first stage, BM25 with RM3 expansion, ranks {matched:,} of them") in markdown(app)
 
 
 def test_dataset_question_shows_gold_labels(store_url):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from db.store import Store
-from qa_core.retrieval import BM25Index
+from qa_core.retrieval import FIRST_STAGE_FEEDBACK, BM25Index
 from qa_core.services import candidate_pools
 from qa_core.text.nlp import ParseCache, parse_many
 from qa_core.types import Candidate, Dataset, InputError, Question
@@ -42,7 +42,7 @@ def test_reimport_changes_dataset_version_and_rebuilds_candidates(database_url: 
 _SECOND_PROCESS = """
 import sys
 from db.store import Store
-from qa_core.retrieval import BM25Index
+from qa_core.retrieval import FIRST_STAGE_FEEDBACK, BM25Index
 from qa_core.services import candidate_pools
 BM25Index.build = None
 print(candidate_pools.candidates_for_question(Store(sys.argv[1]), "tiny", "who wrote hamlet")[0].text)
@@ -93,7 +93,7 @@ def test_typed_question_reads_the_collection_without_loading_the_dataset(databas
         for question in ["who wrote hamlet in 1600", *(q.text for q in demo.questions[:6])]:
             expected = [
                 dataclasses.replace(sentences[name], first_stage_rank=rank, first_stage_score=score)
-                for rank, (name, score) in enumerate(in_memory.search(question, 20), start=1)
+                for rank, (name, score) in enumerate(in_memory.search(question, 20, FIRST_STAGE_FEEDBACK), start=1)
             ]
             assert candidate_pools.candidates_for_question(store, "typed", question, k=20) == expected
         assert candidate_pools.candidates_for_question(store, "typed", "hamlet shakespeare 1600")[0].doc_id == "q/1/d/1"

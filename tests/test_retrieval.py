@@ -12,6 +12,7 @@ from qa_core.retrieval import (
     FIRST_STAGE,
     PLAIN,
     BM25Index,
+    Feedback,
     IndexNotSavedWarning,
     IndexRebuiltWarning,
     bm25_scores,
@@ -30,6 +31,19 @@ CORPUS = [
 @pytest.fixture(scope="module")
 def index() -> BM25Index:
     return BM25Index.build(CORPUS)
+
+
+def test_rm3_feedback_finds_what_the_top_documents_share_and_keeps_the_query_alone_at_full_weight(
+        index: BM25Index, tmp_path: Path) -> None:
+    only_query = Feedback(docs=2, terms=5, original_weight=1.0)
+    for query in ("Where was Mark Twain born?", "Missouri river", "capital of France"):
+        assert [doc for doc, _ in index.search(query, 5, only_query)] == [doc for doc, _ in index.search(query, 5)]
+    # "Twain" alone finds d1 and d3; their other terms ("missouri", "born", ...) bring d4 in
+    assert {doc for doc, _ in index.search("Twain", 5)} == {"d1", "d3"}
+    expanded = index.search("Twain", 5, Feedback(docs=2, terms=10, original_weight=0.5))
+    assert {doc for doc, _ in expanded[:2]} == {"d1", "d3"} and "d4" in {doc for doc, _ in expanded}
+    index.save(tmp_path)  # the memory-mapped index expands the same way
+    assert BM25Index.load(tmp_path, mmap=True).search("Twain", 5, Feedback(docs=2, terms=10)) == expanded
 
 
 def test_right_document_ranks_first(index: BM25Index) -> None:
@@ -161,3 +175,11 @@ def test_a_data_folder_that_refuses_the_index_still_searches_from_memory(tmp_pat
     with pytest.warns(IndexNotSavedWarning, match="could not be saved"):
         index = saved_index(blocked / "bm25", "v1", lambda: DEMO)
     assert index.search(DEMO_QUERIES[0], 50) == BM25Index.build(DEMO).search(DEMO_QUERIES[0], 50)
+
+
+def test_ties_at_the_cut_off_follow_the_tie_rule_among_all_tied_documents() -> None:
+    """Only the k best and those tied with the k-th are ordered (a speed-up): the cut still takes the
+    tie rule's first (doc id descending) among every tied document, not whichever came first."""
+    tied = BM25Index.build([(f"d{i}", "cats sleep all day") for i in range(1, 8)] + [("a", "cats cats sleep all day")])
+    assert [doc for doc, _ in tied.search("cats", 3)] == ["a", "d7", "d6"]
+    assert [doc for doc, _ in tied.search("cats", 3, Feedback(docs=2, terms=3))] == ["a", "d7", "d6"]

@@ -9,9 +9,10 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from pages.collection import whole_collection_toggle
 from pages.common.caches import get_questions
 from pages.render.markdown import as_markdown
-from qa_core.services import candidate_pools, datasets, model_loading
+from qa_core.services import candidate_pools, datasets, index_builds, model_loading
 from qa_core.services.datasets import Store
 from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
 from qa_core.types import Candidate, InputError
@@ -109,10 +110,11 @@ def question_input(store: Store, url: str, dataset: str, dataset_version: str) -
                 "BM25 candidates to rerank", min_value=1, max_value=1000, value=candidate_pools.DEFAULT_CANDIDATES, key="k"
             )
         )
+        whole = whole_collection_toggle(store, dataset)
 
         def chosen() -> ChosenQuestion:
             question = candidate_pools.check_question(typed)
-            return question, candidate_pools.candidates_for_question(store, dataset, question, k=k), None
+            return question, index_builds.typed_candidates(store, dataset, question, k=k, whole=whole), None
 
         return chosen
     questions = get_questions(store, url, dataset, dataset_version)

@@ -134,7 +134,9 @@ def candidates_for_question(
     question = check_question(question_text)
     if k < 1:
         raise InputError(f"the number of candidates must be at least 1, got {k}")
-    hits = collection_index(store, dataset).search(question, k)
+    from qa_core.retrieval import FIRST_STAGE_FEEDBACK
+
+    hits = collection_index(store, dataset).search(question, k, FIRST_STAGE_FEEDBACK)
     if not hits:
         raise InputError(
             f"no sentence of dataset {dataset!r} shares a word with the question (question words such as "
@@ -155,8 +157,11 @@ def candidates_origin(store: Store, dataset: str, qid: str | None) -> str:
     BM25 over the dataset's whole collection (a typed question)."""
     if qid is not None:
         return f"question {qid}'s own candidates"
+    from qa_core.retrieval import FIRST_STAGE_FEEDBACK
+
     index = collection_index(store, dataset)
-    return f"BM25's best of the dataset's {len(index):,} unique sentences ({index.analysis.describe()})"
+    return (f"BM25's best of the dataset's {len(index):,} unique sentences ({index.analysis.describe()}; "
+            f"{FIRST_STAGE_FEEDBACK.describe()})")
 
 
 def dataset_questions(store: Store, dataset: str) -> list[Question]:
