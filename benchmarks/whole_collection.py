@@ -24,8 +24,8 @@ from pathlib import Path
 from common import machine, machine_line, measure_or_render, shared_datasets
 
 from qa_core.retrieval import FIRST_STAGE, BM25Index
-from qa_core.services.experiments import train_ranker
 from qa_core.services.candidate_pools import collection_sentences, sentence_key
+from qa_core.services.experiments import train_ranker
 
 CUTOFFS = (10, 50, 100)
 QUESTIONS = 12
