@@ -135,7 +135,7 @@ def test_typed_question_can_rerank_the_whole_collection(store_url):
     app.button[0].click().run()
     assert not app.exception, app.exception
     table = app.dataframe[0].value
-    collection = len(candidate_pools.collection_sentences(Store(store_url).load_dataset("demo")))
+    collection = len(candidate_pools.collection_sentences(Store(store_url).datasets.load_dataset("demo")))
     matched = int(table["first_stage_rank"].notna().sum())
     assert len(table) == collection and 0 < matched < collection
     assert (f"{collection} candidates, the whole collection: all {collection:,} unique sentences of the dataset scored "

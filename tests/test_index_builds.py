@@ -41,7 +41,7 @@ def tiny_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(index_builds, "BACKGROUND_FROM", 0)  # the tiny collection counts as a large one
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     store = Store(url)
-    store.import_dataset(Dataset("tiny", [Question("q1", "who wrote hamlet", [
+    store.datasets.import_dataset(Dataset("tiny", [Question("q1", "who wrote hamlet", [
         Candidate("d1", "Shakespeare wrote Hamlet.", label=1), Candidate("d2", "Paris is in France.", label=0)])]))
     yield url, store
     store.close()
@@ -106,7 +106,7 @@ def test_a_failed_build_is_said_and_the_next_question_starts_it_again(tiny_store
 def test_small_collection_is_indexed_within_the_request(database_url: str):
     store = Store(database_url)
     try:
-        store.import_dataset(Dataset("small", [Question("q1", "who wrote hamlet", [Candidate("d1", "Shakespeare wrote Hamlet.")])]))
+        store.datasets.import_dataset(Dataset("small", [Question("q1", "who wrote hamlet", [Candidate("d1", "Shakespeare wrote Hamlet.")])]))
         assert index_builds.typed_candidates(store, "small", "hamlet")[0].text == "Shakespeare wrote Hamlet."
         with pytest.raises(InputError, match="the question"):
             index_builds.typed_candidates(store, "small", "  ")

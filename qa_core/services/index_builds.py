@@ -129,10 +129,10 @@ def start_build(store: Store, dataset: str) -> BuildState:
 def _build(store: Store, dataset: str, folder: Path, version: str, lock: BuildLock) -> None:
     """The build thread: stream the sentences, index, save; the lock is released at the end."""
     try:
-        total = max(1, store.dataset_summary(dataset)["candidates"])
+        total = max(1, store.datasets.dataset_summary(dataset)["candidates"])
 
         def rows() -> Iterator[tuple[str, str, str]]:
-            for count, row in enumerate(store.candidate_texts(dataset), start=1):
+            for count, row in enumerate(store.datasets.candidate_texts(dataset), start=1):
                 if count % REPORT_EVERY_ROWS == 0:
                     _write_progress(folder, version, f"reading sentences ({count:,} of {total:,})",
                                     READING_SHARE * count / total)
@@ -174,7 +174,7 @@ def ready_size(store: Store, dataset: str) -> int | None:
 def _needs_background_build(store: Store, dataset: str) -> bool:
     """Whether ``dataset``'s index is not saved yet and too large to build within a request."""
     return (build_state(store, dataset).status != "ready"
-            and store.dataset_summary(dataset)["candidates"] >= BACKGROUND_FROM)
+            and store.datasets.dataset_summary(dataset)["candidates"] >= BACKGROUND_FROM)
 
 
 def typed_candidates(store: Store, dataset: str, question: str, k: int = candidate_pools.DEFAULT_CANDIDATES, *,

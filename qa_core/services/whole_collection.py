@@ -55,7 +55,7 @@ def candidates(store: Store, dataset: str, question: str) -> list[Candidate]:
     return [
         Candidate(name, text, first_stage_rank=bm25.get(name, (None, None))[0],
                   first_stage_score=bm25.get(name, (None, None))[1])
-        for name, text in candidate_pools.unique_sentences(store.candidate_texts(dataset))
+        for name, text in candidate_pools.unique_sentences(store.datasets.candidate_texts(dataset))
     ]
 
 
