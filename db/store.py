@@ -57,6 +57,7 @@ from db.models import (
 )
 from db.preferences import PreferenceStore
 from db.reimport import TEXT_KEY, ImportReport, write_dataset
+from db.systems import SystemStore
 from db.users import UserStore
 from qa_core import ordering
 from qa_core.access import Actor, Permission, acting_name
@@ -88,7 +89,7 @@ class QrelsImport(NamedTuple):
     unchanged: int
 
 
-class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore, CalibrationStore):
+class Store(LabelingStore, JobStore, UserStore, AnnotationStore, PreferenceStore, CalibrationStore, SystemStore):
     """Persistent store over SQLite or PostgreSQL; the schema is migrated on construction.
 
     Every write that people's roles govern (labels, adjudications, imports, training jobs,

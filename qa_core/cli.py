@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qa_core import config
+from qa_core import config, systems_cli
 from qa_core.checkpoints import GC_GRACE_MINUTES, collect_garbage, new_checkpoint_path
 from qa_core.services import workbench
 from qa_core.types import Dataset, InputError, NotTrainedError, StorageError
@@ -267,7 +267,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
     store = _store(args)
     version_id = None
-    if not workbench.looks_like_path(args.model) and registry.ranker_class(args.model).capabilities.trainable:
+    if args.model in registry.trainable():  # else a baseline, a checkpoint path or a system (workbench.load_ranker)
         from qa_core.services.jobs import load_promoted
 
         if store.promoted_model(args.model, args.data) is None:
@@ -413,7 +413,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
     for source in args.runs:
         if source in runs:
             raise InputError(f"{source!r} is named twice")
-        if source in registry.available() or source.endswith(".pt"):
+        if source in workbench.model_names(store, args.data) or source.endswith(".pt"):
             with _progress_bar(f"scoring {source} on {args.split}", args.quiet) as progress:
                 runs[source] = score_questions(workbench.load_ranker(store, source, args.data), questions, progress)
         elif Path(source).is_file():
@@ -676,6 +676,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--action", nargs="+", default=None, help="only these actions (import, promote, rollback, ...)")
     audit.add_argument("--out", default=None, help="write CSV here instead of JSON lines")
     audit.set_defaults(func=cmd_audit)
+    systems_cli.add_parser(commands, _store, _actor)
     return parser
 
 

@@ -23,6 +23,7 @@ import pandas as pd
 from qa_core import config
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
+from qa_core.services import systems
 from qa_core.text.normalise import visible_text
 from qa_core.types import (
     MAX_CANDIDATE_CHARS,
@@ -143,7 +144,7 @@ def model_names(store: Store | None = None, dataset: str | None = None) -> list[
     def ready(name: str) -> bool:
         return not registry.ranker_class(name).capabilities.trainable or store.promoted_model(name, dataset) is not None
 
-    return sorted(names, key=lambda name: (not ready(name), name))
+    return sorted(names, key=lambda name: (not ready(name), name)) + systems.names(store, dataset)  # then the systems
 
 
 def _naive_utc(when: datetime) -> datetime:
@@ -183,7 +184,7 @@ def default_model(store: Store, names: Sequence[str], dataset: str | None = None
 def default_models(store: Store, names: Sequence[str], dataset: str, count: int) -> list[str]:
     """``count`` of ``names`` to compare first: the trained models ``dataset`` has a version of, last
     used first, then the baselines (Compare starts on trained models when they exist)."""
-    trained = [name for name in names if registry.ranker_class(name).capabilities.trainable
+    trained = [name for name in names if not systems.is_system(name) and registry.ranker_class(name).capabilities.trainable
                and store.promoted_model(name, dataset) is not None]
     used = [model for _, on, model in usage(store) if on == dataset and model in trained]
     ordered = list(dict.fromkeys([*used, *trained, *names]))
@@ -197,6 +198,8 @@ def train_command(name: str, dataset: str | None = None) -> str:
 def model_version_key(store: Store, name: str, dataset: str) -> str | None:
     """The version a trainable model would load for ``dataset`` now (None otherwise): a cache key
     that changes when a new version is trained or promoted for it."""
+    if systems.is_system(name):
+        return systems.version_key(store, name)
     if looks_like_path(name) or not registry.ranker_class(name).capabilities.trainable:
         return None
     record = store.promoted_model(name, dataset)
@@ -207,6 +210,8 @@ def version_in_use(store: Store, name: str, dataset: str) -> str:
     """One line for a page: which version of ``name`` scores ``dataset`` and what it was trained on."""
     if looks_like_path(name):
         return f"checkpoint {name}"
+    if systems.is_system(name):
+        return systems.describe(store, name)
     capabilities = registry.ranker_class(name).capabilities
     if not capabilities.trainable:
         fitted = (f"; IDF from {dataset}'s training split" if capabilities.learns_statistics
@@ -235,6 +240,8 @@ def load_ranker(store: Store, name: str, dataset: str | None = None) -> Ranker:
     """
     if looks_like_path(name):
         return registry.load(Path(name))
+    if systems.is_system(name):
+        return systems.load(store, name, dataset)
     ranker_class = registry.ranker_class(name)
     if ranker_class.capabilities.trainable:
         from qa_core.services.jobs import CheckpointFallbackWarning, load_promoted
