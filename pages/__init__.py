@@ -136,8 +136,10 @@ def split_run(store: Store, url: str, ranker: Ranker, model: str, dataset: str, 
     def progress(done: int, total: int) -> None:
         bar.progress(done / max(total, 1), text=f"Scoring {model} on {split}: {done:,} of {total:,} questions")
 
-    run = experiments.score_questions(ranker, questions, progress)
-    bar.empty()
+    try:  # a service that fails part way leaves no half-filled bar
+        run = experiments.score_questions(ranker, questions, progress)
+    finally:
+        bar.empty()
     runs[key] = run
     while len(runs) > RUNS_KEPT:
         runs.popitem(last=False)
@@ -435,8 +437,12 @@ def explain_candidate(result: ranking.Ranking, rank: int, dataset: str, key: str
     """Everything the app shows of why ``result``'s candidate at ``rank`` scored as it did, computed
     when opened: the model's word weights and matrices, how far to trust them, its REL links as
     arcs, its trees, and a counterfactual edit."""
-    with st.spinner("Explaining…"):
-        explanation = result.explain(rank)
+    try:
+        with st.spinner("Explaining…"):
+            explanation = result.explain(rank)
+    except InputError as error:  # a stored run cannot be explained word by word; a service may fail
+        st.info(workbench.as_markdown(str(error)))
+        return
     show_explanation(explanation, key)
     show_trust(result, rank, dataset)
     show_arcs(explanation, key)

@@ -19,6 +19,7 @@ The service contract is ``qa_core.rankers.service_client`` (and the README's "Sc
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +117,22 @@ def add_run(store: Store, path: Path, dataset: str, name: str, *, actor: Actor |
     added = store.add_system(name, RUN, dataset=dataset, file_name=file_name or path.name, file_sha256=digest,
                              scores=check.scores, actor=actor)
     return {**_public(added), "note": check.note()}
+
+
+def add_run_upload(store: Store, content: bytes, file_name: str, dataset: str, name: str, *,
+                   actor: Actor | None = None) -> dict[str, Any]:
+    """``add_run`` for a file uploaded on a page: its errors name the uploaded file, not the
+    temporary copy read."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / (Path(file_name).name or "run")
+        path.write_bytes(content)
+        try:
+            return add_run(store, path, dataset, name, actor=actor, file_name=file_name)
+        except InputError as error:
+            if error.path != str(path):
+                raise
+            where = len(str(InputError("", path=error.path, line=error.line)))
+            raise InputError(str(error)[where:], path=file_name, line=error.line) from None
 
 
 # ------------------------------------------------------------------------------------ services
