@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import current_actor, open_store, require_datasets
+from pages import current_actor, open_store, preload_elements, require_datasets
 from qa_core.services import systems, workbench
 from qa_core.types import InputError
 
@@ -79,3 +79,4 @@ if listed:
     st.dataframe(listed, hide_index=True, key="systems_table")
 else:
     st.info("No system yet: add a run or a service above, or `python -m qa_core systems add-run FILE --data D --name N`.")
+preload_elements("DataFrame")

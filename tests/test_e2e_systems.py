@@ -57,4 +57,5 @@ def test_a_run_added_on_the_systems_page_is_compared_like_a_model(running_app, p
     page.goto(f"{running_app.url}/Systems")
     page.get_by_role("tab", name="Remove").click()
     page.get_by_role("button", name="Remove (labels stay)").click()
-    expect(page.get_by_text("Removed system:lengths; no label was touched.")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_text(shown("Removed system:lengths; no label was touched."))).to_be_visible(
+        timeout=BROWSER_TIMEOUT_MS)

@@ -188,8 +188,9 @@ def describe(store: Store, name: str) -> str:
     system = store.system(system_name(name))
     added = f"added by {system['added_by']} on {system['added_at']:%Y-%m-%d %H:%M} UTC"
     if system["kind"] == RUN:
-        return (f"{listed_name(system['name'])}: a stored run of {system['dataset']} · file {system['file_name']} "
-                f"(sha256 {system['file_sha256'][:12]}…) · {added}")
+        return (f"{listed_name(system['name'])}: a stored run of {system['dataset']} ranking "
+                f"{len(system['scores']):,} questions (a candidate it lacks ranks last, a question it lacks in the "
+                f"tie rule's order) · file {system['file_name']} (sha256 {system['file_sha256'][:12]}…) · {added}")
     info = system["info"] or {}
     about = f" ({info.get('name') or 'unnamed'} {info.get('version') or ''})".rstrip() if info else " (no /info)"
     return f"{listed_name(system['name'])}: a scoring service at {system['url']}{about} · {added}"
