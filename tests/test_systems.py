@@ -25,7 +25,9 @@ from qa_core.rankers.service_client import ServiceError
 from qa_core.services import compare, systems, workbench
 from qa_core.services.experiments import score_questions
 from qa_core.types import InputError
+from tests import ROOT
 from tests.cli import run_cli
+from tests.pages import ASK, LANDING, open_page
 from tests.scoring_services import serving
 from tests.teams import sign_in
 
@@ -127,6 +129,27 @@ def test_jsonl_run_through_the_cli(demo_store: Store, tmp_path: Path, capsys: py
     assert code == 0 and json.loads(out) == {"removed": "lengths"}
     code, _, err = run_cli(*db, "systems", "remove", "lengths", capsys=capsys)
     assert code == 2 and err.strip() == "error: unknown system 'lengths'"
+
+
+def test_a_run_on_the_ask_and_errors_pages(store_url: str, tmp_path: Path):
+    """Through the pages' own model lists: Ask ranks a linked question with the run and says plainly
+    that it cannot explain it word by word; Errors lists the run's worst questions."""
+    store = Store(store_url)
+    store.import_dataset(load_demo())
+    path, run = _run_file(tmp_path, store)
+    systems.add_run(store, path, "demo", "partial")
+    store.close()
+    ask = open_page(ASK, dataset="demo", qid="demo-33", model="system:partial")
+    assert ask.selectbox(key="model").value == "system:partial"
+    table = ask.dataframe[0].value
+    assert list(table["text"]) == [next(c.text for c in load_demo().split("test")[0].candidates if c.doc_id == doc)
+                                   for doc, _ in ordering.ranked(run["demo-33"])]
+    assert any("cannot be explained word by word" in info.value for info in ask.info)
+    errors = open_page(LANDING)
+    errors.switch_page(str(ROOT / "pages" / "5_Errors.py")).run()
+    errors.selectbox(key="model").select("system:partial").run()
+    assert not errors.exception, errors.exception
+    assert len(errors.dataframe[0].value) == 28
 
 
 @pytest.fixture(scope="module")

@@ -139,7 +139,7 @@ def model_names(store: Store | None = None, dataset: str | None = None) -> list[
     models trained on or promoted for it), so that a page's default choice works on a fresh store."""
     names = registry.available()
     if store is None or dataset is None:
-        return names
+        return names + (systems.names(store, None) if store is not None else [])  # every system of the store
 
     def ready(name: str) -> bool:
         return not registry.ranker_class(name).capabilities.trainable or store.promoted_model(name, dataset) is not None
