@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import delete, exists, insert, or_, select, update
+from sqlalchemy.orm import Session
 
 from db.audit import authorize, record
 from db.base import StoreBase, check_name, dataset_row, jsonable
@@ -64,11 +65,13 @@ class SystemStore(StoreBase):
                 query = query.where(or_(SystemRow.kind == SERVICE, DatasetRow.name == dataset))
             return [dict(row._mapping) for row in session.execute(query.order_by(SystemRow.name))]
 
-    def system(self, name: str) -> dict[str, Any]:
-        """One system as ``systems`` lists it, with ``scores`` (a run's; ``None`` for a service)."""
+    def system(self, name: str, *, scores: bool = True) -> dict[str, Any]:
+        """One system as ``systems`` lists it, with ``scores`` (a run's; ``None`` for a service)
+        unless ``scores`` is false (a page asks for the provenance on every rerun)."""
         with self.session_scope() as session:
             row = session.execute(
-                select(*_LISTED, SystemRow.scores).outerjoin(DatasetRow, SystemRow.dataset_id == DatasetRow.id)
+                select(*_LISTED, *([SystemRow.scores] if scores else []))
+                .outerjoin(DatasetRow, SystemRow.dataset_id == DatasetRow.id)
                 .where(SystemRow.name == name)
             ).first()
             if row is None:
@@ -94,6 +97,6 @@ class SystemStore(StoreBase):
             record(session, who, "remove_system", name)
 
 
-def _check_free(session: Any, name: str) -> None:
+def _check_free(session: Session, name: str) -> None:
     if session.scalar(select(exists().where(SystemRow.name == name))):
         raise InputError(f"a system named {name!r} exists already; choose another name or remove it first")

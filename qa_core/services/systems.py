@@ -114,8 +114,9 @@ def add_run(store: Store, path: Path, dataset: str, name: str, *, actor: Actor |
     path = Path(path)
     check = check_run(path, store.load_dataset(dataset).questions, dataset, fmt)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    pairs = sum(len(docs) for docs in check.scores.values())
     added = store.add_system(name, RUN, dataset=dataset, file_name=file_name or path.name, file_sha256=digest,
-                             scores=check.scores, actor=actor)
+                             info={"questions": check.covered, "pairs": pairs}, scores=check.scores, actor=actor)
     return {**_public(added), "note": check.note()}
 
 
@@ -179,20 +180,22 @@ def load(store: Store, name: str, dataset: str | None) -> Ranker:
 
 def version_key(store: Store, name: str) -> str:
     """What changes when the system behind ``name`` is replaced (a cache key for the pages)."""
-    system = store.system(system_name(name))
+    system = store.system(system_name(name), scores=False)
     return f"{system['id']}:{system['file_sha256'] or system['url']}:{(system['info'] or {}).get('version')}"
 
 
 def describe(store: Store, name: str) -> str:
     """One line for a page: what the system is and where it came from."""
-    system = store.system(system_name(name))
+    system = store.system(system_name(name), scores=False)
     added = f"added by {system['added_by']} on {system['added_at']:%Y-%m-%d %H:%M} UTC"
     if system["kind"] == RUN:
-        return (f"{listed_name(system['name'])}: a stored run of {system['dataset']} ranking "
-                f"{len(system['scores']):,} questions (a candidate it lacks ranks last, a question it lacks in the "
-                f"tie rule's order) · file {system['file_name']} (sha256 {system['file_sha256'][:12]}…) · {added}")
+        questions = (system["info"] or {}).get("questions", "its")
+        return (f"{listed_name(system['name'])}: a stored run of {system['dataset']} ranking {questions} questions "
+                "(a candidate it lacks ranks last, a question it lacks in the tie rule's order) · file "
+                f"{system['file_name']} (sha256 {system['file_sha256'][:12]}…) · {added}")
     info = system["info"] or {}
-    about = f" ({info.get('name') or 'unnamed'} {info.get('version') or ''})".rstrip() if info else " (no /info)"
+    named = " ".join(str(part) for part in (info.get("name"), info.get("version")) if part)
+    about = f" ({named or 'its /info names nothing'})" if info else " (no /info)"
     return f"{listed_name(system['name'])}: a scoring service at {system['url']}{about} · {added}"
 
 
