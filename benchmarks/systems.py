@@ -97,7 +97,8 @@ def render(result: dict[str, Any]) -> list[str]:
         "## External systems: SM-CNN behind the example scoring service",
         "",
         "Script: `benchmarks/systems.py`. SM-CNN (trained here for "
-        f"{result['epochs']} epochs, seed 1: the path is measured, not the model) scored on WikiQA TEST "
+        f"{result['epochs']} epoch{'s' if result['epochs'] != 1 else ''}, seed 1: the path is measured, not the "
+        "model) scored on WikiQA TEST "
         f"({result['questions']} questions, {result['pairs']:,} pairs) in process and through "
         "`examples/scoring_service.py` (Starlette under uvicorn, its own process, loopback HTTP, one request per "
         "question, the cache off; one torch thread on each side; every TEST text parsed once before the timing, so "
@@ -111,6 +112,9 @@ def render(result: dict[str, Any]) -> list[str]:
         f"- A whole-split Compare of SM-CNN, its TEST run kept as a system and the service: "
         f"{result['compare_s']['first']:.1f} s the first time, {result['compare_s']['warm']:.1f} s warm (the "
         "service's scores from the cache; SM-CNN scores again).",
+        "",
+        "The 2-core machine was shared with other jobs while this ran, so the milliseconds are noisy; the score "
+        "equality is not.",
         "",
         f"Machine: {machine_line(result['machine'])}.",
     ]
