@@ -79,4 +79,20 @@ if listed:
     st.dataframe(listed, hide_index=True, key="systems_table")
 else:
     st.info("No system yet: add a run or a service above, or `python -m qa_core systems add-run FILE --data D --name N`.")
+
+runs = [row for row in listed if row["kind"] == systems.RUN]
+if runs:
+    st.subheader("A run's metrics: over the questions it ranks and over the whole split")
+    left, right = st.columns(2)
+    chosen = left.selectbox("Run", [row["system"] for row in runs], key="systems_metrics_run")
+    questions = store.load_dataset(next(row["dataset"] for row in runs if row["system"] == chosen))
+    split = right.selectbox("Split", questions.splits, key="systems_metrics_split")
+    try:
+        metrics = systems.coverage_metrics(store, chosen, questions.split(split))
+    except InputError as error:
+        st.info(workbench.as_markdown(str(error)))
+    else:
+        st.dataframe([{"questions": over, **values} for over, values in metrics.items()], hide_index=True,
+                     key="systems_metrics")
+        st.caption("Gold labels; an uncovered question counts 0 over the whole split, as trec_eval -c.")
 preload_elements("DataFrame")

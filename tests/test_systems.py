@@ -152,6 +152,22 @@ def test_a_run_on_the_ask_and_errors_pages(store_url: str, tmp_path: Path):
     assert len(errors.dataframe[0].value) == 28
 
 
+def test_the_systems_page_names_a_runs_coverage(store_url: str, tmp_path: Path):
+    store = Store(store_url)
+    store.import_dataset(load_demo())
+    systems.add_run(store, _run_file(tmp_path, store)[0], "demo", "partial")
+    store.close()
+    page = open_page(str(ROOT / "pages" / "7_Systems.py"))
+    assert page.dataframe[0].value["system"].tolist() == ["system:partial"]
+    assert any("ranks none of these" in info.value for info in page.info)  # TRAIN: the run ranks none of it
+    page.selectbox(key="systems_metrics_split").select("test").run()
+    assert not page.exception, page.exception
+    metrics = page.dataframe[1].value
+    assert metrics["questions"].tolist() == [f"over the {COVERED} questions it covers",
+                                             "over all 28 questions (uncovered count 0)"]
+    assert metrics["map"].iloc[1] == pytest.approx(metrics["map"].iloc[0] * COVERED / 28)
+
+
 @pytest.fixture(scope="module")
 def example_service(demo_store: Store) -> Iterator[str]:
     """The example service serving the IDF overlap baseline fitted on the demo's TRAIN split."""
