@@ -76,7 +76,8 @@ with remove_tab:
 
 st.subheader("Systems in this store")
 if listed:
-    st.dataframe(listed, hide_index=True, key="systems_table")
+    st.dataframe(listed, hide_index=True, key="systems_table",
+                 column_config={"sha256": st.column_config.TextColumn("sha256", width="small")})
 else:
     st.info("No system yet: add a run or a service above, or `python -m qa_core systems add-run FILE --data D --name N`.")
 
