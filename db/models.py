@@ -1,6 +1,6 @@
 """SQLAlchemy 2 ORM models of the store.
 
-Migrations ``0001_initial`` to ``0009_calibration`` create exactly these tables;
+Migrations ``0001_initial`` to ``0011_systems`` create exactly these tables;
 ``tests/test_store.py`` checks that the two agree, so any change here needs a new Alembic revision.
 
 History is append-only wherever people's work is recorded: a judgement is never updated or
@@ -480,3 +480,27 @@ class AuditEventRow(Base):
     action: Mapped[str] = mapped_column(index=True)
     target: Mapped[str] = mapped_column(Text, default="")
     detail: Mapped[dict[str, Any] | None]
+
+
+class SystemRow(Base):
+    """An external system (issue 36): a named ranking source that is not a model of this project.
+    ``kind`` "run": a stored run for ``dataset_id`` (``scores``: ``{qid: {doc_id: score}}``, the
+    file's name and SHA-256 kept as provenance); "service": an HTTP scoring endpoint at ``url``
+    (``info``: what its ``GET /info`` said when added, if anything) that scores any dataset.
+    ``added_by``/``user_id``: who added it. Removing a system deletes this row only: labels never
+    point here."""
+
+    __tablename__ = "systems"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(unique=True)
+    kind: Mapped[str]
+    dataset_id: Mapped[int | None] = mapped_column(ForeignKey("datasets.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str | None] = mapped_column(Text)
+    file_name: Mapped[str | None] = mapped_column(Text)
+    file_sha256: Mapped[str | None]
+    info: Mapped[dict[str, Any] | None]
+    scores: Mapped[dict[str, Any] | None]
+    added_by: Mapped[str]
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    added_at: Mapped[datetime] = mapped_column(default=utcnow)

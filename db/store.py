@@ -29,6 +29,7 @@ from db.labeling import LabelingStore
 from db.labels import LabelStore
 from db.preferences import PreferenceStore
 from db.runs import RunStore
+from db.systems import SystemStore
 from db.users import UserStore
 from db.versions import VersionStore
 
@@ -57,6 +58,8 @@ class Store:
         self.models = VersionStore(self.database)
         self.runs = RunStore(self.database)
         self.jobs = JobStore(self.database)
+        # external systems: stored runs and scoring services
+        self.systems = SystemStore(self.database)
         # users, roles and audit
         self.users = UserStore(self.database)
 

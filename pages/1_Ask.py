@@ -45,7 +45,7 @@ def get_analyzer(_store, url: str, versions: tuple[str | None, ...]):
 st.title("Ask")
 url, store = open_store()
 datasets = require_datasets(store)
-models = model_loading.model_names()
+models = model_loading.model_names(store)  # a link may name a system too
 
 # Query parameters (a link from the Errors page) preset the widgets once per distinct link.
 params = {name: st.query_params[name] for name in ASK_PARAMS if name in st.query_params}

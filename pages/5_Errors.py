@@ -27,6 +27,7 @@ from qa_core.evaluation import qrels_from_questions
 from qa_core.services import analysis, candidate_pools, errors, model_loading, viz
 from qa_core.services.datasets import splits as dataset_splits
 from qa_core.services.evaluation_labels import describe, evaluation_labels
+from qa_core.types import InputError
 
 ALL_SPLITS = "all splits"
 LINKED = 10  # worst questions listed as links to Ask under the table
@@ -71,7 +72,11 @@ questions = labels.split(None if split == ALL_SPLITS else split)
 if not questions:
     st.info(as_markdown(f"Dataset {dataset} has no questions in {split}."))
     st.stop()
-run = split_run(store, url, ranker, model, dataset, split, questions)
+try:
+    run = split_run(store, url, ranker, model, dataset, split, questions)
+except InputError as error:  # a scoring service that is down, slow or answers outside its contract
+    st.error(as_markdown(str(error)))
+    st.stop()
 profiles = get_profiles(store, questions, url, dataset, dataset_version, split, analysis.classifier_version_key(store))
 overlaps = get_overlaps(questions, url, dataset, dataset_version, split)
 table = errors.error_table(run, qrels_from_questions(questions), profiles, overlaps, labels.sources, clean=clean)

@@ -52,6 +52,7 @@ class Permission(StrEnum):
     MANAGE_ROLES = "change roles"
     VIEW_AUDIT = "read the audit trail"
     MANAGE_ANNOTATION = "edit a dataset's guidelines or labelling settings"
+    MANAGE_SYSTEMS = "add, rename or remove external systems"
 
 
 _ANNOTATOR = frozenset({Permission.VIEW, Permission.LABEL})

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from qa_core.rankers.base import CandidateInput, Explanation, Ranker, candidate_at
+from qa_core.text.edits import only, without, words
 from qa_core.text.nlp import parse
 from qa_core.types import Question
 
@@ -38,26 +39,12 @@ RANDOM_DRAWS = 5
 SEED = 1
 
 
-def words(tokens: Sequence[str]) -> list[int]:
-    """Positions of the answer's words (its non-whitespace tokens)."""
-    return [i for i, token in enumerate(tokens) if token.strip()]
-
-
 def top_words(weights: Sequence[float], positions: Sequence[int], fraction: float, rng: np.random.Generator) -> list[int]:
     """The ``fraction`` of ``positions`` with the highest weight (at least one); ties in random order."""
     count = max(1, math.ceil(fraction * len(positions)))
     shuffled = rng.permutation(len(positions))
     order = sorted(shuffled, key=lambda i: -float(weights[positions[i]]))  # stable: ties stay shuffled
     return sorted(positions[i] for i in order[:count])
-
-
-def without(tokens: Sequence[str], dropped: Sequence[int]) -> str:
-    gone = set(dropped)
-    return " ".join(tokens[i] for i in words(tokens) if i not in gone)
-
-
-def only(tokens: Sequence[str], kept: Sequence[int]) -> str:
-    return " ".join(tokens[i] for i in sorted(kept))
 
 
 @dataclass(frozen=True)

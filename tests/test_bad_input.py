@@ -39,7 +39,7 @@ from tests.pages import ASK, LABEL, markdown, open_page
 
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED_SCRIPT = "&lt;script&gt;alert(1)&lt;/script&gt;"
-DATA_TABLES = ("datasets", "questions", "candidates", "labels", "model_versions", "runs")
+DATA_TABLES = ("datasets", "questions", "candidates", "labels", "model_versions", "runs", "systems")
 
 
 # ------------------------------------------------------------------------------ store and helpers
@@ -292,6 +292,52 @@ def test_importer_raises_input_error_with_file_and_line(tmp_path: Path, name: st
     assert caught.value.path == str(_expected_path(case, target))
     assert caught.value.line == case.line
     assert case.needle.lower() in str(caught.value).lower()
+
+
+# ------------------------------------------------------------------------------ runs added as systems (issue 36)
+
+SYSTEM_RUN_OK = b"".join(b"demo-33 Q0 demo-33-%d %d %d.5 ext\n" % (i, i + 1, 9 - i) for i in range(4))
+SYSTEM_JSONL_OK = b'{"qid": "demo-33", "doc_id": "demo-33-0", "score": 2.5}\n'
+SYSTEM_RUN_CASES = {
+    "unknown-question": FileCase({"r.run": SYSTEM_RUN_OK + b"nosuch Q0 demo-33-0 5 1.0 ext\n"}, "r.run", 5,
+                                 "question nosuch is not in it", "add-run"),
+    "unknown-candidate": FileCase({"r.run": SYSTEM_RUN_OK + b"demo-33 Q0 demo-34-0 5 1.0 ext\n"}, "r.run", 5,
+                                  "candidate demo-34-0 is not one of question demo-33's", "add-run"),
+    "duplicate-pair": FileCase({"r.run": SYSTEM_RUN_OK + b"demo-33 Q0 demo-33-1 5 1.0 ext\n"}, "r.run", 5,
+                               "appears twice for query demo-33 (first on line 2)", "add-run"),
+    "score-nan": FileCase({"r.run": SYSTEM_RUN_OK + b"demo-34 Q0 demo-34-0 1 nan ext\n"}, "r.run", 5, "finite", "add-run"),
+    "score-inf": FileCase({"r.run": SYSTEM_RUN_OK + b"demo-34 Q0 demo-34-0 1 -inf ext\n"}, "r.run", 5, "finite",
+                          "add-run"),
+    "score-word": FileCase({"r.run": SYSTEM_RUN_OK + b"demo-34 Q0 demo-34-0 1 high ext\n"}, "r.run", 5, "finite",
+                           "add-run"),
+    "five-fields": FileCase({"r.run": SYSTEM_RUN_OK + b"demo-34 Q0 demo-34-0 1 2.0\n"}, "r.run", 5, "6 fields", "add-run"),
+    "another-datasets-run": FileCase({"r.run": b"".join(b"Q%d Q0 D%d-%d 1 1.0 ext\n" % (q, q, d) for q in range(3)
+                                                        for d in range(2)) + SYSTEM_RUN_OK}, "r.run", 1,
+                                     "does not fit dataset 'demo': 6 of its 10", "add-run"),
+    "empty": FileCase({"r.run": b"\n\n"}, "r.run", None, "empty", "add-run"),
+    "jsonl-nan": FileCase({"r.jsonl": SYSTEM_JSONL_OK + SYSTEM_JSONL_OK.replace(b"-0", b"-1").replace(b"2.5", b"NaN")},
+                          "r.jsonl", 2, "finite", "add-run"),
+    "jsonl-no-score": FileCase({"r.jsonl": SYSTEM_JSONL_OK + b'{"qid": "demo-33", "doc_id": "demo-33-1"}\n'},
+                               "r.jsonl", 2, "score must be a finite number, got None", "add-run"),
+    "jsonl-score-text": FileCase({"r.jsonl": SYSTEM_JSONL_OK.replace(b"2.5", b'"2.5"')}, "r.jsonl", 1, "finite",
+                                 "add-run"),
+    "jsonl-no-doc-id": FileCase({"r.jsonl": b'{"qid": "demo-33", "score": 1}\n'}, "r.jsonl", 1, "doc_id", "add-run"),
+    "jsonl-duplicate": FileCase({"r.jsonl": SYSTEM_JSONL_OK * 2}, "r.jsonl", 2, "twice", "add-run"),
+    "jsonl-unknown-candidate": FileCase({"r.jsonl": SYSTEM_JSONL_OK + SYSTEM_JSONL_OK.replace(b"-33-0", b"-33-99")},
+                                        "r.jsonl", 2, "candidate demo-33-99", "add-run"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SYSTEM_RUN_CASES))
+def test_a_run_that_breaks_the_contract_is_refused_whole(env: Env, capsys: pytest.CaptureFixture, name: str):
+    """``systems add-run``: one line naming the file and line, and no system (nor anything else) kept."""
+    case = SYSTEM_RUN_CASES[name]
+    target = write_case(case, env.folder / "in")
+    before = snapshot(env.url)
+    err = assert_refused(cli_in_process(capsys, "systems", "add-run", str(target), "--data", "demo", "--name", "x"),
+                         case.needle)
+    assert (f"{target}, line {case.line}:" if case.line else f"{target}:") in err
+    assert snapshot(env.url) == before
 
 
 # ------------------------------------------------------------------------------ other CLI input

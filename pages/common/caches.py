@@ -89,8 +89,10 @@ def split_run(store: Store, url: str, ranker: Ranker, model: str, dataset: str, 
     def progress(done: int, total: int) -> None:
         bar.progress(done / max(total, 1), text=f"Scoring {model} on {split}: {done:,} of {total:,} questions")
 
-    run = experiments.score_questions(ranker, questions, progress)
-    bar.empty()
+    try:  # a service that fails part way leaves no half-filled bar
+        run = experiments.score_questions(ranker, questions, progress)
+    finally:
+        bar.empty()
     runs[key] = run
     while len(runs) > RUNS_KEPT:
         runs.popitem(last=False)

@@ -15,8 +15,12 @@ def explain_candidate(result: ranking.Ranking, rank: int, dataset: str, key: str
     """Everything the app shows of why ``result``'s candidate at ``rank`` scored as it did, computed
     when opened: the model's word weights and matrices, how far to trust them, its REL links as
     arcs, its trees, and a counterfactual edit."""
-    with st.spinner("Explaining…"):
-        explanation = result.explain(rank)
+    try:
+        with st.spinner("Explaining…"):
+            explanation = result.explain(rank)
+    except InputError as error:  # a stored run cannot be explained word by word; a service may fail
+        st.info(as_markdown(str(error)))
+        return
     show_explanation(explanation, key)
     show_trust(result, rank, dataset)
     show_arcs(explanation, key)

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from qa_core import config
-from qa_core.cli import admin, data, evaluate, training
+from qa_core.cli import admin, data, evaluate, systems, training
 from qa_core.cli.common import EXIT_BAD_INPUT, EXIT_INTERRUPTED
 from qa_core.types import InputError, NotTrainedError, StorageError
 
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", default=None, help="SQLAlchemy URL of the store (default: RERANK_LAB_DB or SQLite in the data folder)")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    for group in (data, training, evaluate, admin):
+    for group in (data, training, evaluate, admin, systems):
         group.add_commands(commands)
     return parser
 

@@ -72,7 +72,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
     for source in args.runs:
         if source in runs:
             raise InputError(f"{source!r} is named twice")
-        if source in registry.available() or source.endswith(".pt"):
+        if source in model_loading.model_names(store, args.data) or source.endswith(".pt"):
             with progress_bar(f"scoring {source} on {args.split}", args.quiet) as progress:
                 runs[source] = score_questions(model_loading.load_ranker(store, source, args.data), questions, progress)
         elif Path(source).is_file():

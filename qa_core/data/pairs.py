@@ -56,7 +56,7 @@ def _csv_problem(error: csv.Error) -> str:
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's \\uXXXX escapes can make them; UTF-8 cannot hold them
 
 
-def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
@@ -77,7 +77,7 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 
-def _identifier(record: dict[str, Any], key: str, fail: Callable[[str], InputError]) -> str | None:
+def identifier(record: dict[str, Any], key: str, fail: Callable[[str], InputError]) -> str | None:
     value = record.get(key)
     if value is None:
         return None
@@ -114,8 +114,8 @@ def _pair_rows(records: Iterable[tuple[int, dict[str, Any]]], path: Path, source
         label = integer(record["label"]) if "label" in record else None
         if label is None or not 0 <= label <= MAX_LABEL:
             raise fail(f"label must be an integer 0..{MAX_LABEL}, got {record.get('label')!r}")
-        qid = _identifier(record, "qid", fail) or "q" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
-        split = _identifier(record, "split", fail) or PAIRS_DEFAULT_SPLIT
+        qid = identifier(record, "qid", fail) or "q" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
+        split = identifier(record, "split", fail) or PAIRS_DEFAULT_SPLIT
         rank = None
         if "rank" in record:
             rank = integer(record["rank"])
@@ -139,7 +139,7 @@ def _pair_rows(records: Iterable[tuple[int, dict[str, Any]]], path: Path, source
             first_line[qid] = number
         elif question.text != text or question.split != split:
             raise fail(f"question {qid} has a different text or split on line {first_line[qid]}")
-        given_id = _identifier(record, "doc_id", fail)
+        given_id = identifier(record, "doc_id", fail)
         doc_id = given_id or f"{qid}-{len(question.candidates)}"
         if (qid, doc_id) in candidate_lines:
             raise fail(f"duplicate candidate ({qid}, {doc_id}), first on line {candidate_lines[qid, doc_id]}")
@@ -164,7 +164,7 @@ def load_pairs(path: str | Path, name: str | None = None, fmt: str | None = None
     """
     path = Path(path)
     fmt = fmt or path.suffix.lower().lstrip(".")
-    readers = {"csv": _csv_records, "jsonl": _jsonl_records}
+    readers = {"csv": _csv_records, "jsonl": jsonl_records}
     if fmt not in readers:
         raise InputError("expected a .csv or .jsonl file", path=str(path))
     return Dataset(name=name or path.stem, questions=_pair_rows(readers[fmt](path), path, fmt), source=str(path))

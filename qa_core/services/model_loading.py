@@ -17,6 +17,7 @@ import pandas as pd
 
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
+from qa_core.services import systems
 from qa_core.types import InputError, NotTrainedError
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading the store
@@ -28,12 +29,12 @@ def model_names(store: Store | None = None, dataset: str | None = None) -> list[
     models trained on or promoted for it), so that a page's default choice works on a fresh store."""
     names = registry.available()
     if store is None or dataset is None:
-        return names
+        return names + (systems.names(store, None) if store is not None else [])  # every system of the store
 
     def ready(name: str) -> bool:
         return not registry.ranker_class(name).capabilities.trainable or store.models.promoted_model(name, dataset) is not None
 
-    return sorted(names, key=lambda name: (not ready(name), name))
+    return sorted(names, key=lambda name: (not ready(name), name)) + systems.names(store, dataset)  # then the systems
 
 
 def _naive_utc(when: datetime) -> datetime:
@@ -73,7 +74,7 @@ def default_model(store: Store, names: Sequence[str], dataset: str | None = None
 def default_models(store: Store, names: Sequence[str], dataset: str, count: int) -> list[str]:
     """``count`` of ``names`` to compare first: the trained models ``dataset`` has a version of, last
     used first, then the baselines (Compare starts on trained models when they exist)."""
-    trained = [name for name in names if registry.ranker_class(name).capabilities.trainable
+    trained = [name for name in names if not systems.is_system(name) and registry.ranker_class(name).capabilities.trainable
                and store.models.promoted_model(name, dataset) is not None]
     used = [model for _, on, model in usage(store) if on == dataset and model in trained]
     ordered = list(dict.fromkeys([*used, *trained, *names]))
@@ -86,7 +87,10 @@ def train_command(name: str, dataset: str | None = None) -> str:
 
 def trained_version(store: Store, name: str, dataset: str) -> dict[str, Any] | None:
     """The version record a trainable model would load for ``dataset`` now (``Store.promoted_model``);
-    ``None`` for a baseline, a checkpoint path, or a model without a version for ``dataset``."""
+    for an external system its provenance (``{"system_key": ...}``: a new file, URL or service version
+    changes it); ``None`` for a baseline, a checkpoint path, or a model without a version for ``dataset``."""
+    if systems.is_system(name):
+        return {"system_key": systems.version_key(store, name)}
     if looks_like_path(name) or not registry.ranker_class(name).capabilities.trainable:
         return None
     return store.models.promoted_model(name, dataset)
@@ -94,7 +98,9 @@ def trained_version(store: Store, name: str, dataset: str) -> dict[str, Any] | N
 
 def version_key(version: Mapping[str, Any] | None) -> str | None:
     """A cache key that changes when a new version is trained or promoted (``trained_version``)."""
-    return None if version is None else f"{version['id']}:{version['checkpoint_path']}"
+    if version is None:
+        return None
+    return version.get("system_key") or f"{version['id']}:{version['checkpoint_path']}"
 
 
 def model_version_key(store: Store, name: str, dataset: str) -> str | None:
@@ -106,6 +112,8 @@ def version_in_use(store: Store, name: str, dataset: str) -> str:
     """One line for a page: which version of ``name`` scores ``dataset`` and what it was trained on."""
     if looks_like_path(name):
         return f"checkpoint {name}"
+    if systems.is_system(name):
+        return systems.describe(store, name)
     capabilities = registry.ranker_class(name).capabilities
     if not capabilities.trainable:
         fitted = (f"; IDF from {dataset}'s training split" if capabilities.learns_statistics
@@ -138,6 +146,8 @@ def load_ranker(
     """
     if looks_like_path(name):
         return registry.load(Path(name))
+    if systems.is_system(name):
+        return systems.load(store, name, dataset)
     ranker_class = registry.ranker_class(name)
     if ranker_class.capabilities.trainable:
         from qa_core.services.jobs import CheckpointFallbackWarning, load_promoted

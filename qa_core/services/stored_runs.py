@@ -153,7 +153,7 @@ def evaluate_and_keep(
     from qa_core.services.jobs import load_promoted
 
     version_id, notice = None, None
-    if not model_loading.looks_like_path(model) and registry.ranker_class(model).capabilities.trainable:
+    if model in registry.trainable():  # else a baseline, a checkpoint path or a system (model_loading.load_ranker)
         if models.in_use(store, model, dataset) is None:
             raise NotTrainedError(
                 f"model {model!r} has no version trained on or promoted for {dataset!r}; train it with: "

@@ -1,0 +1,120 @@
+"""Real HTTP servers for the systems tests: the example service (``examples/scoring_service.py``) and
+services that fail as real ones do, each started as its own uvicorn process on a free port.
+
+    python -m tests.scoring_services faulty --port P   POST /slow (answers after 5 s), /count (one
+                                                       score too few), /nan (a word for a score),
+                                                       /html (a page, not JSON), /error (HTTP 500)
+    python -m tests.scoring_services dies --after N --port P
+                                                       answers N requests, then its process exits
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from tests import ROOT
+
+START_TIMEOUT_S = 120
+SLOW_S = 5.0
+
+
+async def _count(request: Request) -> Response:
+    body = await request.json()
+    return JSONResponse({"scores": [1.0] * (len(body["candidates"]) - 1)})
+
+
+async def _slow(request: Request) -> Response:
+    await asyncio.sleep(SLOW_S)
+    return await _count(request)
+
+
+async def _nan(request: Request) -> Response:
+    body = await request.json()
+    return JSONResponse({"scores": ["high"] + [0.5] * (len(body["candidates"]) - 1)})
+
+
+async def _html(request: Request) -> Response:
+    return HTMLResponse("<html><body>502 Bad Gateway</body></html>")
+
+
+async def _error(request: Request) -> Response:
+    return Response("internal error", status_code=500)
+
+
+def faulty_app() -> Starlette:
+    return Starlette(routes=[Route(f"/{name}", handler, methods=["POST"]) for name, handler in
+                             {"slow": _slow, "count": _count, "nan": _nan, "html": _html, "error": _error}.items()])
+
+
+def dying_app(after: int) -> Starlette:
+    """Scores every candidate 1.0 for ``after`` requests; the next one ends the process unanswered."""
+    served = 0
+
+    async def score(request: Request) -> Response:
+        nonlocal served
+        body = await request.json()
+        if served >= after:
+            os._exit(1)
+        served += 1
+        return JSONResponse({"scores": [1.0] * len(body["candidates"])})
+
+    return Starlette(routes=[Route("/", score, methods=["POST"])])
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def serving(args: Sequence[str], env: dict[str, str] | None = None) -> Iterator[str]:
+    """Start ``python -m <args> --port P`` and yield ``http://127.0.0.1:P/`` once it accepts
+    connections; the process is stopped after."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", *args, "--port", str(port)], cwd=ROOT,
+                               env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"{args} exited with {process.returncode}: {process.stdout.read().decode()}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{args} did not listen within {START_TIMEOUT_S} s") from None
+                time.sleep(0.2)  # polling the port, not waiting a fixed time
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=["faulty", "dies"])
+    parser.add_argument("--after", type=int, default=3)
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args(argv)
+    app = faulty_app() if args.kind == "faulty" else dying_app(args.after)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

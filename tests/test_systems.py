@@ -1,0 +1,258 @@
+"""External systems (issue 36) with real parts: a SQLite store holding the demo corpus, the example
+scoring service (``examples/scoring_service.py``) started as a real uvicorn server, and services that
+are slow, answer garbage or die in the middle of a whole split (``tests/scoring_services.py``).
+
+A run goes everywhere a model goes through ``model_loading.load_ranker``; scores decide the order with
+the one tie rule; a service's explanation is occlusion through ``Ranker.score_edits``; every failure
+is one sentence and nothing partial.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import create_engine, text
+
+from db.store import Store
+from qa_core import ordering
+from qa_core.access import AccessDenied
+from qa_core.data.demo import load_demo
+from qa_core.rankers.service_client import ServiceError
+from qa_core.services import compare, model_loading, systems
+from qa_core.services.experiments import score_questions
+from qa_core.types import InputError
+from tests import ROOT
+from tests.cli import run_cli
+from tests.pages import ASK, LANDING, open_page
+from tests.scoring_services import serving
+from tests.teams import sign_in
+
+COVERED = 20  # of the demo's 28 TEST questions
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    folder = tmp_path_factory.mktemp("systems")
+    store = Store(f"sqlite:///{folder / 'store.sqlite'}")
+    store.datasets.import_dataset(load_demo())
+    yield store
+    store.close()
+
+
+def _run_file(folder: Path, store: Store, covered: int = COVERED) -> tuple[Path, dict[str, dict[str, float]]]:
+    """A TREC run of the first ``covered`` TEST questions whose scores tie in pairs (the rule decides)."""
+    run = {q.qid: {c.doc_id: float(i // 2) for i, c in enumerate(q.candidates)}
+           for q in store.datasets.load_dataset("demo").split("test")[:covered]}
+    path = folder / "partial.run"
+    path.write_text("".join(f"{qid} Q0 {doc} 1 {score} ext\n" for qid, docs in run.items() for doc, score in docs.items()))
+    return path, run
+
+
+def _labels(store: Store) -> list[tuple]:
+    engine = create_engine(store.url)
+    try:
+        with engine.connect() as connection:
+            return sorted(tuple(row) for row in connection.execute(text("SELECT * FROM labels")))
+    finally:
+        engine.dispose()
+
+
+def test_run_system_ranks_like_a_model_and_leaves_labels_alone(demo_store: Store, tmp_path: Path):
+    store = demo_store
+    question = store.datasets.load_dataset("demo").split("test")[0]
+    store.labels.import_qrels("demo", {question.qid: {question.candidates[0].doc_id: 2}}, "alice")
+    labels = _labels(store)
+    path, run = _run_file(tmp_path, store)
+
+    added = systems.add_run(store, path, "demo", "partial")
+    assert added["file_sha256"] and added["added_by"] == "local"
+    assert "lacks 8 of test" in added["note"]
+    assert model_loading.model_names(store, "demo")[-1] == "system:partial"
+    assert "a stored run of demo" in model_loading.version_in_use(store, "system:partial", "demo")
+
+    ranker = model_loading.load_ranker(store, "system:partial", "demo")
+    ranked = ranker.rank(question.text, question.candidates)
+    assert [s.candidate.doc_id for s in ranked] == [doc for doc, _ in ordering.ranked(run[question.qid])]
+    with pytest.raises(InputError, match="cannot be explained word by word"):
+        ranker.explain(question.text, question.candidates, 0)
+    with pytest.raises(InputError, match="no ranking of a question typed here"):
+        ranker.score("a question nobody asked", ["an answer"])
+
+    metrics = systems.coverage_metrics(store, "system:partial", store.datasets.load_dataset("demo").split("test"))
+    covered, whole = metrics.values()
+    assert list(metrics) == [f"over the {COVERED} questions it covers", "over all 28 questions (uncovered count 0)"]
+    assert whole["map"] == pytest.approx(covered["map"] * COVERED / 28)
+
+    systems.rename(store, "system:partial", "renamed")
+    systems.remove(store, "system:renamed")
+    assert systems.names(store, "demo") == []
+    assert _labels(store) == labels
+    events = store.users.audit_events(["add_system", "rename_system", "remove_system"])
+    assert sorted((e["action"], e["target"]) for e in events) == [
+        ("add_system", "partial"), ("remove_system", "renamed"), ("rename_system", "partial")]
+
+
+def test_team_mode_lets_only_admins_add_or_remove(demo_store: Store, tmp_path: Path):
+    team = Store(demo_store.url, team=True)
+    admin, annotator = sign_in(team, "root-admin"), sign_in(team, "annie")
+    path, _ = _run_file(tmp_path, team)
+    assert admin.role == "admin"  # the store's first user
+    with pytest.raises(AccessDenied, match="may not add, rename or remove external systems"):
+        systems.add_run(team, path, "demo", "by-annie", actor=annotator)
+    with pytest.raises(AccessDenied, match="sign in first"):
+        systems.add_run(team, path, "demo", "by-nobody")
+    systems.add_run(team, path, "demo", "by-admin", actor=admin)
+    with pytest.raises(AccessDenied):
+        systems.remove(team, "by-admin", actor=annotator)
+    systems.remove(team, "by-admin", actor=admin)
+    assert [r["name"] for r in team.systems()] == []
+
+
+def test_jsonl_run_through_the_cli(demo_store: Store, tmp_path: Path, capsys: pytest.CaptureFixture):
+    questions = demo_store.datasets.load_dataset("demo").split("test")
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps({"qid": q.qid, "doc_id": c.doc_id, "score": len(c.text)}) + "\n"
+                            for q in questions for c in q.candidates))
+    db = ["--db", demo_store.url]
+    code, out, err = run_cli(*db, "systems", "add-run", str(path), "--data", "demo", "--name", "lengths", capsys=capsys)
+    assert code == 0, err
+    assert json.loads(out)["note"] == "ranks all 28 questions of the splits it covers"
+    code, out, _ = run_cli(*db, "systems", "list", "--data", "demo", capsys=capsys)
+    assert json.loads(out)["system"] == "system:lengths"
+    code, out, _ = run_cli(*db, "evaluate", "--model", "system:lengths", "--data", "demo", "--quiet", capsys=capsys)
+    assert code == 0 and json.loads(out)["questions"] == 28
+    code, out, err = run_cli(*db, "systems", "remove", "lengths", capsys=capsys)
+    assert code == 0 and json.loads(out) == {"removed": "lengths"}
+    code, _, err = run_cli(*db, "systems", "remove", "lengths", capsys=capsys)
+    assert code == 2 and err.strip() == "error: unknown system 'lengths'"
+
+
+def test_a_run_on_the_ask_and_errors_pages(store_url: str, tmp_path: Path):
+    """Through the pages' own model lists: Ask ranks a linked question with the run and says plainly
+    that it cannot explain it word by word; Errors lists the run's worst questions."""
+    store = Store(store_url)
+    store.datasets.import_dataset(load_demo())
+    path, run = _run_file(tmp_path, store)
+    systems.add_run(store, path, "demo", "partial")
+    store.close()
+    ask = open_page(ASK, dataset="demo", qid="demo-33", model="system:partial")
+    assert ask.selectbox(key="model").value == "system:partial"
+    table = ask.dataframe[0].value
+    assert list(table["text"]) == [next(c.text for c in load_demo().split("test")[0].candidates if c.doc_id == doc)
+                                   for doc, _ in ordering.ranked(run["demo-33"])]
+    assert any("cannot be explained word by word" in info.value for info in ask.info)
+    errors = open_page(LANDING)
+    errors.switch_page(str(ROOT / "pages" / "5_Errors.py")).run()
+    errors.selectbox(key="model").select("system:partial").run()
+    assert not errors.exception, errors.exception
+    assert len(errors.dataframe[0].value) == 28
+
+
+def test_the_systems_page_names_a_runs_coverage(store_url: str, tmp_path: Path):
+    store = Store(store_url)
+    store.datasets.import_dataset(load_demo())
+    systems.add_run(store, _run_file(tmp_path, store)[0], "demo", "partial")
+    store.close()
+    page = open_page(str(ROOT / "pages" / "7_Systems.py"))
+    assert page.dataframe[0].value["system"].tolist() == ["system:partial"]
+    assert any("ranks none of these" in info.value for info in page.info)  # TRAIN: the run ranks none of it
+    page.selectbox(key="systems_metrics_split").select("test").run()
+    assert not page.exception, page.exception
+    metrics = page.dataframe[1].value
+    assert metrics["questions"].tolist() == [f"over the {COVERED} questions it covers",
+                                             "over all 28 questions (uncovered count 0)"]
+    assert metrics["map"].iloc[1] == pytest.approx(metrics["map"].iloc[0] * COVERED / 28)
+
+
+@pytest.fixture(scope="module")
+def example_service(demo_store: Store) -> Iterator[str]:
+    """The example service serving the IDF overlap baseline fitted on the demo's TRAIN split."""
+    with serving(["examples.scoring_service", "--model", "overlap", "--data", "demo", "--db", demo_store.url]) as url:
+        yield url
+
+
+def test_example_service_scores_as_in_process_explains_by_occlusion_and_caches(demo_store: Store, example_service: str):
+    store = demo_store
+    added = systems.add_service(store, example_service, "served-overlap")
+    assert added["info"] == {"name": "overlap", "version": "overlap", "max_batch": 1000}
+    questions = store.datasets.load_dataset("demo").split("test")
+    served = model_loading.load_ranker(store, "system:served-overlap", "demo")
+    local = model_loading.load_ranker(store, "overlap", "demo")
+    remote_run, local_run = score_questions(served, questions), score_questions(local, questions)
+    assert max(abs(remote_run[q][d] - local_run[q][d]) for q in local_run for d in local_run[q]) <= 1e-6
+
+    question = questions[0]
+    explanation = served.explain(question.text, question.candidates, 1)
+    assert explanation.weight_kind == "occlusion"
+    assert explanation.score == pytest.approx(served.score(question.text, question.candidates)[1])
+    assert any(weight > 0 for weight in explanation.answer_weights)  # a shared word's removal lowers the overlap
+
+    comparison = compare.compare_split({"overlap": local, "system:served-overlap": served}, questions)
+    assert comparison.models == ["overlap", "system:served-overlap"]
+    systems.remove(store, "served-overlap")
+
+
+def test_service_cache_answers_without_the_service(demo_store: Store, example_service: str):
+    """Scores are cached per (system, version, question, candidates): the same system and version
+    moved to a dead address still answers what it answered; a new question reaches the dead address."""
+    store = demo_store
+    systems.add_service(store, example_service, "cached")
+    first, second = store.datasets.load_dataset("demo").split("dev")[:2]
+    scores = model_loading.load_ranker(store, "system:cached", "demo").score(first.text, first.candidates)
+    systems.remove(store, "cached")
+    with serving(["tests.scoring_services", "dies", "--after", "0"]) as dead_url:
+        store.systems.add_system("cached", "service", url=dead_url, info={"name": "overlap", "version": "overlap"})
+        moved = model_loading.load_ranker(store, "system:cached", "demo")
+        np.testing.assert_array_equal(moved.score(first.text, first.candidates), scores)
+        with pytest.raises(ServiceError, match="is down or unreachable"):
+            moved.score(second.text, second.candidates)
+    systems.remove(store, "cached")
+
+
+@pytest.fixture(scope="module")
+def faulty_service() -> Iterator[str]:
+    with serving(["tests.scoring_services", "faulty"]) as url:
+        yield url
+
+
+@pytest.mark.parametrize(("route", "sentence"), [
+    ("slow", "did not answer within 0.5 s"),
+    ("count", "returned 2 scores for 3 candidates"),
+    ("nan", "returned 'high' for candidate '0', which is not a finite number"),
+    ("html", "which is not JSON"),
+    ("error", "answered HTTP 500: 'internal error'"),
+])
+def test_a_failing_service_is_one_sentence(demo_store: Store, faulty_service: str, route: str, sentence: str):
+    from qa_core.rankers.external import ServiceRanker
+    from qa_core.rankers.service_client import ServiceClient
+
+    ranker = ServiceRanker("system:faulty", ServiceClient(f"{faulty_service}{route}", timeout=0.5))
+    with pytest.raises(ServiceError) as caught:
+        ranker.score("who wrote hamlet", ["Shakespeare", "a play", "Denmark"])
+    assert sentence in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_cli_names_a_garbage_service_in_one_line(demo_store: Store, faulty_service: str, capsys: pytest.CaptureFixture):
+    db = ["--db", demo_store.url]
+    code, out, err = run_cli(*db, "systems", "add-service", f"{faulty_service}count", "--name", "garbage", capsys=capsys)
+    assert code == 0 and json.loads(out)["info"] is None  # no /info: it is optional
+    code, out, err = run_cli(*db, "evaluate", "--model", "system:garbage", "--data", "demo", "--quiet", capsys=capsys)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "scores for" in err and "Traceback" not in err
+    run_cli(*db, "systems", "remove", "garbage", capsys=capsys)
+
+
+def test_a_service_dying_mid_split_gives_no_half_table(demo_store: Store):
+    questions = demo_store.datasets.load_dataset("demo").split("test")
+    with serving(["tests.scoring_services", "dies", "--after", "5"]) as url:
+        demo_store.systems.add_system("dying", "service", url=url)
+        ranker = model_loading.load_ranker(demo_store, "system:dying", "demo")
+        with pytest.raises(ServiceError, match="is down or unreachable"):
+            compare.compare_split({"overlap": model_loading.load_ranker(demo_store, "overlap", "demo"),
+                                   "system:dying": ranker}, questions)
+    demo_store.systems.remove_system("dying")
