@@ -5,7 +5,7 @@
 
 ``POST /`` takes ``{"question": ..., "candidates": [{"id": ..., "text": ...}]}`` and answers
 ``{"scores": [...]}`` (one per candidate, in order); ``GET /info`` gives ``name``, ``version`` and
-``max_batch``. The model is loaded as the pages load it (``workbench.load_ranker``: the version in
+``max_batch``. The model is loaded as the pages load it (``model_loading.load_ranker``: the version in
 use for ``--data``, or a checkpoint path), so the service scores exactly what the workbench would.
 Then add it: ``python -m qa_core systems add-service http://127.0.0.1:8765/ --name my-service``.
 """
@@ -70,12 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--max-batch", type=int, default=MAX_BATCH)
     args = parser.parse_args(argv)
-    from qa_core.services import workbench
+    from qa_core.services import model_loading, store_setup
 
     try:
-        store = workbench.open_store(args.db)
-        ranker = workbench.load_ranker(store, args.model, args.data)
-        version = workbench.model_version_key(store, args.model, args.data) if args.data else None
+        store = store_setup.open_store(args.db)
+        ranker = model_loading.load_ranker(store, args.model, args.data)
+        version = model_loading.model_version_key(store, args.model, args.data) if args.data else None
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -109,7 +109,7 @@ def test_team_mode_lets_only_admins_add_or_remove(demo_store: Store, tmp_path: P
     with pytest.raises(AccessDenied):
         systems.remove(team, "by-admin", actor=annotator)
     systems.remove(team, "by-admin", actor=admin)
-    assert [r["name"] for r in team.systems()] == []
+    assert [r["name"] for r in team.systems.systems()] == []
 
 
 def test_jsonl_run_through_the_cli(demo_store: Store, tmp_path: Path, capsys: pytest.CaptureFixture):
