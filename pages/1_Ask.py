@@ -23,6 +23,7 @@ from pages import (
     question_input,
     require_datasets,
 )
+from pages.explain.contrast import show_contrast
 from pages.judging import install_keys, judge_panel, rerun_if_judged
 from qa_core.services import analysis, ranking, workbench
 from qa_core.types import InputError, NotTrainedError
@@ -190,5 +191,6 @@ if state is not None:
         key=f"{key}-table",
     )
     why(state, key, picked.selection.rows if picked is not None else [])
+    show_contrast(result, state["stored"], key)
     install_keys({})  # the judge panel's grade and undo keys
 preload_elements("DataFrame", "PlotlyChart")  # the ranked table and the heatmaps, before the first Rank

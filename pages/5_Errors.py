@@ -24,7 +24,7 @@ from pages import (
     split_run,
 )
 from qa_core.evaluation import qrels_from_questions
-from qa_core.services import analysis, errors, viz, workbench
+from qa_core.services import analysis, contrastive, errors, viz, workbench
 from qa_core.services.evaluation_labels import describe, evaluation_labels
 
 ALL_SPLITS = "all splits"
@@ -99,6 +99,7 @@ st.caption(
 st.caption(workbench.as_markdown(errors.ties(run, qrels_from_questions(questions), profiles, clean=clean).describe()))
 shown = table.assign(
     ask=[workbench.ask_url(dataset, qid, model) for qid in table["qid"]],
+    why=contrastive.contrast_links(table, dataset, model),
     overlap=blank_missing(table["overlap"], "{:.2f}"),  # none without a correct answer
 )
 st.dataframe(
@@ -106,6 +107,8 @@ st.dataframe(
     hide_index=True,
     column_config={
         "ask": st.column_config.LinkColumn("open", display_text="Ask", width="small"),
+        "why": st.column_config.LinkColumn("wrong above right", display_text="why A > B", width="small",
+                                           help="a wrong answer is ranked above a right one: open the contrastive view"),
         "question": st.column_config.TextColumn("question", width="large"),
         **{metric: st.column_config.NumberColumn(metric, format="%.3f") for metric in metrics},
         "overlap": st.column_config.TextColumn("overlap", alignment="right"),
@@ -114,7 +117,7 @@ st.dataframe(
         "tied": st.column_config.NumberColumn("tied", help="candidates sharing their score with another of this question's"),
         "unjudged": st.column_config.NumberColumn("unjudged", help="candidates without a judgement (not relevant above)"),
     },
-    column_order=["ask", "qid", "question", *metrics, *(["unjudged"] if not judged.complete else []), "class", "length",
+    column_order=["ask", "why", "qid", "question", *metrics, *(["unjudged"] if not judged.complete else []), "class", "length",
                   "overlap", "label_source", "correct", "tied"],
     key="worst",
 )
@@ -123,7 +126,7 @@ with st.container(key="worst-links"):
         st.page_link(
             "pages/1_Ask.py",
             label=workbench.as_markdown(f"{row.qid} · AP {row.AP:.3f} · {row.question}"),
-            query_params={"dataset": dataset, "qid": row.qid, "model": model},
+            query_params=contrastive.ask_params(dataset, row.qid, model, row),
             icon=":material/search:",
         )
 

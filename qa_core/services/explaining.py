@@ -33,5 +33,7 @@ def default_explainer(ranker: Ranker, path: Path = DEV_RESULTS) -> str:
 def choices(ranker: Ranker, path: Path = DEV_RESULTS) -> dict[str, str]:
     """``{explainer: title}`` of what the model offers, the default first and said to be one."""
     default = default_explainer(ranker, path)
+    measured = ranker.name in dev_results(path).get("defaults", {})
+    note = " (default, best on DEV)" if measured else " (default: not measured on DEV)"
     names = [default, *(n for n in explainers.available(ranker.capabilities) if n != default)]
-    return {n: explainers.EXPLAINERS[n].title + (" (default, best on DEV)" if n == default else "") for n in names}
+    return {n: explainers.EXPLAINERS[n].title + (note if n == default else "") for n in names}
