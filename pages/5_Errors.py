@@ -23,6 +23,7 @@ from pages import (
     require_datasets,
     split_run,
 )
+from pages.explain.slice_words import show_slice_words
 from qa_core.evaluation import qrels_from_questions
 from qa_core.services import analysis, contrastive, errors, viz, workbench
 from qa_core.services.evaluation_labels import describe, evaluation_labels
@@ -107,7 +108,7 @@ st.dataframe(
     hide_index=True,
     column_config={
         "ask": st.column_config.LinkColumn("open", display_text="Ask", width="small"),
-        "why": st.column_config.LinkColumn("wrong above right", display_text="why A > B", width="small",
+        "why": st.column_config.LinkColumn("contrast", display_text="why A > B", width="small",
                                            help="a wrong answer is ranked above a right one: open the contrastive view"),
         "question": st.column_config.TextColumn("question", width="large"),
         **{metric: st.column_config.NumberColumn(metric, format="%.3f") for metric in metrics},
@@ -142,3 +143,5 @@ for tab, by in zip(tabs, errors.SLICES):
             key=f"slice-{by}",
         )
         st.plotly_chart(viz.slice_bar_figure(slices, by, table, errors.SLICES.get(by, by)), key=f"slice-chart-{by}")
+
+show_slice_words(ranker, questions, table, dataset, model)
