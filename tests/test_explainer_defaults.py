@@ -38,3 +38,25 @@ def test_stored_defaults_follow_from_the_stored_dev_results():
         for model, chosen in dev["defaults"].items():
             if model in measured["models"]:
                 assert measured["models"][model]["explainer"] == chosen  # TEST measured the default only
+
+
+def test_trust_line_names_the_shown_explainer_and_where_it_was_measured(tmp_path):
+    from qa_core.services import trust
+
+    summary = {"fraction": 0.2, "score_range": 1.0, "pairs": 50, "comprehensiveness": 0.3,
+               "random_comprehensiveness": 0.1, "comprehensiveness_p": 0.0001}
+    tested = {"datasets": {"wikiqa": {"models": {"m": {"explainer": "occlusion", "summaries": [summary],
+                                                       "beats_random": True}}}}}
+    dev_entry = {"explainer": "integrated_gradients", "summaries": [{**summary, "pairs": 20}], "beats_random": False}
+    developed = {"datasets": {"wikiqa": {"models": {"m": {"explainers": {"integrated_gradients": dev_entry}}}}}}
+    (tmp_path / "test.json").write_text(json.dumps(tested))
+    (tmp_path / "dev.json").write_text(json.dumps(developed))
+
+    def line(explainer):
+        return trust.measured_line("m", "wikiqa", False, explainer, tmp_path / "test.json", tmp_path / "dev.json")
+
+    assert "WikiQA TEST (50 pairs) for m, explainer occlusion" in line("occlusion") and "heatmaps beat" in line(None)
+    shown = line("integrated_gradients")
+    assert "WikiQA DEV sample (20 pairs) for m, explainer integrated gradients" in shown
+    assert "by 30% of its score range, 20% random words by 10%" in shown and "do not beat random" in shown
+    assert "gradient x input was not measured" in line("gradient_x_input").replace("×", "x")

@@ -32,7 +32,8 @@ def measured_line(
     when it is a benchmark dataset, else on WikiQA (then TrecQA), said to be another dataset; on
     TEST where the explainer is the default TEST measured, else on the DEV sample every explainer
     was measured on. ``trained``: the model has versions, so the measured one (trained by the
-    benchmark) is never the version on screen, and the line says so. ``None`` when not measured."""
+    benchmark) is never the version on screen, and the line says so. A measured model's explainer
+    that was not measured is said to be unmeasured; ``None`` for a model never measured."""
     tested = _measured(path).get("datasets", {})
     developed = _measured(dev_path).get("datasets", {})
     for name in (dataset, "wikiqa", "trecqa"):
@@ -45,6 +46,10 @@ def measured_line(
         if summary is None or not summary["score_range"]:
             continue
         return _line(model, dataset, name, split, trained, entry, summary)
+    if explainer is not None and any(model in d.get("models", {}) for d in tested.values()):
+        return (f"The explainer {explainer.replace('_', ' ')} was not measured for {model} "
+                "(benchmarks/faithfulness.py measures every explainer of a model on DEV): how far its heatmaps beat "
+                "random words is not known. This candidate's own test is below.")
     return None
 
 
