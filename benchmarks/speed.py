@@ -131,9 +131,10 @@ def run_e2e(profile_top: int = 25) -> dict[str, Any]:
     }
 
 
-def run_explain() -> dict[str, Any]:
-    """Opening a candidate's explanation on Ask, warm, on the demo corpus: ``Ranking.explain`` by each
-    explainer plus the live deletion test the page shows beside it, for every registered model
+def run_explain(models: list[str] | None = None, defaults_only: bool = True) -> dict[str, Any]:
+    """Opening a candidate's explanation on Ask, warm, on the demo corpus: ``Ranking.explain`` by the
+    model's default explainer (every explainer unless ``defaults_only``) plus the live deletion test
+    the page shows beside it, for every registered model
     (trainable ones trained one epoch on the demo: the time does not depend on the weights) on a
     demo TEST question's pool; the first opening (a DEV question) is the warm-up."""
     from qa_core.data.demo import load_demo
@@ -145,13 +146,13 @@ def run_explain() -> dict[str, Any]:
     demo = load_demo()
     warm, question = demo.split("dev")[0], demo.split("test")[0]
     out: dict[str, Any] = {}
-    for name in registry.available():
+    for name in models or registry.available():
         capabilities = registry.ranker_class(name).capabilities
         ranker = registry.create(name, **dict.fromkeys(capabilities.training_settings, 1))
         if capabilities.trainable or capabilities.learns_statistics:
             ranker.fit(demo.split("train"), demo.split("dev"), progress=False)
         default = explaining.default_explainer(ranker)
-        for explainer in explainers.available(capabilities):
+        for explainer in [default] if defaults_only else explainers.available(capabilities):
             rank_pool(ranker, warm.text, warm.candidates).explain(1, explainer)
             times = []
             for rank in range(1, EXPLAIN_OPENED + 1):
@@ -163,6 +164,7 @@ def run_explain() -> dict[str, Any]:
             out.setdefault(name, {})[explainer] = {**summary(times), "default": explainer == default}
             print(name, explainer, f"{statistics.median(times):.0f} ms", file=sys.stderr)
     return {"models": out, "candidates": len(question.candidates), "opened": EXPLAIN_OPENED}
+
 
 
 def render_explain(part: dict[str, Any]) -> list[str]:
@@ -706,6 +708,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="device of the gpu part (cuda, cuda:1, cpu)")
     parser.add_argument("--amp-dtype", default=None, help="autocast dtype (default float16 on CUDA, bfloat16 on CPU)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--models", nargs="*", default=None, help="models of the explain part (default: every one)")
     parser.add_argument("--render", action="store_true", help="only re-render the section from stored results")
     args = parser.parse_args()
     if args.threads:
@@ -741,7 +744,7 @@ def main() -> None:
                 elif part == "gpu":
                     results["gpu"] = run_gpu(args.device, args.amp_dtype)
                 elif part == "explain":
-                    results["explain"] = {**run_explain(), "load_average": load_average}
+                    results["explain"] = {**run_explain(args.models), "load_average": load_average}
                 results["machine"] = machine()
                 write_result("speed", results)
     print(write_section("speed", render(results)))
