@@ -171,7 +171,7 @@ def render_explain(part: dict[str, Any]) -> list[str]:
     lines = ["### Opening an explanation on Ask, warm (demo)", "",
              f"`Ranking.explain` by the explainer plus the live deletion test shown beside the heatmap, "
              f"{part['opened']} candidates of a demo TEST question's pool ({part['candidates']} candidates) each in a "
-             "fresh request, after one warm-up opening; every registered model, trainable ones trained one epoch "
+             "fresh request, after one warm-up opening; the models listed (`--models`; default every registered one), trainable ones trained one epoch "
              "on the demo. Bold: the model's default explainer (chosen on DEV, `qa_core/explain/defaults.py`). "
              f"Target (issue 38): the default < {EXPLAIN_TARGET_MS} ms (p50).{_load_note(part)}", "",
              "| model | explainer | p50 ms | p95 ms | default under target |", "|---|---|---|---|---|"]
