@@ -123,7 +123,9 @@ RULE = (
     "It qualifies when it beats random words (both measures, p < 0.01, every k) on every DEV dataset. The "
     "default is the qualifying explainer with the highest DEV score, else (none qualifies) the one with the "
     "highest DEV score; equal scores go to the model's own weights first, then occlusion, Integrated Gradients, "
-    "gradient x input, embedding occlusion. Only the default is then measured on TEST, once; "
+    "gradient x input, embedding occlusion. A model gets a default once it is measured on both DEV samples "
+    "(until then its pages show its own weights and say it was not chosen on DEV; added after the run had "
+    "started, when it was clear not every model would finish). Only the default is then measured on TEST, once; "
     "`tests/test_explainer_defaults.py` reproduces the choice from the stored DEV results."
 )
 

@@ -52,10 +52,13 @@ def choose_default(by_dataset: Mapping[str, Mapping[str, Entry]]) -> str:
 
 
 def defaults(dev_results: Mapping[str, Any]) -> dict[str, str]:
-    """Every measured model's default explainer from the stored DEV results
-    (``{"datasets": {dataset: {"models": {model: {"explainers": {explainer: entry}}}}}}``)."""
+    """The default explainer of every model measured on every DEV dataset of the stored results
+    (``{"datasets": {dataset: {"models": {model: {"explainers": {explainer: entry}}}}}}``); a model
+    measured on some datasets only has none yet (its pages show its own weights, said to be unchosen)."""
+    datasets = dev_results.get("datasets", {})
     by_model: dict[str, dict[str, Mapping[str, Entry]]] = {}
-    for dataset, measured in dev_results.get("datasets", {}).items():
+    for dataset, measured in datasets.items():
         for model, entry in measured.get("models", {}).items():
             by_model.setdefault(model, {})[dataset] = entry["explainers"]
-    return {model: choose_default(by_dataset) for model, by_dataset in sorted(by_model.items())}
+    return {model: choose_default(by_dataset) for model, by_dataset in sorted(by_model.items())
+            if len(by_dataset) == len(datasets)}
