@@ -1,12 +1,16 @@
-"""Faithfulness of every registered model's explanations on WikiQA and TrecQA TEST
-(``qa_core.faithfulness``, ERASER-style): comprehensiveness and sufficiency of the top 10/20/50% of
-answer words by the explanation's weights, against the same deletions of random words (mean of 5
-draws), with a paired randomisation test over pairs. Trainable models are trained on TRAIN with
-seed 1 and selected on DEV first (the rankers benchmark's path). Results:
-``benchmarks/results/faithfulness.json``; the app reads it to say how far to trust a heatmap.
+"""Faithfulness of every registered model's explainers (``qa_core.explain.explainers``) on WikiQA
+and TrecQA (``qa_core.faithfulness``, ERASER-style): comprehensiveness and sufficiency of the top
+10/20/50% of answer words by the explanation's weights, against the same deletions of random words
+(mean of 5 draws), with a paired randomisation test over pairs. Trainable models are trained on
+TRAIN with seed 1 and selected on DEV first (the rankers benchmark's path), once per dataset.
+
+Per model: every explainer it offers is measured on a seeded sample of DEV questions
+(``faithfulness_dev.json``); the default explainer is chosen from those DEV results by the rule of
+``qa_core.explain.defaults`` (written in docs/benchmarks.md before the run); then only the default
+is measured on TEST, once (``faithfulness.json``; the app reads both to say how far to trust a heatmap).
 
     .venv/bin/python benchmarks/faithfulness.py                 # every model, both datasets
-    .venv/bin/python benchmarks/faithfulness.py --models smcnn --datasets wikiqa
+    .venv/bin/python benchmarks/faithfulness.py --models smcnn --dev-questions 10 --questions 40
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any
 
 from common import machine, machine_line, read_results, shared_datasets, write_result, write_section
 
+from qa_core.explain import explainers
+from qa_core.explain.defaults import choose_default, defaults, dev_score
 from qa_core.faithfulness import RANDOM_DRAWS, faithfulness_table, summarise
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
@@ -31,8 +37,9 @@ from qa_core.types import Dataset
 SEED = 1
 
 
-def ready_ranker(name: str, dataset: Dataset) -> tuple[Ranker, float | None]:
-    """The model as the rankers benchmark builds it (seed 1), and its DEV MAP when trained."""
+def ready_ranker(name: str, dataset: Dataset, max_epochs: int | None = None) -> tuple[Ranker, float | None]:
+    """The model as the rankers benchmark builds it (seed 1), and its DEV MAP when trained; with
+    ``max_epochs``, models that take that setting train at most that many epochs (CPU budget)."""
     capabilities = registry.ranker_class(name).capabilities
     if not capabilities.trainable:
         ranker = registry.create(name)
@@ -41,38 +48,62 @@ def ready_ranker(name: str, dataset: Dataset) -> tuple[Ranker, float | None]:
         return ranker, None
     analyzer = analysis.analyzer_for(store_setup.open_store(), name)
     with tempfile.TemporaryDirectory() as tmp:
+        settings = {"max_epochs": max_epochs} if max_epochs and "max_epochs" in capabilities.training_settings else {}
         outcome = train_ranker(
-            name, dataset, seed=SEED, progress=False, checkpoint=Path(tmp) / "model.pt", analyzer=analyzer
+            name, dataset, seed=SEED, progress=False, checkpoint=Path(tmp) / "model.pt", analyzer=analyzer,
+            model_config=settings,
         )
     return outcome.ranker, outcome.metrics["dev_map"]
 
 
-def test_questions(dataset: Dataset, sample: int | None) -> list:
-    """TEST, or a seeded sample of ``sample`` of its questions (every pair of each): the deletions
-    cost 36 scorings per pair, too many for every model on a busy 2-core machine."""
-    questions = dataset.split("test")
+def sampled_questions(dataset: Dataset, split: str, sample: int | None) -> list:
+    """The split, or a seeded sample of ``sample`` of its questions (every pair of each): the
+    deletions cost 36 scorings per pair, too many for every model on a busy 2-core machine."""
+    questions = dataset.split(split)
     if sample is None or sample >= len(questions):
         return questions
     return random.Random(SEED).sample(questions, sample)
 
 
-def measure(name: str, dataset: Dataset, sample: int | None) -> dict[str, Any]:
-    ranker, dev_map = ready_ranker(name, dataset)
+def measure(ranker: Ranker, questions: list, explainer: str, label: str) -> dict[str, Any]:
+    """One explainer's faithfulness over ``questions``: the summaries per k and the verdict."""
     started = time.perf_counter()
-    questions = test_questions(dataset, sample)
-    table = faithfulness_table(ranker, questions)
+    table = faithfulness_table(ranker, questions, explainer=explainer)
     seconds = time.perf_counter() - started
     summaries = summarise(table)
-    entry = {
-        "dev_map": dev_map,
+    print(label, ranker.name, explainer, f"{len(table)} pairs, {seconds:.0f} s", flush=True)
+    return {
+        "explainer": explainer,
         "questions": len(questions),
         "pairs": len(table),
         "seconds": round(seconds, 1),
         "summaries": [{**dataclasses.asdict(s), "beats_random": s.beats_random} for s in summaries],
         "beats_random": all(s.beats_random for s in summaries),
     }
-    print(dataset.name, name, f"{len(table)} pairs, {seconds:.0f} s", flush=True)
-    return entry
+
+
+def measure_model(name: str, datasets: dict[str, Dataset], args: argparse.Namespace,
+                  dev: dict[str, Any], test: dict[str, Any]) -> None:
+    """Train once per dataset, every explainer on the DEV sample, the default chosen, TEST once."""
+    rankers = {}
+    for dataset_name, dataset in datasets.items():
+        ranker, dev_map = ready_ranker(name, dataset, args.max_epochs)
+        rankers[dataset_name] = (ranker, dev_map)
+        questions = sampled_questions(dataset, "dev", args.dev_questions)
+        entries = {e: measure(ranker, questions, e, f"{dataset_name} DEV") for e in explainers.available(ranker.capabilities)}
+        dev["datasets"].setdefault(dataset_name, {}).setdefault("models", {})[name] = {
+            "dev_map": dev_map, "max_epochs": args.max_epochs, "explainers": entries}
+        write_result("faithfulness_dev", dev)
+    default = choose_default({d: dev["datasets"][d]["models"][name]["explainers"] for d in datasets})
+    dev["defaults"] = defaults(dev)
+    write_result("faithfulness_dev", dev)
+    for dataset_name, dataset in datasets.items():
+        ranker, dev_map = rankers[dataset_name]
+        questions = sampled_questions(dataset, "test", args.questions)
+        entry = {"dev_map": dev_map, "max_epochs": args.max_epochs,
+                 **measure(ranker, questions, default, f"{dataset_name} TEST")}
+        test["datasets"].setdefault(dataset_name, {}).setdefault("models", {})[name] = entry
+        write_result("faithfulness", test)  # after each model: a long run keeps what it measured
 
 
 def _pct(value: float, summary: dict[str, Any]) -> str:
@@ -83,24 +114,62 @@ def _p(p: float | None) -> str:
     return "-" if p is None else ("<0.001" if p < 0.001 else f"{p:.3f}")
 
 
-def render_section(result: dict[str, Any]) -> list[str]:
+RULE = (
+    "**Default explainers: the rule, fixed before the DEV run** (`qa_core/explain/defaults.py`). Every explainer "
+    "a model offers (its own weights, word occlusion, and for neural models Captum's Integrated Gradients, "
+    "gradient x input and embedding occlusion) is measured on a seeded sample of DEV questions of each dataset. "
+    "Per dataset and k, its margin is ((comprehensiveness - random) + (random sufficiency - sufficiency)) / 2 as "
+    "a share of the model's score range; its DEV score is the mean margin over both datasets and the three k. "
+    "It qualifies when it beats random words (both measures, p < 0.01, every k) on every DEV dataset. The "
+    "default is the qualifying explainer with the highest DEV score, else (none qualifies) the one with the "
+    "highest DEV score; equal scores go to the model's own weights first, then occlusion, Integrated Gradients, "
+    "gradient x input, embedding occlusion. A model gets a default once it is measured on both DEV samples "
+    "(until then its pages show its own weights and say it was not chosen on DEV; added after the run had "
+    "started, when it was clear not every model would finish). Only the default is then measured on TEST, once; "
+    "`tests/test_explainer_defaults.py` reproduces the choice from the stored DEV results."
+)
+
+
+def render_section(result: dict[str, Any], dev: dict[str, Any]) -> list[str]:
     lines = [
         "## Faithfulness of the explanations",
         "",
-        "Script: `benchmarks/faithfulness.py` (`qa_core.faithfulness`). For every TEST pair, the answer's words "
-        "(non-whitespace spaCy tokens) are ranked by the model's own `explain` weights (ties in seeded random "
+        "Script: `benchmarks/faithfulness.py` (`qa_core.faithfulness`). For every pair, the answer's words "
+        "(non-whitespace spaCy tokens) are ranked by an explainer's weights (ties in seeded random "
         "order) and the top k% deleted (comprehensiveness: score drop, higher is better) or kept alone "
         "(sufficiency: score drop, lower is better), as in ERASER (DeYoung et al. 2020); the same deletions of "
         f"random words (mean of {RANDOM_DRAWS} seeded draws) are the baseline. Every deletion is scored through "
         "`Ranker.score_edits`, the path of the Ask page's counterfactual edits. Drops are shown as a share of "
-        "the model's score range over the TEST pairs (scores are probabilities, BM25 sums, SVM margins or "
+        "the model's score range over the measured pairs (scores are probabilities, BM25 sums, SVM margins or "
         "cosines). p: paired randomisation test (10,000 seeded sign flips) of the explanation's drops against "
         "random words, two-sided. 'Beats random': more comprehensive and more sufficient than random words at "
         "p < 0.01 for every k. Trainable models: seed 1, trained on TRAIN, selected on DEV. Where 'questions' is "
-        "below the split's size, a seeded sample of TEST questions (all their pairs) was measured "
-        f"(`--questions`), for the CPU budget. {machine_line(result['machine'])}.",
+        "below the split's size, a seeded sample of the split's questions (all their pairs) was measured "
+        "(`--dev-questions`, `--questions`), for the CPU budget; 'epochs': at most that many training epochs "
+        "(`--max-epochs`, for the CPU budget; 'own': the model's own setting). A TEST model without DEV rows was "
+        "measured before the explainers existed, with its own weights (40 TEST questions, trained as the rankers "
+        f"benchmark trains). {machine_line(result['machine'])}.",
+        "",
+        RULE,
         "",
     ]
+    chosen = dev.get("defaults", {})
+    if chosen:
+        lines += ["### DEV: every explainer (DEV score: mean margin, % of the score range)", "",
+                  "| model | explainer | DEV score | beats random on | questions (per dataset) | default |",
+                  "|---|---|---|---|---|---|"]
+        for name in sorted(chosen):
+            by_dataset = {d: m["models"][name]["explainers"] for d, m in dev["datasets"].items() if name in m["models"]}
+            for explainer in explainers.EXPLAINERS:
+                entries = {d: e[explainer] for d, e in by_dataset.items() if explainer in e}
+                if not entries:
+                    continue
+                beats = ", ".join(d for d, e in entries.items() if e["beats_random"]) or "none"
+                sizes = ", ".join(f"{d} {e['questions']}" for d, e in entries.items())
+                mark = "**default**" if chosen[name] == explainer else ""
+                lines.append(f"| {name} | {explainer} | {100 * dev_score(list(entries.values())):.1f}% | {beats} | "
+                             f"{sizes} | {mark} |")
+        lines.append("")
     for dataset in ("wikiqa", "trecqa"):
         models = result["datasets"].get(dataset, {}).get("models", {})
         if not models:
@@ -108,14 +177,17 @@ def render_section(result: dict[str, Any]) -> list[str]:
         lines += [
             f"### {dataset} TEST",
             "",
-            "| model | k | comprehensiveness | random | p | sufficiency | random | p | questions | pairs | seconds |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| model | explainer | epochs | k | comprehensiveness | random | p | sufficiency | random | p | questions | pairs "
+            "| seconds |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name in sorted(models):
             entry = models[name]
             for s in entry["summaries"]:
                 lines.append(
-                    f"| {name} | {s['fraction']:.0%} | {_pct(s['comprehensiveness'], s)} | "
+                    f"| {name} | {entry.get('explainer', explainers.MODEL)} | {entry.get('max_epochs') or 'own'} | "
+                    f"{s['fraction']:.0%} | "
+                    f"{_pct(s['comprehensiveness'], s)} | "
                     f"{_pct(s['random_comprehensiveness'], s)} | {_p(s['comprehensiveness_p'])} | "
                     f"{_pct(s['sufficiency'], s)} | {_pct(s['random_sufficiency'], s)} | {_p(s['sufficiency_p'])} | "
                     f"{entry.get('questions', '-')} | {entry['pairs']:,} | {entry['seconds']:.0f} |"
@@ -129,21 +201,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="*", default=None, help="default: every registered model")
     parser.add_argument("--datasets", nargs="+", default=["wikiqa", "trecqa"])
+    parser.add_argument("--dev-questions", type=int, default=None,
+                        help="a seeded sample of this many DEV questions per dataset (default: all)")
     parser.add_argument("--questions", type=int, default=None,
                         help="a seeded sample of this many TEST questions per dataset (default: all)")
+    parser.add_argument("--max-epochs", type=int, default=None,
+                        help="train models that take max_epochs at most this many epochs (default: their own)")
     parser.add_argument("--render", action="store_true", help="only re-render the section from the stored results")
     args = parser.parse_args()
     stored = next(iter(read_results("faithfulness")), {"datasets": {}})
-    result: dict[str, Any] = {"machine": stored.get("machine", machine()), "datasets": stored["datasets"]}
+    test: dict[str, Any] = {"machine": stored.get("machine", machine()), "datasets": stored["datasets"]}
+    dev: dict[str, Any] = next(iter(read_results("faithfulness_dev")), {"datasets": {}})
     if not args.render:
-        result["machine"] = machine()
+        test["machine"] = dev["machine"] = machine()
         datasets = {name: ds for name, ds in shared_datasets().items() if name in args.datasets}
         for name in args.models or registry.available():
-            for dataset_name, dataset in datasets.items():
-                models = result["datasets"].setdefault(dataset_name, {}).setdefault("models", {})
-                models[name] = measure(name, dataset, args.questions)
-                write_result("faithfulness", result)  # after each model: a long run keeps what it measured
-    print(write_section("faithfulness", render_section(result)))
+            measure_model(name, datasets, args, dev, test)
+    print(write_section("faithfulness", render_section(test, dev)))
 
 
 if __name__ == "__main__":

@@ -36,7 +36,9 @@ from typing import Any
 from batch_engines import render_batch, run_batch
 from common import RESULTS, ROOT, machine, machine_line, mean_std, read_results, write_result, write_section
 
-PARTS = ("e2e", "throughput", "import", "app", "label", "walk", "batch", "gpu")
+PARTS = ("e2e", "throughput", "import", "app", "label", "walk", "batch", "gpu", "explain")
+EXPLAIN_OPENED = 5  # candidates opened per model and explainer, each in a fresh request (no cache)
+EXPLAIN_TARGET_MS = 500
 CANDIDATES = 100
 QUESTIONS = 100  # WikiQA test questions timed end to end (the first ones, in file order)
 WARMUP = 5  # WikiQA dev questions run first: spaCy, BM25 index, allocator
@@ -127,6 +129,58 @@ def run_e2e(profile_top: int = 25) -> dict[str, Any]:
         "rerank_ms": summary(rerank),
         "profile": top_functions(profiler, profile_top),
     }
+
+
+def run_explain(models: list[str] | None = None, defaults_only: bool = True) -> dict[str, Any]:
+    """Opening a candidate's explanation on Ask, warm, on the demo corpus: ``Ranking.explain`` by the
+    model's default explainer (every explainer unless ``defaults_only``) plus the live deletion test
+    the page shows beside it, for every registered model
+    (trainable ones trained one epoch on the demo: the time does not depend on the weights) on a
+    demo TEST question's pool; the first opening (a DEV question) is the warm-up."""
+    from qa_core.data.demo import load_demo
+    from qa_core.explain import explainers
+    from qa_core.rankers import registry
+    from qa_core.services import explaining
+    from qa_core.services.ranking import rank_pool
+
+    demo = load_demo()
+    warm, question = demo.split("dev")[0], demo.split("test")[0]
+    out: dict[str, Any] = {}
+    for name in models or registry.available():
+        capabilities = registry.ranker_class(name).capabilities
+        ranker = registry.create(name, **dict.fromkeys(capabilities.training_settings, 1))
+        if capabilities.trainable or capabilities.learns_statistics:
+            ranker.fit(demo.split("train"), demo.split("dev"), progress=False)
+        default = explaining.default_explainer(ranker)
+        for explainer in [default] if defaults_only else explainers.available(capabilities):
+            rank_pool(ranker, warm.text, warm.candidates).explain(1, explainer)
+            times = []
+            for rank in range(1, EXPLAIN_OPENED + 1):
+                result = rank_pool(ranker, question.text, question.candidates)
+                started = time.perf_counter()
+                result.explain(rank, explainer)
+                result.deletion_test(rank, explainer)
+                times.append((time.perf_counter() - started) * 1000)
+            out.setdefault(name, {})[explainer] = {**summary(times), "default": explainer == default}
+            print(name, explainer, f"{statistics.median(times):.0f} ms", file=sys.stderr)
+    return {"models": out, "candidates": len(question.candidates), "opened": EXPLAIN_OPENED}
+
+
+
+def render_explain(part: dict[str, Any]) -> list[str]:
+    lines = ["### Opening an explanation on Ask, warm (demo)", "",
+             f"`Ranking.explain` by the explainer plus the live deletion test shown beside the heatmap, "
+             f"{part['opened']} candidates of a demo TEST question's pool ({part['candidates']} candidates) each in a "
+             "fresh request, after one warm-up opening; the models listed (`--models`; default every registered one), trainable ones trained one epoch "
+             "on the demo. Bold: the model's default explainer (chosen on DEV, `qa_core/explain/defaults.py`). "
+             f"Target (issue 38): the default < {EXPLAIN_TARGET_MS} ms (p50).{_load_note(part)}", "",
+             "| model | explainer | p50 ms | p95 ms | default under target |", "|---|---|---|---|---|"]
+    for model, by_explainer in sorted(part["models"].items()):
+        for explainer, row in by_explainer.items():
+            name = f"**{explainer}**" if row["default"] else explainer
+            verdict = ("yes" if row["p50"] < EXPLAIN_TARGET_MS else "no") if row["default"] else ""
+            lines.append(f"| {model} | {name} | {row['p50']:.0f} | {row['p95']:.0f} | {verdict} |")
+    return [*lines, ""]
 
 
 def summary(values: list[float]) -> dict[str, float]:
@@ -575,6 +629,8 @@ def render(results: dict[str, Any]) -> list[str]:
                 f"{statistics.median(runs):.1f} ({', '.join(f'{r:.1f}' for r in runs)})"
             lines.append(f"| {name} | {cell} |")
         lines.append("")
+    if results.get("explain"):
+        lines += render_explain(results["explain"])
     app = results.get("app")
     if app:
         lines += ["### Ask page in Chromium", "",
@@ -654,6 +710,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="device of the gpu part (cuda, cuda:1, cpu)")
     parser.add_argument("--amp-dtype", default=None, help="autocast dtype (default float16 on CUDA, bfloat16 on CPU)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--models", nargs="*", default=None, help="models of the explain part (default: every one)")
     parser.add_argument("--render", action="store_true", help="only re-render the section from stored results")
     args = parser.parse_args()
     if args.threads:
@@ -688,6 +745,8 @@ def main() -> None:
                                         "load_average": load_average}
                 elif part == "gpu":
                     results["gpu"] = run_gpu(args.device, args.amp_dtype)
+                elif part == "explain":
+                    results["explain"] = {**run_explain(args.models), "load_average": load_average}
                 results["machine"] = machine()
                 write_result("speed", results)
     print(write_section("speed", render(results)))

@@ -22,6 +22,7 @@ from pages.common.pickers import (
 )
 from pages.common.scripts import preload_elements
 from pages.common.signin import open_store
+from pages.explain.contrast import show_contrast
 from pages.judging import install_keys, judge_panel, rerun_if_judged
 from pages.judging.keeping import keep_panel
 from pages.render.explanation import explain_candidate
@@ -197,5 +198,6 @@ if state is not None:
     )
     keep_panel(store, state)
     why(state, key, picked.selection.rows if picked is not None else [])
+    show_contrast(result, state["stored"], key)
     install_keys({})  # the judge panel's grade and undo keys
 preload_elements("DataFrame", "PlotlyChart")  # the ranked table and the heatmaps, before the first Rank

@@ -21,10 +21,11 @@ from pages.common.pickers import (
     require_datasets,
 )
 from pages.common.signin import open_store
+from pages.explain.slice_words import show_slice_words
 from pages.render.links import ask_url
 from pages.render.markdown import as_markdown
 from qa_core.evaluation import qrels_from_questions
-from qa_core.services import analysis, candidate_pools, errors, model_loading, viz
+from qa_core.services import analysis, candidate_pools, contrastive, errors, model_loading, viz
 from qa_core.services.datasets import splits as dataset_splits
 from qa_core.services.evaluation_labels import describe, evaluation_labels
 from qa_core.types import InputError
@@ -105,6 +106,7 @@ st.caption(
 st.caption(as_markdown(errors.ties(run, qrels_from_questions(questions), profiles, clean=clean).describe()))
 shown = table.assign(
     ask=[ask_url(dataset, qid, model) for qid in table["qid"]],
+    why=contrastive.contrast_links(table, dataset, model),
     overlap=blank_missing(table["overlap"], "{:.2f}"),  # none without a correct answer
 )
 st.dataframe(
@@ -112,6 +114,8 @@ st.dataframe(
     hide_index=True,
     column_config={
         "ask": st.column_config.LinkColumn("open", display_text="Ask", width="small"),
+        "why": st.column_config.LinkColumn("contrast", display_text="why A > B", width="small",
+                                           help="a wrong answer is ranked above a right one: open the contrastive view"),
         "question": st.column_config.TextColumn("question", width="large"),
         **{metric: st.column_config.NumberColumn(metric, format="%.3f") for metric in metrics},
         "overlap": st.column_config.TextColumn("overlap", alignment="right"),
@@ -120,7 +124,7 @@ st.dataframe(
         "tied": st.column_config.NumberColumn("tied", help="candidates sharing their score with another of this question's"),
         "unjudged": st.column_config.NumberColumn("unjudged", help="candidates without a judgement (not relevant above)"),
     },
-    column_order=["ask", "qid", "question", *metrics, *(["unjudged"] if not judged.complete else []), "class", "length",
+    column_order=["ask", "why", "qid", "question", *metrics, *(["unjudged"] if not judged.complete else []), "class", "length",
                   "overlap", "label_source", "correct", "tied"],
     key="worst",
 )
@@ -129,7 +133,7 @@ with st.container(key="worst-links"):
         st.page_link(
             "pages/1_Ask.py",
             label=as_markdown(f"{row.qid} · AP {row.AP:.3f} · {row.question}"),
-            query_params={"dataset": dataset, "qid": row.qid, "model": model},
+            query_params=contrastive.ask_params(dataset, row.qid, model, row),
             icon=":material/search:",
         )
 
@@ -145,3 +149,5 @@ for tab, by in zip(tabs, errors.SLICES):
             key=f"slice-{by}",
         )
         st.plotly_chart(viz.slice_bar_figure(slices, by, table, errors.SLICES.get(by, by)), key=f"slice-chart-{by}")
+
+show_slice_words(ranker, questions, table, dataset, model)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from qa_core.explain import explainers
 from qa_core.rankers.base import CandidateInput, Explanation, Ranker, candidate_at
 from qa_core.text.edits import only, without, words
 from qa_core.text.nlp import parse
@@ -104,16 +105,20 @@ def faithfulness_table(
     fractions: Sequence[float] = FRACTIONS,
     draws: int = RANDOM_DRAWS,
     seed: int = SEED,
+    explainer: str = explainers.MODEL,
 ) -> pd.DataFrame:
     """One row per (question, candidate) pair with a non-empty answer: its score and, per fraction
-    k, ``comp@k``, ``suff@k``, ``random_comp@k`` and ``random_suff@k``."""
+    k, ``comp@k``, ``suff@k``, ``random_comp@k`` and ``random_suff@k``, of the weights of
+    ``explainer`` (``qa_core.explain.explainers``; the model's own by default)."""
     rows = []
     for question in questions:
         for index, candidate in enumerate(question.candidates):
             if not words(parse(candidate.text).tokens):
                 continue
+            explanation = explainers.explain(ranker, question.text, question.candidates, index, explainer)
             deletions = pair_deletions(
-                ranker, question.text, question.candidates, index, fractions=fractions, draws=draws, seed=seed
+                ranker, question.text, question.candidates, index, explanation,
+                fractions=fractions, draws=draws, seed=seed,
             )
             row = {"qid": question.qid, "doc_id": candidate.doc_id, "score": deletions.score}
             for k in fractions:

@@ -363,6 +363,12 @@ def test_trained_smcnn_shows_matrix_and_saliency_heatmaps(store_url, tiny_smcnn)
     register(store_url, tiny_smcnn)
     app = open_page(ASK, dataset="demo", qid=SISTINE, model="smcnn")
     assert not app.error, [e.value for e in app.error]
+    explainer = next(box for box in app.selectbox if box.label == "Explainer")
+    assert "(default" in explainer.options[0] and len(explainer.options) == 5  # the default first, then the others
+    explainer.select("integrated_gradients").run()
+    assert highlighted(app, "Answer, integrated gradients per word")
+    assert any("explainer integrated gradients" in caption.value for caption in app.caption)  # its own faithfulness
+    next(box for box in app.selectbox if box.label == "Explainer").select("model").run()
     matrices = titled(app, "similarity: question × answer words")
     assert len(matrices) == 1  # the opened candidate's
     cosine = [value for row in matrices[0]["data"][0]["z"] for value in row]

@@ -27,5 +27,10 @@ def test_errors_page_links_the_worst_question_to_ask(running_app, page, screensh
     expect(page).to_have_url(re.compile(rf"/Ask\?.*qid={re.escape(qid)}"), timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_text("Ranked candidates")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_text(f"question: {question}")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    expect(page.locator(".rl-arcs", has_text="REL links").first).to_be_visible()
+    expect(page.locator(".rl-arcs", has_text="REL links").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    # The worst question has a wrong answer above a right one: the link opens the contrastive view.
+    expect(page).to_have_url(re.compile(r"view=contrast"))
+    expect(page.get_by_text(re.compile(r"a gap of \d\.\d{4}"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.locator(".rl-highlighted", has_text=re.compile(r"A \(#\d+\): .* toward the gap"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"deleting A's top 20% words narrows the gap by"))).to_be_visible()
     assert "Traceback" not in page.content()

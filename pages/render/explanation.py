@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages.explain.picker import pick_explainer
 from pages.render.markdown import as_markdown
 from qa_core.rankers.base import Explanation
 from qa_core.services import ranking, text_views, trust, viz
@@ -15,14 +16,15 @@ def explain_candidate(result: ranking.Ranking, rank: int, dataset: str, key: str
     """Everything the app shows of why ``result``'s candidate at ``rank`` scored as it did, computed
     when opened: the model's word weights and matrices, how far to trust them, its REL links as
     arcs, its trees, and a counterfactual edit."""
+    explainer = pick_explainer(result, key)
     try:
         with st.spinner("Explaining…"):
-            explanation = result.explain(rank)
+            explanation = result.explain(rank, explainer)
     except InputError as error:  # a stored run cannot be explained word by word; a service may fail
         st.info(as_markdown(str(error)))
         return
     show_explanation(explanation, key)
-    show_trust(result, rank, dataset)
+    show_trust(result, rank, dataset, explainer)
     show_arcs(explanation, key)
     if explanation.trees and st.toggle("Show the REL-tagged trees (as the model compared them)", key=f"{key}-trees"):
         for name, tree in explanation.trees.items():
@@ -70,13 +72,13 @@ def show_counterfactual(result: ranking.Ranking, rank: int, key: str) -> None:
         show_explanation(outcome.explanation, f"{key}-edited")
 
 
-def show_trust(result: ranking.Ranking, rank: int, dataset: str) -> None:
+def show_trust(result: ranking.Ranking, rank: int, dataset: str, explainer: str | None = None) -> None:
     """How far to trust this heatmap: the model's measured faithfulness, and the same test live on
     this candidate (its score without its top-weighted words, and with only them, against random)."""
-    measured = trust.measured_line(result.model, dataset, result.ranker.capabilities.trainable)
+    measured = trust.measured_line(result.model, dataset, result.ranker.capabilities.trainable, explainer)
     if measured is not None:
         st.caption(as_markdown(measured))
-    test = result.deletion_test(rank)
+    test = result.deletion_test(rank, explainer)
     k = ranking.LIVE_FRACTION
     st.caption(
         f"This candidate: score {test.score:.4f}; without its top {k:.0%} words "

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 import numpy as np
 
 from qa_core import ordering
+from qa_core.nn.attribution import EmbeddedInputs
 from qa_core.text.links import Link
 from qa_core.training.events import ProgressCallback
 from qa_core.types import Candidate, InputError, Question
@@ -51,7 +52,8 @@ class Capabilities:
     job must supply it). ``pool_dependent``: a candidate's score
     depends on the rest of its pool (BM25's IDF is the pool's), so an edited candidate must be
     scored inside its pool; otherwise a pair's score is its own. ``neural``: a torch network that
-    ``to(device)`` moves, so it scores and trains on a GPU (``benchmarks/gpu_check.py`` checks each).
+    ``to(device)`` moves, so it scores and trains on a GPU (``benchmarks/gpu_check.py`` checks each),
+    and whose embedded words ``embedded_pair`` gives, for gradient attributions (``qa_core.explain``).
     """
 
     trainable: bool = False
@@ -96,6 +98,19 @@ class Explanation:
     links: list[Link] = field(default_factory=list)
     trees: dict[str, str] = field(default_factory=dict)
     answer_tokens_read: int | None = None
+
+
+@dataclass(frozen=True)
+class EmbeddedPair:
+    """One pair as a neural ranker reads it, for attribution methods: the embedded question and
+    answer words (``embedded.inputs``, in that order) with the batched score over them, the token
+    positions each embedded word stands for, and the token counts of both texts."""
+
+    embedded: EmbeddedInputs
+    question_positions: list[int]
+    answer_positions: list[int]
+    question_length: int
+    answer_length: int
 
 
 @dataclass(frozen=True)
@@ -198,6 +213,10 @@ class Ranker(ABC):
     @abstractmethod
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
         """Why candidate ``index`` of this pool scored as it did; ``score`` equals its pool score."""
+
+    def embedded_pair(self, question: str, candidates: Sequence[CandidateInput], index: int) -> EmbeddedPair:
+        """Candidate ``index``'s pair as embedded words (``capabilities.neural`` models only)."""
+        raise InputError(f"model {self.name!r} reads no embedded words")
 
     def question_analysis(self, question: str) -> QuestionAnalysis | None:
         """The class and focus this model reads for ``question`` (``None``: it reads none)."""

@@ -35,8 +35,8 @@ from torch import nn
 
 from qa_core.classifiers.analysis import QuestionAnalysis, QuestionAnalyzer
 from qa_core.data.questions import COARSE_CLASSES
+from qa_core.nn.attribution import EmbeddedInputs, gradient_norm
 from qa_core.nn.encoders import PAD_ID, ConvEncoder, WordEmbedding
-from qa_core.nn.saliency import embedded_saliency
 from qa_core.rankers.analysis_channel import AnalysisReadingRanker
 from qa_core.rankers.base import Explanation
 from qa_core.rankers.neural import NEURAL, NeuralConfig, Pair, spread, token_positions
@@ -198,9 +198,11 @@ class CNNOverlapRanker(AnalysisReadingRanker):
         q_ids, a_ids = inputs["question"], inputs["answer"]
         q_in = model.words(q_ids, inputs["question_overlap"], inputs["question_semantic"])
         a_in = model.words(a_ids, inputs["answer_overlap"], inputs["answer_semantic"])
-        score, (q_saliency, a_saliency) = embedded_saliency(
-            lambda q, a: self.relevance(model.classify(q, q_ids != PAD_ID, a, a_ids != PAD_ID)), [q_in, a_in]
+        embedded = EmbeddedInputs(
+            (q_in, a_in), lambda q, a: self.relevance(model.classify(q, q_ids != PAD_ID, a, a_ids != PAD_ID))
         )
+        score = embedded.score()
+        q_saliency, a_saliency = gradient_norm(embedded)
         cfg = self.config
         q_parsed, a_parsed = pair.question, pair.answer
         # Focus links only where the model reads the question analysis (CNN_WO+SO, not CNN_WO).

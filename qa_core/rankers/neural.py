@@ -26,10 +26,12 @@ import torch
 from torch import nn
 
 from qa_core.device import default_device, precision
+from qa_core.nn.attribution import EmbeddedInputs, substituted
 from qa_core.nn.encoders import WordEmbedding
 from qa_core.rankers.base import (
     CandidateInput,
     Capabilities,
+    EmbeddedPair,
     Explanation,
     Pool,
     Ranker,
@@ -268,6 +270,32 @@ class NeuralRanker(Ranker):
         if len(read) > self.config.max_answer_len:
             explanation.answer_tokens_read = read[self.config.max_answer_len - 1] + 1
         return explanation
+
+    def embedded_pair(self, question: str, candidates: Sequence[CandidateInput], index: int) -> EmbeddedPair:
+        """The pair's question and answer words through the embedding table, and a forward that
+        scores a batch of varied embedded words through the model's own ``forward`` (the table's
+        output substituted; every other input repeated), in eval mode."""
+        model = self.model()
+        model.eval()
+        pair = self.pool_pairs([(question, [candidate_at(candidates, index)])])[0]
+        inputs = {name: tensor.to(self._device) for name, tensor in self.encode([pair]).items()}
+        with torch.no_grad():
+            words = (model.embedding(inputs["question"]), model.embedding(inputs["answer"]))
+
+        def forward(q_words: torch.Tensor, a_words: torch.Tensor) -> torch.Tensor:
+            rows = q_words.shape[0]
+            batch = {name: tensor.expand(rows, *tensor.shape[1:]) for name, tensor in inputs.items()}
+            with substituted(model.embedding, {batch["question"]: q_words, batch["answer"]: a_words}):
+                return self.relevance(model(**batch))
+
+        cfg = self.config
+        return EmbeddedPair(
+            EmbeddedInputs(words, forward),
+            token_positions(pair.question, cfg.max_question_len),
+            token_positions(pair.answer, cfg.max_answer_len),
+            len(pair.question.tokens),
+            len(pair.answer.tokens),
+        )
 
     # ------------------------------------------------------------------ training
 

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from qa_core.nn.attribution import EmbeddedInputs, gradient_norm
 from qa_core.nn.encoders import PAD_ID, ConvEncoder, WordEmbedding
-from qa_core.nn.saliency import embedded_saliency
 from qa_core.rankers.base import Explanation
 from qa_core.rankers.neural import NEURAL, NeuralConfig, NeuralRanker, Pair, spread, token_positions
 from qa_core.text.features import N_OVERLAP_FEATURES, overlap_features
@@ -110,10 +110,14 @@ class SMCNNRanker(NeuralRanker):
         model.eval()
         inputs = {name: tensor.to(self._device) for name, tensor in self.encode([pair]).items()}
         q_ids, a_ids = inputs["question"], inputs["answer"]
-        score, (q_saliency, a_saliency) = embedded_saliency(
-            lambda q, a: self.relevance(model.classify(q, q_ids != PAD_ID, a, a_ids != PAD_ID, inputs["features"])),
-            [model.embedding(q_ids), model.embedding(a_ids)],
+        embedded = EmbeddedInputs(
+            (model.embedding(q_ids), model.embedding(a_ids)),
+            lambda q, a: self.relevance(
+                model.classify(q, q_ids != PAD_ID, a, a_ids != PAD_ID, inputs["features"].expand(len(q), -1))
+            ),
         )
+        score = embedded.score()
+        q_saliency, a_saliency = gradient_norm(embedded)
         q_parsed, a_parsed = pair.question, pair.answer
         cfg = self.config
         return Explanation(

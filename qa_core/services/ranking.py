@@ -18,8 +18,10 @@ import pandas as pd
 
 from qa_core import ordering
 from qa_core.classifiers.analysis import QuestionAnalysis
+from qa_core.explain import explainers
 from qa_core.faithfulness import PairDeletions, pair_deletions
 from qa_core.rankers.base import Explanation, Ranker, ScoredCandidate
+from qa_core.services import explaining
 from qa_core.services.candidate_pools import check_candidate, check_question
 from qa_core.text.nlp import parse
 from qa_core.types import Candidate, InputError
@@ -76,8 +78,8 @@ class Ranking:
     pool: tuple[Candidate, ...]
     scored: tuple[ScoredCandidate, ...]
     analysis: QuestionAnalysis | None
-    _explanations: dict[int, Explanation] = field(default_factory=dict, repr=False)
-    _deletions: dict[int, PairDeletions] = field(default_factory=dict, repr=False)
+    _explanations: dict[tuple[int, str], Explanation] = field(default_factory=dict, repr=False)
+    _deletions: dict[tuple[int, str], PairDeletions] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __len__(self) -> int:
@@ -142,30 +144,32 @@ class Ranking:
             columns=RESULT_COLUMNS,
         )
 
-    def explain(self, rank: int) -> Explanation:
-        """The explanation of the candidate ranked ``rank``, in this pool, computed once."""
-        index = self.at(rank).index
+    def explain(self, rank: int, explainer: str | None = None) -> Explanation:
+        """The explanation of the candidate ranked ``rank``, in this pool, by ``explainer``
+        (``qa_core.explain.explainers``; default: the model's, chosen on DEV), computed once."""
+        key = (self.at(rank).index, explainer or explaining.default_explainer(self.ranker))
         with self._lock:
-            cached = self._explanations.get(index)
+            cached = self._explanations.get(key)
         if cached is None:
-            cached = self.ranker.explain(self.question, self.pool, index)
+            cached = explainers.explain(self.ranker, self.question, self.pool, *key)
             with self._lock:
-                self._explanations[index] = cached
+                self._explanations[key] = cached
         return cached
 
-    def deletion_test(self, rank: int) -> PairDeletions:
-        """The faithfulness test of the candidate's heatmap, live (``qa_core.faithfulness``): its
-        score without its top ``LIVE_FRACTION`` of words and with only them, against random words."""
-        index = self.at(rank).index
+    def deletion_test(self, rank: int, explainer: str | None = None) -> PairDeletions:
+        """The faithfulness test of the candidate's heatmap by ``explainer``, live
+        (``qa_core.faithfulness``): its score without its top ``LIVE_FRACTION`` of words and with
+        only them, against random words."""
+        key = (self.at(rank).index, explainer or explaining.default_explainer(self.ranker))
         with self._lock:
-            cached = self._deletions.get(index)
+            cached = self._deletions.get(key)
         if cached is None:
             cached = pair_deletions(
-                self.ranker, self.question, self.pool, index, self.explain(rank),
+                self.ranker, self.question, self.pool, key[0], self.explain(rank, key[1]),
                 score=self.at(rank).score, fractions=(LIVE_FRACTION,),
             )
             with self._lock:
-                self._deletions[index] = cached
+                self._deletions[key] = cached
         return cached
 
     def counterfactual(self, rank: int, edited: str) -> Counterfactual:
