@@ -319,7 +319,7 @@ def test_any_candidate_opens_and_the_missed_answers_filter(store_url):
     app.selectbox(key="r1-open").select(last).run()
     assert not app.exception, app.exception
     assert f"**#{last}** · score {table['score'].iloc[-1]:.4f}" in markdown(app)
-    assert len(highlighted(app, "Answer, bm25 per word")) == 1 and len(arcs(app)) == 1
+    assert len(highlighted(app, "Answer, occlusion per word")) == 1 and len(arcs(app)) == 1  # bm25's DEV-chosen explainer
     # The filter keeps the right answers ranked below a wrong one, and only those.
     gold = [int(g) for g in table["gold_label"]]
     expected = [r for r, g in zip(table["rank"], gold) if g > 0 and 0 in gold[: r - 1]]
@@ -397,7 +397,8 @@ def test_errors_page_lists_worst_questions_first_with_links_to_ask(store_url):
     assert worst["ask"].iloc[0] == f"/Ask?dataset=demo&qid={worst['qid'].iloc[0]}&model=overlap"
     links = app.get("page_link")
     assert len(links) == 10 and all(link.proto.page == "Ask" for link in links)  # the ten worst are linked
-    assert links[0].proto.query_string == f"dataset=demo&qid={worst['qid'].iloc[0]}&model=overlap"
+    # the worst question has a wrong answer above its right one: its link opens the contrastive view
+    assert links[0].proto.query_string == f"dataset=demo&qid={worst['qid'].iloc[0]}&model=overlap&view=contrast"
     slices = [frame.value for frame in app.dataframe[1:]]
     assert [frame.columns[0] for frame in slices] == ["question class", "question length", "lexical overlap", "label source"]
     assert {"HUM", "LOC", "NUM"} <= set(slices[0]["question class"]) and slices[0]["questions"].sum() == 28

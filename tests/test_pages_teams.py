@@ -24,9 +24,9 @@ def test_each_role_sees_what_it_may_do_and_the_landing_page_lists_only_those_pag
     ada = team_page(LANDING, claims("ada"))
     assert "Signed in as **Ada** (ada@\u2060example.org) · admin" in [m.value for m in ada.sidebar.markdown]
     links = [link.label.split(":")[0] for link in ada.get("page_link")]
-    assert links == ["Ask", "Compare", "Label", "Train", "Errors", "Audit"]
+    assert links == ["Ask", "Compare", "Label", "Train", "Errors", "Audit", "Systems"]
     anna = team_page(LANDING, claims("anna"))
-    assert [link.label.split(":")[0] for link in anna.get("page_link")] == ["Ask", "Compare", "Label", "Errors"]
+    assert [link.label.split(":")[0] for link in anna.get("page_link")] == ["Ask", "Compare", "Label", "Errors", "Systems"]
     store = Store(store_url)
     team_page(LANDING, claims("rita"))
     store.users.grant_role("rita@example.org", Role.REVIEWER)  # local actor: the command line's way

@@ -16,8 +16,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
-from captum.attr import InputXGradient, IntegratedGradients, Occlusion, Saliency
 from torch import nn
+
+# Captum is imported in each function that uses it: importing ``captum.attr`` pulls in matplotlib
+# (its LLM views) and tqdm, which a GPU node without the project's stack lacks
+# (benchmarks/gpu_check.py), and takes a second the request path need not pay up front.
 
 IG_STEPS = 32  # Gauss-Legendre steps; the convergence delta is reported with the weights
 IG_BATCH = 32  # interpolation steps per forward pass
@@ -50,6 +53,8 @@ def integrated_gradients(embedded: EmbeddedInputs, steps: int = IG_STEPS) -> tup
     """Integrated Gradients from the all-zero embedding (a padding word: what the models see for
     "no word") to the pair's words, ``steps`` steps in batches; with Captum's convergence delta
     (sum of attributions minus the score difference it should equal)."""
+    from captum.attr import IntegratedGradients
+
     baselines = tuple(torch.zeros_like(x) for x in embedded.inputs)
     with torch.enable_grad():
         attributions, delta = IntegratedGradients(embedded.forward).attribute(
@@ -61,6 +66,8 @@ def integrated_gradients(embedded: EmbeddedInputs, steps: int = IG_STEPS) -> tup
 
 def gradient_x_input(embedded: EmbeddedInputs) -> WordAttributions:
     """Gradient times input at each embedded word (first-order Taylor share of the score)."""
+    from captum.attr import InputXGradient
+
     with torch.enable_grad():
         return _per_word(InputXGradient(embedded.forward).attribute(_leaves(embedded)))
 
@@ -68,6 +75,8 @@ def gradient_x_input(embedded: EmbeddedInputs) -> WordAttributions:
 def embedding_occlusion(embedded: EmbeddedInputs) -> WordAttributions:
     """Score drop when one word's vector is replaced by zeros (the padding vector), every word of
     every input in one batch."""
+    from captum.attr import Occlusion
+
     windows = tuple((1, x.shape[-1]) for x in embedded.inputs)
     size = sum(x.shape[1] for x in embedded.inputs)
     with torch.no_grad():
@@ -80,6 +89,8 @@ def embedding_occlusion(embedded: EmbeddedInputs) -> WordAttributions:
 
 def gradient_norm(embedded: EmbeddedInputs) -> WordAttributions:
     """The norm of the score's gradient at each embedded word (Captum's ``Saliency``)."""
+    from captum.attr import Saliency
+
     with torch.enable_grad():
         gradients = Saliency(embedded.forward).attribute(_leaves(embedded), abs=False)
     return tuple(g[0].norm(dim=-1).detach().cpu().double().tolist() for g in gradients)
