@@ -1,6 +1,6 @@
 """Keeping a typed question: one question and its candidate pool added to a stored dataset.
 
-Everything else that adds questions is an import of a whole file (``Store.import_dataset``);
+Everything else that adds questions is an import of a whole file (``store.datasets.import_dataset``);
 keeping adds one question beside the others and changes nothing already stored: no candidate is
 retired, no run deleted, no label moved. The import's rules hold: ids as the store accepts them
 (``check_name``), the right to import checked and the addition recorded in the audit trail inside

@@ -221,7 +221,7 @@ else:
                 column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in ("mean Δ", "MDD")},
             )
 
-        st.subheader(f"Per question: {result.metric} against {reference}")
+        st.subheader(as_markdown(f"Per question: {result.metric} against {reference}"))
         other = (st.selectbox("Model to chart against the reference", result.models[1:], key="chart_model")
                  if len(result.models) > 2 else result.models[1])
         st.caption("Click a bar or a point to open its question in Ask.")

@@ -14,7 +14,7 @@ from pages.common.pickers import require_datasets
 from pages.common.scripts import preload_elements
 from pages.common.signin import current_actor, open_store
 from pages.render.markdown import as_markdown
-from qa_core.services import systems
+from qa_core.services import datasets, systems
 from qa_core.types import InputError
 
 NOTICE = "systems_notice"
@@ -24,7 +24,7 @@ st.set_page_config(page_title="Systems · Rerank Lab", layout="wide")
 st.title("Systems")
 url, store = open_store(show_device=False)
 actor = current_actor()
-datasets = require_datasets(store)
+names = require_datasets(store)
 st.caption("A system ranks like a model: it appears as system:<name> on Ask, Compare, Errors and Label. "
            "A run ranks its dataset's questions; a service scores any question (README: Scoring services).")
 
@@ -45,7 +45,7 @@ def added(action) -> None:
 
 run_tab, service_tab, remove_tab = st.tabs(["Add a run", "Add a service", "Remove"])
 with run_tab:
-    dataset = run_tab.selectbox("Dataset the run ranks", datasets, key="systems_dataset")
+    dataset = run_tab.selectbox("Dataset the run ranks", names, key="systems_dataset")
     upload = run_tab.file_uploader("TREC run or JSONL {qid, doc_id, score}", key="systems_run_file")
     run_name = run_tab.text_input("Name", key="systems_run_name")
     if run_tab.button("Add the run", type="primary", key="systems_add_run", disabled=upload is None or not run_name):
@@ -89,7 +89,7 @@ if runs:
     st.subheader("A run's metrics: over the questions it ranks and over the whole split")
     left, right = st.columns(2)
     chosen = left.selectbox("Run", [row["system"] for row in runs], key="systems_metrics_run")
-    questions = store.datasets.load_dataset(next(row["dataset"] for row in runs if row["system"] == chosen))
+    questions = datasets.load(store, next(row["dataset"] for row in runs if row["system"] == chosen))
     split = right.selectbox("Split", questions.splits, key="systems_metrics_split")
     try:
         metrics = systems.coverage_metrics(store, chosen, questions.split(split))

@@ -86,3 +86,16 @@ def test_ask_keeps_the_typed_question_and_judges_its_pool_at_once(store_url: str
         assert "explore" in store.datasets.dataset_summary("demo")["questions"]
     finally:
         store.close()
+
+
+def test_a_whole_collection_ranking_keeps_only_what_the_first_stage_found(store: Store) -> None:
+    """Ask's whole-collection option ranks every sentence; keeping it keeps BM25's pool, not the collection."""
+    import dataclasses
+
+    store.datasets.import_dataset(small())
+    result = typed_ranking(store, TYPED)
+    unfound = [dataclasses.replace(c, doc_id=f"{c.doc_id}-x", first_stage_rank=None) for c in result.pool]
+    whole = ranking.rank_pool(registry.create("overlap"), TYPED, [*result.pool, *unfound], model="overlap", qid=None)
+    kept = keep.keep_question(store, "d", whole)
+    question = next(q for q in store.datasets.load_dataset("d").questions if q.qid == kept.qid)
+    assert sorted(c.doc_id for c in question.candidates) == sorted(c.doc_id for c in result.pool)

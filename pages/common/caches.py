@@ -84,10 +84,10 @@ def split_run(store: Store, url: str, ranker: Ranker, model: str, dataset: str, 
     if key in runs:
         runs.move_to_end(key)
         return runs[key]
-    bar = st.progress(0.0, text=f"Scoring {model} on {split}…")
+    bar = st.progress(0.0, text=as_markdown(f"Scoring {model} on {split}…"))
 
     def progress(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), text=f"Scoring {model} on {split}: {done:,} of {total:,} questions")
+        bar.progress(done / max(total, 1), text=as_markdown(f"Scoring {model} on {split}: {done:,} of {total:,} questions"))
 
     try:  # a service that fails part way leaves no half-filled bar
         run = experiments.score_questions(ranker, questions, progress)

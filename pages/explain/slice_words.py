@@ -11,7 +11,7 @@ import streamlit as st
 from pages.render.markdown import as_markdown
 from qa_core.rankers.base import Ranker
 from qa_core.services import slice_words
-from qa_core.types import Question
+from qa_core.types import InputError, Question
 
 WORST = 20
 SLICE_KINDS = {f"the worst {WORST}": None, "a question class": "class", "a question length": "length"}
@@ -35,8 +35,12 @@ def show_slice_words(ranker: Ranker, questions: Sequence[Question], table: pd.Da
     if st.session_state.get("words-key") != cache_key:
         if not st.button(f"Find the words ({len(chosen)} questions)", key="words-run"):
             return
-        with st.spinner("Explaining the wrong answers ranked above right ones…"):
-            st.session_state["words-found"] = slice_words.examples(ranker, chosen, dataset, model)
+        try:
+            with st.spinner("Explaining the wrong answers ranked above right ones…"):
+                st.session_state["words-found"] = slice_words.examples(ranker, chosen, dataset, model)
+        except InputError as error:  # a stored run cannot be explained word by word; a service may fail
+            st.info(as_markdown(str(error)))
+            return
         st.session_state["words-key"] = cache_key
     found: pd.DataFrame = st.session_state["words-found"]
     if found.empty:

@@ -101,8 +101,8 @@ def scoring_progress(jobs: dict[str, labeling.BackgroundScores]) -> None:
     for model, state in states.items():
         st.progress(
             state.scored / state.total if state.total else 1.0,
-            text=f"Scoring with {model} for this order: {state.scored} of {state.total} pairs · "
-            "labelling goes on meanwhile, scored pairs first",
+            text=as_markdown(f"Scoring with {model} for this order: {state.scored} of {state.total} pairs · "
+                             "labelling goes on meanwhile, scored pairs first"),
         )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from qa_core import config
 from qa_core.checkpoints import new_checkpoint_path
 from qa_core.cli.common import actor, emit, open_store
+from qa_core.services import datasets, models
 from qa_core.types import InputError
 
 
@@ -19,11 +20,11 @@ def cmd_train(args: argparse.Namespace) -> None:
     store = open_store(args)
     plan = TrainingPlan(args.model, args.seed, args.train_split, args.dev_split, promote=not args.no_promote)
     trained = train_and_register(
-        store, plan, store.datasets.load_dataset(args.data),
+        store, plan, datasets.load(store, args.data),
         checkpoint=new_checkpoint_path(args.model, args.data, f"seed{args.seed}", owner=store.store_id),
         extra={"labels": "gold", "trained_by": "cli"}, progress=not args.quiet, actor=actor(),
     )
-    version = next(v["version"] for v in store.models.model_versions(args.model) if v["id"] == trained.version_id)
+    version = models.version(store, trained.version_id)["version"]
     emit({"model": args.model, "version": version, "model_version_id": trained.version_id,
           "checkpoint": str(trained.outcome.checkpoint), **trained.outcome.metrics})
 

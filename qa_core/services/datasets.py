@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from db.store import Store  # the type pages name the store by, too
 from qa_core import config
-from qa_core.types import InputError
+from qa_core.types import Dataset, InputError
 
 if TYPE_CHECKING:
     from db.reimport import ImportReport
@@ -43,6 +43,11 @@ def open_store(url: str | None = None, *, team: bool = False) -> Store:
 def names(store: Store) -> list[str]:
     """The stored datasets' names, sorted."""
     return store.datasets.dataset_names()
+
+
+def load(store: Store, name: str, split: str | None = None) -> Dataset:
+    """Dataset ``name`` (one ``split`` if given) with its questions, pools and gold labels."""
+    return store.datasets.load_dataset(name, split=split)
 
 
 def summary(store: Store, name: str) -> dict[str, Any]:

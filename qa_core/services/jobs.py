@@ -307,7 +307,7 @@ def _same_model(version: dict[str, Any], wanted: dict[str, Any]) -> bool:
 
 
 def load_promoted(store: Store, name: str, dataset: str, wanted: dict[str, Any] | None = None) -> LoadedModel:
-    """Load the version of ``name`` that ``dataset`` uses (``Store.promoted_model``, unless the caller
+    """Load the version of ``name`` that ``dataset`` uses (``store.models.promoted_model``, unless the caller
     read it already: ``wanted``); if its
     checkpoint is missing or refused (damaged, or not the file registered: another content hash,
     kind or model name), the version promoted for ``dataset`` before it, then the newest other

@@ -42,7 +42,10 @@ def keep_question(
     if ranking.qid is not None:
         raise InputError(f"question {ranking.qid} is a question of the dataset already")
     text = candidate_pools.check_question(ranking.question)
-    pool = sorted(ranking.pool, key=lambda c: (c.first_stage_rank is None, c.first_stage_rank or 0))
+    # A whole-collection ranking (Ask's option) holds every sentence of the collection: the kept pool
+    # is what the first stage found (BM25's top n, first-stage ranks kept), as for a BM25 ranking.
+    found = [c for c in ranking.pool if c.first_stage_rank is not None] or list(ranking.pool)
+    pool = sorted(found, key=lambda c: (c.first_stage_rank is None, c.first_stage_rank or 0))
     candidates = [dataclasses.replace(candidate, label=None) for candidate in pool]
     return store.keep.keep_question(dataset, Question(kept_qid(text), text, candidates, split), actor=actor)
 

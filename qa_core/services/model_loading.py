@@ -86,7 +86,7 @@ def train_command(name: str, dataset: str | None = None) -> str:
 
 
 def trained_version(store: Store, name: str, dataset: str) -> dict[str, Any] | None:
-    """The version record a trainable model would load for ``dataset`` now (``Store.promoted_model``);
+    """The version record a trainable model would load for ``dataset`` now (``store.models.promoted_model``);
     for an external system its provenance (``{"system_key": ...}``: a new file, URL or service version
     changes it); ``None`` for a baseline, a checkpoint path, or a model without a version for ``dataset``."""
     if systems.is_system(name):
@@ -136,7 +136,7 @@ def load_ranker(
     the record ``trained_version`` returned, when the caller read it (a page keys its cache by it),
     so that loading asks the store for the version in use once.
 
-    Trainable models load the version ``dataset`` uses (``Store.promoted_model``: promoted for it,
+    Trainable models load the version ``dataset`` uses (``store.models.promoted_model``: promoted for it,
     else the newest trained on it) and raise ``NotTrainedError`` with the train command when there
     is none: a model trained on another dataset is used only where it was promoted. When that
     version's checkpoint is missing or refused, the previous loadable one is used and a

@@ -4,8 +4,8 @@
 ``train_and_register`` trains (``experiments.train_ranker``), writes the version's record
 (``experiments.version_record``: the same training data and metrics whoever trained it) and
 registers it through ``register_version``, the one function that registers a trained version: a
-command line registration on its own (``Store.register_model``), a job's together with marking the
-job succeeded, in the job's last transaction (``Store.finish_job``), so a job that lost its claim
+command line registration on its own (``store.models.register_model``), a job's together with marking the
+job succeeded, in the job's last transaction (``store.jobs.finish_job``), so a job that lost its claim
 registers nothing. Question classifiers register through ``register_version`` too.
 """
 
