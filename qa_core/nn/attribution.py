@@ -88,11 +88,13 @@ def embedding_occlusion(embedded: EmbeddedInputs) -> WordAttributions:
 
 
 def gradient_norm(embedded: EmbeddedInputs) -> WordAttributions:
-    """The norm of the score's gradient at each embedded word (Captum's ``Saliency``)."""
-    from captum.attr import Saliency
-
+    """The norm of the score's gradient at each embedded word: the saliency SM-CNN and the overlap
+    CNNs show as their own weights. Captum's ``Saliency`` is this one ``torch.autograd.grad`` call;
+    calling torch keeps a model's own explanation working where Captum cannot be imported (a GPU node
+    without matplotlib: benchmarks/gpu_check.py explains every ranker there)."""
+    leaves = _leaves(embedded)
     with torch.enable_grad():
-        gradients = Saliency(embedded.forward).attribute(_leaves(embedded), abs=False)
+        gradients = torch.autograd.grad(embedded.forward(*leaves).sum(), leaves)
     return tuple(g[0].norm(dim=-1).detach().cpu().double().tolist() for g in gradients)
 
 
