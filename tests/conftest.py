@@ -383,6 +383,22 @@ def choose(page, box: str, option: str, attempts: int = 3) -> None:
             page.keyboard.press("Escape")  # a list still open would take the next click
 
 
+def add_choice(page, box: str, option: str, attempts: int = 3) -> None:
+    """Add ``option`` to the multiselect whose label holds ``box`` and wait until the app has run
+    with it; a pick that a late rerun swallowed (the list closed under the click) is made again, as
+    in ``choose``."""
+    chosen = page.get_by_test_id("stMultiSelect").filter(has_text=box)
+    for _ in range(attempts):
+        settled(page)
+        chosen.locator("input").click()
+        page.get_by_role("option", name=option, exact=True).click()
+        page.keyboard.press("Escape")
+        settled(page)
+        if chosen.get_by_text(option, exact=True).count():
+            return
+    raise AssertionError(f"{option!r} could not be added to {box!r}")
+
+
 def _require_chromium() -> None:
     if CHROMIUM.exists():
         return

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from qa_core.data.demo import load_demo
-from tests.conftest import BROWSER_TIMEOUT_MS, page_screenshots, settled
+from tests.conftest import BROWSER_TIMEOUT_MS, add_choice, page_screenshots, settled
 
 
 def shown(text: str) -> re.Pattern[str]:
@@ -40,15 +40,7 @@ def test_a_run_added_on_the_systems_page_is_compared_like_a_model(running_app, p
     page.goto(f"{running_app.url}/Compare")
     expect(page.get_by_text("Whole split")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     page.get_by_text("Whole split").click()
-    settled(page)  # the rerun the radio asked for redraws the boxes: a list opened before it closes under the click
-    models = page.get_by_test_id("stMultiSelect").filter(has_text="Models (the first is the reference)")
-    for _ in range(3):  # as conftest.choose: a pick a late rerun swallowed is made again
-        models.locator("input").click()
-        page.get_by_role("option", name="system:lengths", exact=True).click()
-        page.keyboard.press("Escape")
-        settled(page)
-        if models.get_by_text("system:lengths", exact=True).count():
-            break
+    add_choice(page, "Models (the first is the reference)", "system:lengths")
     expect(page.get_by_text(shown("system:lengths: a stored run of demo"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     page.get_by_role("button", name="Compare on the split").click()
     expect(page.get_by_text("Every pair on map")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
