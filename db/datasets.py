@@ -190,16 +190,17 @@ class DatasetStore(StoreBase):
                 )
             return Dataset(name=dataset.name, questions=list(questions.values()), source=dataset.source)
 
-    def candidate_texts(self, name: str) -> Iterator[tuple[str, str, str]]:
-        """``(qid, doc_id, text)`` of the dataset's current candidates in ``load_dataset``'s order
-        (texts as shown and tokenised, as there), streamed from one column projection: what a
-        collection's index needs, without building the dataset's question and candidate objects."""
+    def candidate_texts(self, name: str) -> Iterator[tuple[str, str, str, str, str | None]]:
+        """``(qid, doc_id, text, source, url)`` of the dataset's current candidates in ``load_dataset``'s
+        order (texts as shown and tokenised, as there), streamed from one column projection: what a
+        collection's index needs (source and url say which document a sentence came from), without
+        building the dataset's question and candidate objects."""
         with self.session_scope() as session:
-            query = candidates_of(session, name, QuestionRow.qid, CandidateRow.doc_id, CandidateRow.text).order_by(
-                QuestionRow.position, QuestionRow.id, CandidateRow.position, CandidateRow.id
-            )
-            for qid, doc_id, text in session.execute(query.execution_options(yield_per=STREAM_ROWS)):
-                yield qid, doc_id, visible_text(text)
+            query = candidates_of(
+                session, name, QuestionRow.qid, CandidateRow.doc_id, CandidateRow.text, CandidateRow.source, CandidateRow.url
+            ).order_by(QuestionRow.position, QuestionRow.id, CandidateRow.position, CandidateRow.id)
+            for qid, doc_id, text, source, url in session.execute(query.execution_options(yield_per=STREAM_ROWS)):
+                yield qid, doc_id, visible_text(text), source, url
 
     def candidates_by_id(self, name: str, ids: Collection[tuple[str, str]]) -> dict[tuple[str, str], Candidate]:
         """The current candidates of the given ``(qid, doc_id)`` pairs (those that exist), keyed by

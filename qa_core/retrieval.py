@@ -56,6 +56,9 @@ class Analysis:
     stemmer: str | None = None  # a Snowball language of PyStemmer, e.g. "english"
     k1: float = 1.5
     b: float = 0.75
+    # What of a passage's own document is indexed with it (``CONTEXT_PARTS``; ``in_context``): the
+    # "title + passage" of DPR-style indexes, for answers that name their subject only by a pronoun.
+    context: tuple[str, ...] = ()
 
     def key(self) -> str:
         """A stable text form (saved with an index; another analysis never reads it)."""
@@ -67,12 +70,45 @@ class Analysis:
             "question words dropped" if set(QUESTION_WORDS) <= set(self.stopwords) else "question words kept",
             f"{self.stemmer} stemmer" if self.stemmer else "no stemmer",
             f"k1 {self.k1:g}, b {self.b:g}",
+            *([f"each sentence indexed with its document's {' and '.join(CONTEXT_PARTS[part] for part in self.context)}"]
+              if self.context else []),
         ))
 
     @classmethod
     def from_key(cls, key: str) -> Analysis:
         fields = json.loads(key)
-        return cls(**{**fields, "stopwords": tuple(fields["stopwords"])})
+        return cls(**{**fields, "stopwords": tuple(fields["stopwords"]), "context": tuple(fields.get("context", ()))})
+
+
+# The parts of a document ``Analysis.context`` may name, and how a page says them.
+CONTEXT_PARTS = {"lead": "first sentence", "neighbours": "sentences either side"}
+
+
+def in_context(passages: Sequence[tuple[str, str | None]], context: Sequence[str]) -> list[str]:
+    """Each passage's text as indexed: its own text, then the ``context`` parts of its document
+    (``CONTEXT_PARTS``: the document's first passage, the passages just before and after it).
+
+    ``passages`` are ``(text, document)`` in their documents' order; passages of one document share
+    its key, and a passage whose document is None (unknown) is indexed alone. Uses no labels.
+    """
+    unknown = set(context) - set(CONTEXT_PARTS)
+    if unknown:
+        raise ValueError(f"unknown context part(s) {sorted(unknown)}; known: {sorted(CONTEXT_PARTS)}")
+    texts = [text for text, _ in passages]
+    if not context:
+        return texts
+    documents: dict[str, list[int]] = {}
+    for position, (_, document) in enumerate(passages):
+        if document is not None:
+            documents.setdefault(document, []).append(position)
+    indexed = list(texts)
+    for members in documents.values():
+        for place, position in enumerate(members):
+            around = ([members[0]] if "lead" in context else []) + (
+                members[max(0, place - 1):place] + members[place + 1:place + 2] if "neighbours" in context else [])
+            parts = [texts[other] for other in dict.fromkeys(around) if other != position]
+            indexed[position] = " ".join([texts[position], *parts])
+    return indexed
 
 
 PLAIN = Analysis()

@@ -18,6 +18,9 @@ from qa_core.types import (
 )
 
 WIKIQA_FILES: tuple[str, ...] = ("a.toks", "b.toks", "sim.txt", "id.txt")
+# Candidate sources (formats) whose question pools are each one document, in its order: a WikiQA
+# pool is the summary sentences of one Wikipedia page (the files name no page, but the pool is it).
+DOCUMENT_POOLS = frozenset({"wikiqa"})
 
 
 def _wikiqa_split_dirs(root: Path) -> list[Path]:

@@ -10,19 +10,21 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urldefrag
 
 import pandas as pd
 
 from qa_core import config
+from qa_core.data.benchmark_formats import DOCUMENT_POOLS
 from qa_core.text.normalise import visible_text
 from qa_core.types import MAX_CANDIDATE_CHARS, MAX_QUESTION_CHARS, Candidate, Dataset, InputError, Question
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading the store or bm25s
     from db.store import Store
-    from qa_core.retrieval import BM25Index
+    from qa_core.retrieval import Analysis, BM25Index
 
 
 DEFAULT_CANDIDATES = 50
@@ -54,20 +56,55 @@ def sentence_key(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def unique_sentences(rows: Iterable[tuple[str, str, str]]) -> Iterator[tuple[str, str]]:
-    """``(qid/doc_id, text)`` of each sentence's first occurrence among ``(qid, doc_id, text)`` rows,
-    in their order: the collection a typed question searches, named as its sentences are named."""
+# A candidate as a collection reads it: (qid, doc_id, text, source, url) (``Store.datasets.candidate_texts``).
+CollectionRow = tuple[str, str, str, str, "str | None"]
+
+
+def _first_occurrences(rows: Iterable[Sequence]) -> Iterator[tuple[int, str, str]]:
+    """``(position, qid/doc_id, text)`` of each sentence's first occurrence among ``(qid, doc_id, text, ...)`` rows."""
     seen: set[str] = set()
-    for qid, doc_id, text in rows:
+    for position, (qid, doc_id, text, *_) in enumerate(rows):
         key = sentence_key(text)
         if key and key not in seen:
             seen.add(key)
-            yield collection_id(qid, doc_id), text
+            yield position, collection_id(qid, doc_id), text
+
+
+def unique_sentences(rows: Iterable[Sequence]) -> Iterator[tuple[str, str]]:
+    """``(qid/doc_id, text)`` of each sentence's first occurrence among ``(qid, doc_id, text, ...)``
+    rows, in their order: the collection a typed question searches, named as its sentences are named."""
+    for _, name, text in _first_occurrences(rows):
+        yield name, text
+
+
+def document_of(qid: str, source: str, url: str | None) -> str | None:
+    """Which document a candidate sentence came from, as far as the data says: its URL (fragment
+    aside), else its question's pool where its format's pools are documents (WikiQA), else unknown."""
+    if url:
+        return "url:" + urldefrag(url).url
+    return f"pool:{qid}" if source in DOCUMENT_POOLS else None
+
+
+def collection_passages(rows: Iterable[CollectionRow], analysis: Analysis) -> list[tuple[str, str]]:
+    """``(qid/doc_id, text as indexed)`` of each unique sentence (``unique_sentences``), its text with its
+    document's context when ``analysis`` asks for it (``retrieval.in_context``). A sentence in several
+    documents is indexed with the context of its first occurrence, as it is named by it; the context
+    is read from every row, repeats included (a document's first sentence may be a repeat)."""
+    from qa_core.retrieval import in_context
+
+    rows = list(rows)
+    indexed = in_context([(text, document_of(qid, source, url)) for qid, _, text, source, url in rows], analysis.context)
+    return [(name, indexed[position]) for position, name, _ in _first_occurrences(rows)]
 
 
 def collection_id(qid: str, doc_id: str) -> str:
     """A collection sentence's id: doc_ids repeat across questions in many benchmarks; qid/doc_id does not."""
     return f"{qid}/{doc_id}"
+
+
+def dataset_rows(dataset: Dataset) -> list[CollectionRow]:
+    """A dataset in memory as the store streams its collection (``Store.datasets.candidate_texts``)."""
+    return [(question.qid, c.doc_id, c.text, c.source, c.url) for question in dataset.questions for c in question.candidates]
 
 
 def collection_sentences(dataset: Dataset) -> dict[str, Candidate]:
@@ -77,7 +114,7 @@ def collection_sentences(dataset: Dataset) -> dict[str, Candidate]:
     originals = {collection_id(qid, candidate.doc_id): candidate for qid, candidate in reversed(pairs)}
     return {
         name: Candidate(name, text, source=originals[name].source, url=originals[name].url)
-        for name, text in unique_sentences((qid, candidate.doc_id, candidate.text) for qid, candidate in pairs)
+        for name, text in unique_sentences(dataset_rows(dataset))
     }
 
 
@@ -107,14 +144,15 @@ def collection_index(store: Store, dataset: str) -> BM25Index:
     (a re-import rebuilds it): loaded from the data folder, or built from one streamed pass over the
     store's candidate texts (the unique-sentence map made in that pass) and saved. The sentences
     themselves stay in the store; a search's hits are read by id."""
-    from qa_core.retrieval import saved_index
+    from qa_core.retrieval import FIRST_STAGE, saved_index
 
     version = dataset_version(store, dataset)
     key = (str(store.engine.url), dataset, version)
     with _indexes_lock:
         if key not in _indexes:
             _indexes[key] = saved_index(
-                index_folder(store, dataset), version, lambda: list(unique_sentences(store.datasets.candidate_texts(dataset)))
+                index_folder(store, dataset), version,
+                lambda: collection_passages(store.datasets.candidate_texts(dataset), FIRST_STAGE),
             )
         return _indexes[key]
 

@@ -131,7 +131,7 @@ def _build(store: Store, dataset: str, folder: Path, version: str, lock: BuildLo
     try:
         total = max(1, store.datasets.dataset_summary(dataset)["candidates"])
 
-        def rows() -> Iterator[tuple[str, str, str]]:
+        def rows() -> Iterator[candidate_pools.CollectionRow]:
             for count, row in enumerate(store.datasets.candidate_texts(dataset), start=1):
                 if count % REPORT_EVERY_ROWS == 0:
                     _write_progress(folder, version, f"reading sentences ({count:,} of {total:,})",
@@ -141,7 +141,7 @@ def _build(store: Store, dataset: str, folder: Path, version: str, lock: BuildLo
         def phase(name: str) -> None:
             _write_progress(folder, version, name, PHASE_FRACTIONS[name])
 
-        saved_index(folder, version, lambda: list(candidate_pools.unique_sentences(rows())), FIRST_STAGE, phase)
+        saved_index(folder, version, lambda: candidate_pools.collection_passages(rows(), FIRST_STAGE), FIRST_STAGE, phase)
         _write_progress(folder, version, "ready", 1.0)
     except Exception as error:  # the state says it on the page; the traceback goes to the server's log
         logger.exception("building the BM25 index of dataset %r failed", dataset)
