@@ -35,7 +35,9 @@ def measure() -> dict:
     indexes, keys = {}, {}
     for name, dataset in datasets.items():
         sentences = collection_sentences(dataset)
-        indexes[name] = BM25Index.build([(doc_id, c.text) for doc_id, c in sentences.items()], FIRST_STAGE)
+        # the first stage as this section measured it, before document context (first_stage_context.py)
+        indexes[name] = BM25Index.build([(doc_id, c.text) for doc_id, c in sentences.items()],
+                                        dataclasses.replace(FIRST_STAGE, context=()))
         keys[name] = {doc_id: sentence_key(c.text) for doc_id, c in sentences.items()}
 
     def evaluate(feedback: Feedback | None, split: str) -> dict[str, dict[str, float]]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from common import machine, machine_line, measure_or_render, shared_datasets
 
 from qa_core.retrieval import FIRST_STAGE, BM25Index
-from qa_core.services.candidate_pools import collection_sentences, sentence_key
+from qa_core.services.candidate_pools import collection_passages, collection_sentences, dataset_rows, sentence_key
 from qa_core.services.experiments import train_ranker
 
 CUTOFFS = (10, 50, 100)
@@ -42,7 +42,7 @@ def measure() -> dict:
     sentences = collection_sentences(dataset)
     names, candidates = list(sentences), list(sentences.values())
     keys = {name: sentence_key(c.text) for name, c in sentences.items()}
-    index = BM25Index.build([(name, c.text) for name, c in sentences.items()], FIRST_STAGE)
+    index = BM25Index.build(collection_passages(dataset_rows(dataset), FIRST_STAGE), FIRST_STAGE)  # as Ask indexes it
     questions = [q for q in dataset.split("test") if any(c.label and c.label > 0 for c in q.candidates)][:QUESTIONS]
     with tempfile.TemporaryDirectory() as scratch:
         ranker = train_ranker("smcnn", dataset, seed=SEED, progress=False, checkpoint=Path(scratch) / "smcnn.pt").ranker

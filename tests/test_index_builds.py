@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -11,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from db.store import Store
+from qa_core import retrieval
 from qa_core.retrieval import BM25Index
-from qa_core.services import index_builds, whole_collection
+from qa_core.services import candidate_pools, index_builds, whole_collection
 from qa_core.types import Candidate, Dataset, InputError, Question
 from tests.pages import ASK, markdown, open_page
 from tests.test_app import DEMO_QUESTION
@@ -79,6 +81,28 @@ def test_first_typed_question_starts_one_background_build_whose_index_is_then_us
 
     monkeypatch.setattr(BM25Index, "build", forbidden)
     assert index_builds.typed_candidates(store, "tiny", "who wrote hamlet")[0].text == "Shakespeare wrote Hamlet."
+
+
+def test_an_index_of_other_first_stage_settings_is_stale_and_built_again(tiny_store, monkeypatch):
+    """The saved index is keyed by the first stage's analysis, its document context included: another
+    setting (a new release's) is not served from the old index but built again, the old one deleted."""
+    _, store = tiny_store
+    with pytest.raises(index_builds.IndexBuilding):
+        index_builds.typed_candidates(store, "tiny", "hamlet")
+    assert index_builds.wait_for_build(store, "tiny").status == "ready"
+    folder = candidate_pools.index_folder(store, "tiny")
+    (first,) = [path for path in folder.iterdir() if not path.name.startswith(".")]
+
+    other = dataclasses.replace(retrieval.FIRST_STAGE, context=())
+    monkeypatch.setattr(retrieval, "FIRST_STAGE", other)
+    monkeypatch.setattr(index_builds, "FIRST_STAGE", other)
+    assert index_builds.build_state(store, "tiny").status == "absent"
+    with pytest.raises(index_builds.IndexBuilding):
+        index_builds.typed_candidates(store, "tiny", "hamlet")
+    assert index_builds.wait_for_build(store, "tiny").status == "ready"
+    (rebuilt,) = [path for path in folder.iterdir() if not path.name.startswith(".")]
+    assert rebuilt != first and candidate_pools.collection_index(store, "tiny").analysis == other
+    assert [c.text for c in index_builds.typed_candidates(store, "tiny", "hamlet")] == ["Shakespeare wrote Hamlet."]
 
 
 def test_a_failed_build_is_said_and_the_next_question_starts_it_again(tiny_store, monkeypatch):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from db.store import Store
-from qa_core.retrieval import FIRST_STAGE_FEEDBACK, BM25Index
+from qa_core.retrieval import FIRST_STAGE, FIRST_STAGE_FEEDBACK, BM25Index
 from qa_core.services import candidate_pools
 from qa_core.text.nlp import ParseCache, parse_many
 from qa_core.types import Candidate, Dataset, InputError, Question
@@ -75,28 +75,42 @@ def test_bm25_index_is_saved_once_per_version_and_loaded_by_another_process(tmp_
 def test_typed_question_reads_the_collection_without_loading_the_dataset(database_url: str, demo: Dataset,
                                                                          monkeypatch: pytest.MonkeyPatch):
     """The index comes from a projection of the candidate texts and the hits are read by id: the same
-    top n, in the same order (ties included), as an index over ``load_dataset``'s collection."""
-    # a qid and a doc_id holding '/', and a sentence repeated under a later question (the first is kept)
+    top n, in the same order (ties included), as an index over ``load_dataset``'s collection; each
+    sentence is indexed with its document's context (one URL, or a WikiQA pool), the context reaching
+    the saved index."""
+    # a qid and a doc_id holding '/', and a sentence repeated under a later question (the first is kept);
+    # two sentences of one page (its URL, the fragment aside) and a WikiQA pool, each naming its subject
+    # only in its first sentence
+    url = "https://example.org/hamlet"
     odd = Question("q/1", "who wrote hamlet", [Candidate("d/1", "Hamlet was written by Shakespeare around 1600.",
-                                                         source="odd", url="https://example.org/hamlet"),
-                                               Candidate("d2", demo.questions[0].candidates[0].text)], split="test")
+                                                         source="odd", url=url),
+                                               Candidate("d2", demo.questions[0].candidates[0].text),
+                                               Candidate("d3", "He also wrote Macbeth.", source="odd", url=url + "#later")],
+                   split="test")
+    page = Question("w1", "who was ada lovelace", [Candidate("w1-0", "Ada Lovelace was an English mathematician.", source="wikiqa"),
+                                                   Candidate("w1-1", "She published the first algorithm.", source="wikiqa")],
+                    split="test")
     store = Store(database_url)
     try:
-        store.datasets.import_dataset(Dataset("typed", [*demo.questions, odd]))
-        sentences = candidate_pools.collection_sentences(store.datasets.load_dataset("typed"))
-        in_memory = BM25Index.build([(name, candidate.text) for name, candidate in sentences.items()])
+        store.datasets.import_dataset(Dataset("typed", [*demo.questions, odd, page]))
+        stored = store.datasets.load_dataset("typed")
+        sentences = candidate_pools.collection_sentences(stored)
+        in_memory = BM25Index.build(candidate_pools.collection_passages(candidate_pools.dataset_rows(stored), FIRST_STAGE),
+                                    FIRST_STAGE)
 
         def forbidden(*_args, **_kwargs):
             raise AssertionError("the typed-question path loaded the whole dataset")
 
         monkeypatch.setattr(store.datasets, "load_dataset", forbidden)
-        for question in ["who wrote hamlet in 1600", *(q.text for q in demo.questions[:6])]:
+        for question in ["who wrote hamlet in 1600", "shakespeare", "lovelace", *(q.text for q in demo.questions[:6])]:
             expected = [
                 dataclasses.replace(sentences[name], first_stage_rank=rank, first_stage_score=score)
                 for rank, (name, score) in enumerate(in_memory.search(question, 20, FIRST_STAGE_FEEDBACK), start=1)
             ]
             assert candidate_pools.candidates_for_question(store, "typed", question, k=20) == expected
-        assert candidate_pools.candidates_for_question(store, "typed", "hamlet shakespeare 1600")[0].doc_id == "q/1/d/1"
+        best = candidate_pools.candidates_for_question(store, "typed", "hamlet shakespeare 1600")[:2]
+        assert {c.doc_id for c in best} == {"q/1/d/1", "q/1/d3"}  # the second through its page's first sentence
+        assert "w1/w1-1" in {c.doc_id for c in candidate_pools.candidates_for_question(store, "typed", "lovelace")}
     finally:
         store.close()
 

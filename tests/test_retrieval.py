@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,8 @@ from qa_core.retrieval import (
     IndexNotSavedWarning,
     IndexRebuiltWarning,
     bm25_scores,
+    in_context,
+    is_saved,
     saved_index,
 )
 
@@ -183,3 +186,37 @@ def test_ties_at_the_cut_off_follow_the_tie_rule_among_all_tied_documents() -> N
     tied = BM25Index.build([(f"d{i}", "cats sleep all day") for i in range(1, 8)] + [("a", "cats cats sleep all day")])
     assert [doc for doc, _ in tied.search("cats", 3)] == ["a", "d7", "d6"]
     assert [doc for doc, _ in tied.search("cats", 3, Feedback(docs=2, terms=3))] == ["a", "d7", "d6"]
+
+
+PAGES = [
+    ("Ada Lovelace was an English mathematician.", "url:ada"),
+    ("She wrote the first computer program.", "url:ada"),
+    ("Alan Turing was a British mathematician.", "url:turing"),
+    ("He proposed the imitation game.", "url:turing"),
+    ("Later work followed the game.", "url:turing"),
+    ("She wrote it alone.", None),  # no known document: indexed alone
+]
+
+
+def test_a_sentence_is_indexed_with_its_documents_context_and_the_saved_index_is_keyed_by_it(tmp_path: Path) -> None:
+    lead = in_context(PAGES, ("lead",))
+    assert lead[1] == "She wrote the first computer program. Ada Lovelace was an English mathematician."
+    assert lead[4] == "Later work followed the game. Alan Turing was a British mathematician."
+    assert (lead[0], lead[5]) == (PAGES[0][0], PAGES[5][0])  # a lead has no context of its own
+    both = in_context(PAGES, ("lead", "neighbours"))  # the lead is also the previous sentence: said once
+    assert both[3] == ("He proposed the imitation game. Alan Turing was a British mathematician. "
+                       "Later work followed the game.")
+    assert in_context(PAGES, ()) == [text for text, _ in PAGES]
+    with pytest.raises(ValueError, match="unknown context part"):
+        in_context(PAGES, ("title",))
+
+    with_lead = dataclasses.replace(FIRST_STAGE, context=("lead",))
+    docs = [(f"p{i}", text) for i, text in enumerate(lead)]
+    assert {doc for doc, _ in BM25Index.build(docs, with_lead).search("Lovelace")} == {"p0", "p1"}
+    assert "each sentence indexed with its document's first sentence" in with_lead.describe()
+    saved_index(tmp_path, "v1", lambda: docs, with_lead)
+    assert is_saved(tmp_path, "v1", with_lead) and not is_saved(tmp_path, "v1", FIRST_STAGE)
+    plain_docs = [(f"p{i}", text) for i, (text, _) in enumerate(PAGES)]
+    rebuilt = saved_index(tmp_path, "v1", lambda: plain_docs, FIRST_STAGE)  # another context: built again
+    assert [doc for doc, _ in rebuilt.search("Lovelace")] == ["p0"]
+    assert is_saved(tmp_path, "v1", FIRST_STAGE) and not is_saved(tmp_path, "v1", with_lead)  # the stale one deleted

@@ -125,7 +125,7 @@ def index_folder(store: Store, dataset: str) -> Path:
     return config.data_dir() / "bm25" / place
 
 
-_indexes: dict[tuple[str, str, str], BM25Index] = {}
+_indexes: dict[tuple[str, str, str, str], BM25Index] = {}
 
 
 _indexes_lock = threading.Lock()
@@ -140,19 +140,19 @@ def dataset_version(store: Store, dataset: str) -> str:
 
 
 def collection_index(store: Store, dataset: str) -> BM25Index:
-    """The BM25 index of the dataset's unique candidate sentences, once per store, dataset and import
-    (a re-import rebuilds it): loaded from the data folder, or built from one streamed pass over the
+    """The BM25 index of the dataset's unique candidate sentences, once per store, dataset, import and
+    first-stage analysis (a re-import or another analysis rebuilds it): loaded from the data folder, or built from one streamed pass over the
     store's candidate texts (the unique-sentence map made in that pass) and saved. The sentences
     themselves stay in the store; a search's hits are read by id."""
     from qa_core.retrieval import FIRST_STAGE, saved_index
 
     version = dataset_version(store, dataset)
-    key = (str(store.engine.url), dataset, version)
+    key = (str(store.engine.url), dataset, version, FIRST_STAGE.key())
     with _indexes_lock:
         if key not in _indexes:
             _indexes[key] = saved_index(
                 index_folder(store, dataset), version,
-                lambda: collection_passages(store.datasets.candidate_texts(dataset), FIRST_STAGE),
+                lambda: collection_passages(store.datasets.candidate_texts(dataset), FIRST_STAGE), FIRST_STAGE,
             )
         return _indexes[key]
 
