@@ -92,9 +92,17 @@ def collection_passages(rows: Iterable[CollectionRow], analysis: Analysis) -> li
     is read from every row, repeats included (a document's first sentence may be a repeat)."""
     from qa_core.retrieval import in_context
 
-    rows = list(rows)
-    indexed = in_context([(text, document_of(qid, source, url)) for qid, _, text, source, url in rows], analysis.context)
-    return [(name, indexed[position]) for position, name, _ in _first_occurrences(rows)]
+    passages: list[tuple[str, str | None]] = []  # every row's text and document, read in the same one pass
+
+    def reading() -> Iterator[CollectionRow]:
+        for row in rows:
+            qid, _, text, source, url = row
+            passages.append((text, document_of(qid, source, url)))
+            yield row
+
+    kept = [(position, name) for position, name, _ in _first_occurrences(reading())]
+    indexed = in_context(passages, analysis.context)
+    return [(name, indexed[position]) for position, name in kept]
 
 
 def collection_id(qid: str, doc_id: str) -> str:
