@@ -13,7 +13,7 @@ from pages.judging import GRADE_MEANINGS, GRADE_NAMES, Keys
 from pages.render.markdown import as_markdown
 from qa_core.services import candidate_pools, labeling, model_loading
 from qa_core.services.datasets import Store
-from qa_core.services.labeling import management, suggestions
+from qa_core.services.labeling import suggestions
 from qa_core.types import NotTrainedError
 
 LABEL, AGREEMENT, REVIEW, GUIDELINES = "Label", "Agreement", "Review conflicts", "Guidelines"
@@ -123,7 +123,7 @@ def pair_beside_guidelines(desk: Desk, record, suggesting: str | None = None) ->
 def guidelines_panel(store, dataset: str) -> None:
     """The grade scale and the dataset's guidelines in force, beside the pair (each label records
     the version it was made under)."""
-    guideline = management.guidelines(store, dataset)
+    guideline = store.annotation.guidelines(dataset)
     title = "Guidelines" if guideline is None else f"Guidelines (version {guideline.version})"
     with st.expander(title, expanded=True):
         st.markdown("\n".join(f"- **{grade} · {GRADE_NAMES[grade]}**: {meaning}" for grade, meaning in GRADE_MEANINGS.items()))

@@ -147,14 +147,14 @@ def evaluate_and_keep(
     ties fairly (``tie_aware``) and, where the run ranks unjudged candidates, say so (``judgements``)."""
     from qa_core.evaluation import judgements, tie_aware
     from qa_core.rankers import registry
-    from qa_core.services import model_loading, models
+    from qa_core.services import model_loading
     from qa_core.services.evaluation_labels import evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_and_evaluate
     from qa_core.services.jobs import load_promoted
 
     version_id, notice = None, None
     if model in registry.trainable():  # else a baseline, a checkpoint path or a system (model_loading.load_ranker)
-        if models.in_use(store, model, dataset) is None:
+        if store.models.promoted_model(model, dataset) is None:
             raise NotTrainedError(
                 f"model {model!r} has no version trained on or promoted for {dataset!r}; train it with: "
                 f"{model_loading.train_command(model, dataset)}"
