@@ -236,9 +236,11 @@ def test_loading_a_model_asks_the_store_for_its_version_once(
     model_loading.load_ranker(store, "smcnn", "demo")
     assert asked == [("smcnn", "demo")]
     asked.clear()  # a page reads the version to key its cache, then loads that very record
-    version = model_loading.trained_version(store, "smcnn", "demo")
+    monkeypatch.setattr(store.models, "promotion_history", lambda *args: asked.append(("history", *args)) or [])
+    version = model_loading.current_version(store, "smcnn", "demo")
     model_loading.load_ranker(store, "smcnn", "demo", version=version)
-    assert asked == [("smcnn", "demo")] and model_loading.version_key(version) == f"{version['id']}:{version['checkpoint_path']}"
+    assert asked == [("smcnn", "demo")] and version.key == f"{version.record['id']}:{version.record['checkpoint_path']}"
+    # the fallbacks are read only when the version in use fails to load
 
 
 def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(

@@ -30,19 +30,16 @@ def get_store(url: str, team: bool = False) -> Store:
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=MODELS_KEPT)
 def get_ranker(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str,
-               _version: dict | None = None):
+               _version: model_loading.VersionInUse | None = None):
     """Rankers are shared by all sessions; a new model version or a re-import loads a new one.
-    ``_version``: the record behind ``model_version`` when the caller read it (not part of the key)."""
+    ``_version``: what ``model_version`` is the key of, when the caller read it (not part of the key)."""
     return model_loading.load_ranker(_store, model, dataset, version=_version)
 
 
 def load_ranker(store: Store, url: str, model: str, dataset: str) -> Ranker:
     """``model``'s current version for ``dataset``, through ``get_ranker``'s cache."""
-    version = model_loading.trained_version(store, model, dataset)  # the one read of the version in use
-    return get_ranker(
-        store, url, model, dataset, model_loading.version_key(version), candidate_pools.dataset_version(store, dataset),
-        version,
-    )
+    version = model_loading.current_version(store, model, dataset)  # the one read of the version in use
+    return get_ranker(store, url, model, dataset, version.key, candidate_pools.dataset_version(store, dataset), version)
 
 
 def current_ranker(store: Store, url: str, model: str, dataset: str) -> Ranker | None:
@@ -78,7 +75,7 @@ def split_run(store: Store, url: str, ranker: Ranker, model: str, dataset: str, 
               questions: Sequence[Question]) -> Run:
     """``model``'s run over ``questions`` (a whole split), computed once per (model version, dataset
     import, split) for the whole server, with a progress bar while it is scored."""
-    key = (url, model, model_loading.model_version_key(store, model, dataset), dataset,
+    key = (url, model, model_loading.current_version(store, model, dataset).key, dataset,
            candidate_pools.dataset_version(store, dataset), split)
     runs = _split_runs()
     if key in runs:

@@ -77,14 +77,14 @@ class Desk:
     def scores(self, model: str) -> labeling.BackgroundScores:
         """``model``'s background scores of the dataset (``NotTrainedError`` without a version)."""
         store, dataset = self.store, self.dataset
-        version = model_loading.trained_version(store, model, dataset)  # the one read of the version in use
-        return get_scores(store, self.url, model, dataset, model_loading.version_key(version),
-                          candidate_pools.dataset_version(store, dataset), version)
+        version = model_loading.current_version(store, model, dataset)  # the one read of the version in use
+        return get_scores(store, self.url, model, dataset, version.key, candidate_pools.dataset_version(store, dataset),
+                          version)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def get_scores(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str,
-               _version: dict | None = None):
+               _version: model_loading.VersionInUse | None = None):
     """One model's scores of the dataset, filled in by a background thread, for the uncertainty
     and disagreement orders (shared by every session); a new model version or a re-import
     scores again."""
