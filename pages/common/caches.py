@@ -71,16 +71,18 @@ def _split_runs() -> OrderedDict:
     return OrderedDict()
 
 
-def split_run(store: Store, url: str, ranker: Ranker, model: str, dataset: str, split: str,
-              questions: Sequence[Question]) -> Run:
+def split_run(store: Store, url: str, model: str, dataset: str, split: str, questions: Sequence[Question]) -> Run:
     """``model``'s run over ``questions`` (a whole split), computed once per (model version, dataset
-    import, split) for the whole server, with a progress bar while it is scored."""
-    key = (url, model, model_loading.current_version(store, model, dataset).key, dataset,
-           candidate_pools.dataset_version(store, dataset), split)
+    import, split) for the whole server, with a progress bar while it is scored by the ranker of
+    the version its key names (one read of the version in use, as ``load_ranker``)."""
+    version = model_loading.current_version(store, model, dataset)
+    dataset_version = candidate_pools.dataset_version(store, dataset)
+    key = (url, model, version.key, dataset, dataset_version, split)
     runs = _split_runs()
     if key in runs:
         runs.move_to_end(key)
         return runs[key]
+    ranker = get_ranker(store, url, model, dataset, version.key, dataset_version, version)
     bar = st.progress(0.0, text=as_markdown(f"Scoring {model} on {split}…"))
 
     def progress(done: int, total: int) -> None:
