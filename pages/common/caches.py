@@ -61,7 +61,9 @@ def show_not_trained(error: NotTrainedError, model: str, dataset: str) -> None:
 
 @st.cache_resource(show_spinner="Loading the dataset…", max_entries=DATASETS_KEPT)
 def get_questions(_store, url: str, dataset: str, dataset_version: str):
-    return candidate_pools.dataset_questions(_store, dataset)
+    """The dataset's questions with their own pools and gold labels, in import order: loaded once
+    per import for the whole server."""
+    return _store.datasets.load_dataset(dataset).questions
 
 
 @st.cache_resource
