@@ -212,6 +212,9 @@ def test_job_runner_runs_only_queued_jobs(store: Store, database_url: str, monke
     with pytest.raises(SystemExit):  # the CLI's train has no job mode: the job runner is its own entry point
         main(["--db", database_url, "train", "--model", "smcnn", "--data", "demo", "--job", str(job_id)])
     assert "unrecognized arguments: --job" in capsys.readouterr().err
+    monkeypatch.setenv("RERANK_LAB_DB", "postgresql+psycopg://bob:s3cr3t@127.0.0.1:1/db")  # nothing listens on port 1
+    assert job_runner.main([str(job_id)]) == 2  # a store it cannot open: one sentence in the job's log, no traceback
+    assert "error: cannot open the store at postgresql+psycopg://bob:***@127.0.0.1:1/db" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--db", database_url, "train", "--model", "smcnn"])
     assert "required: --data" in capsys.readouterr().err
