@@ -43,7 +43,7 @@ def open_store(show_device: bool = True, need: Permission = Permission.VIEW) -> 
         st.stop()
         raise  # st.stop() raises; this line only tells type checkers so
     except SQLAlchemyError as error:  # opened, then refused the first read
-        st.error(as_markdown(f"Cannot read the store at {store_setup.masked_url(url)}: {database_refusal(error)}"))
+        st.error(as_markdown(f"cannot read the store at {store_setup.masked_url(url)}: {database_refusal(error)}"))
         st.stop()
         raise  # st.stop() raises; this line only tells type checkers so
     if team:
