@@ -74,12 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         store = store_setup.open_store(args.db)
-        ranker = model_loading.load_ranker(store, args.model, args.data)
-        version = model_loading.model_version_key(store, args.model, args.data) if args.data else None
+        version = model_loading.current_version(store, args.model, args.data) if args.data else None
+        ranker = model_loading.load_ranker(store, args.model, args.data, version=version)  # the version it names
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    app = build_app(ranker, version or args.model, args.max_batch)
+    app = build_app(ranker, (version and version.key) or args.model, args.max_batch)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 

@@ -161,7 +161,7 @@ else:
 
         def compare_now() -> compare.SplitComparison:
             runs = {m: stored_runs.load_tagged_run(store, dataset, m, split) if m in fused
-                    else split_run(store, url, rankers[m], m, dataset, split, chosen) for m in models}
+                    else split_run(store, url, m, dataset, split, chosen) for m in models}
             return compare.compare_runs(runs, chosen, metric=metric, clean=clean)
     else:
         try:

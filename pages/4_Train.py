@@ -87,13 +87,13 @@ def show_job(job_id: int, was_active: bool) -> None:
         st.plotly_chart(retraining.training_figure(status.events), key=f"job_curve_{job_id}")
     job = status.job
     if job["status"] == "failed":
-        promoted = models.in_use(store, job["model"], job["dataset"])
+        promoted = store.models.promoted_model(job["model"], job["dataset"])
         kept = f"version {promoted['version']} stays in use" if promoted else "no version is in use for its dataset"
         st.error(
             as_markdown(f"Training job {job_id} failed: {job['error']}. Nothing was registered; {kept}.")
         )
     elif job["status"] == "succeeded":
-        version = models.version(store, job["model_version_id"])
+        version = store.models.model_version(job["model_version_id"])
         st.success(f"Job {job_id} finished: {job['model']} version {version['version']} registered (not promoted).")
 
 
@@ -123,7 +123,7 @@ else:
     st.dataframe(versions, hide_index=True)
     st.caption(retraining.VERSION_METRICS_NOTE)
     numbers = versions["version"].tolist()
-    in_use = models.in_use(store, model, dataset)
+    in_use = store.models.promoted_model(model, dataset)
     left, middle, right = st.columns([2, 1, 1])
     if st.session_state.get(f"train_versions_seen_{model}") != len(numbers):  # a new version: show it first
         st.session_state[f"train_versions_seen_{model}"] = len(numbers)
@@ -161,7 +161,7 @@ else:
             st.rerun()
         except InputError as error:  # e.g. the role was taken away meanwhile
             st.error(as_markdown(str(error)))
-    target = models.rollback_target(store, model, dataset)
+    target = store.models.rollback_target(model, dataset)
     rollback_label = "Roll back" if target is None else f"Roll back {dataset} to version {target['version']}"
     rollback_help = f"No earlier version was promoted for {dataset}." if target is None else None
     if right.button(rollback_label, key="train_rollback", disabled=target is None, help=rollback_help):

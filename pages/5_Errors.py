@@ -74,7 +74,7 @@ if not questions:
     st.info(as_markdown(f"Dataset {dataset} has no questions in {split}."))
     st.stop()
 try:
-    run = split_run(store, url, ranker, model, dataset, split, questions)
+    run = split_run(store, url, model, dataset, split, questions)
 except InputError as error:  # a scoring service that is down, slow or answers outside its contract
     st.error(as_markdown(str(error)))
     st.stop()

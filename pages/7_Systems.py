@@ -14,7 +14,7 @@ from pages.common.pickers import require_datasets
 from pages.common.scripts import preload_elements
 from pages.common.signin import current_actor, open_store
 from pages.render.markdown import as_markdown
-from qa_core.services import datasets, systems
+from qa_core.services import systems
 from qa_core.types import InputError
 
 NOTICE = "systems_notice"
@@ -89,7 +89,7 @@ if runs:
     st.subheader("A run's metrics: over the questions it ranks and over the whole split")
     left, right = st.columns(2)
     chosen = left.selectbox("Run", [row["system"] for row in runs], key="systems_metrics_run")
-    questions = datasets.load(store, next(row["dataset"] for row in runs if row["system"] == chosen))
+    questions = store.datasets.load_dataset(next(row["dataset"] for row in runs if row["system"] == chosen))
     split = right.selectbox("Split", questions.splits, key="systems_metrics_split")
     try:
         metrics = systems.coverage_metrics(store, chosen, questions.split(split))

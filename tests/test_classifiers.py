@@ -364,6 +364,7 @@ def test_cli_trains_registers_and_the_analysis_finds_them(tmp_path: Path, monkey
         assert code == 0, err
         line = json.loads(out.strip().splitlines()[-1])
         assert line["model"] == name and Path(line["checkpoint"]).is_file()
+        assert line["version"] == 1  # the version's number, as ``train`` says it (it said the id: 2 for the focus tagger)
         assert 0.0 <= line["dev_accuracy"] <= 1.0
 
     store = Store(url)

@@ -14,10 +14,11 @@ import pytest
 from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.services import models, users
-from qa_core.services.datasets import open_store
 from qa_core.services.retraining import VersionCheck
+from qa_core.services.store_setup import open_store
 from qa_core.types import InputError
 from tests.conftest import model_file
+from tests.pages import LANDING, open_page
 
 
 @pytest.fixture
@@ -41,23 +42,23 @@ def test_a_promotion_needs_the_dev_comparison_or_a_confirmation(registry: Store)
         models.promote(registry, "smcnn", 2, "demo", actor=None, check=_check(0.001))
     with pytest.raises(InputError, match="not compared with the promoted one on DEV"):
         models.promote(registry, "smcnn", 2, "demo", actor=None, compared=False)
-    assert models.in_use(registry, "smcnn", "demo")["version"] == 1  # nothing was promoted
+    assert registry.models.promoted_model("smcnn", "demo")["version"] == 1  # nothing was promoted
     models.promote(registry, "smcnn", 2, "demo", actor=None, check=_check(0.4))  # worse, not significantly
-    assert models.in_use(registry, "smcnn", "demo")["version"] == 2
+    assert registry.models.promoted_model("smcnn", "demo")["version"] == 2
     models.promote(registry, "smcnn", 3, "demo", actor=None, check=_check(0.001), confirmed=True)
-    assert models.in_use(registry, "smcnn", "demo")["version"] == 3
+    assert registry.models.promoted_model("smcnn", "demo")["version"] == 3
     with pytest.raises(InputError, match="already the one promoted"):
         models.promote(registry, "smcnn", 3, "demo", actor=None)
 
 
 def test_a_roll_back_puts_back_the_version_offered_or_nothing(registry: Store) -> None:
     models.promote(registry, "smcnn", 2, "demo", actor=None)
-    offered = models.rollback_target(registry, "smcnn", "demo")["version"]
+    offered = registry.models.rollback_target("smcnn", "demo")["version"]
     assert offered == 1
     registry.models.promote("smcnn", 3, "demo")  # another session, meanwhile: a roll back would now give 2
     with pytest.raises(InputError, match="changed meanwhile"):
         models.rollback(registry, "smcnn", "demo", offered, actor=None)
-    assert models.in_use(registry, "smcnn", "demo")["version"] == 3
+    assert registry.models.promoted_model("smcnn", "demo")["version"] == 3
     assert models.rollback(registry, "smcnn", "demo", 2, actor=None)["version"] == 2
 
 
@@ -67,3 +68,12 @@ def test_unknown_roles_and_audit_actions_are_refused_by_name(registry: Store) ->
     with pytest.raises(InputError, match="unknown audit action"):
         users.audit_events(registry, ["promote", "promot"])
     assert [event["action"] for event in users.audit_events(registry, ["promote"])] == ["promote"]
+
+
+def test_a_page_given_a_store_it_cannot_reach_says_why_in_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pages open the store as the CLI does (``store_setup.open_store``): the driver's message,
+    its hint and SQLAlchemy's link were shown, now one sentence with the password masked."""
+    monkeypatch.setenv("RERANK_LAB_DB", "postgresql+psycopg://bob:s3cr3t@127.0.0.1:1/db")  # nothing listens on port 1
+    [error] = [element.value for element in open_page(LANDING).error]
+    assert error.lower().startswith("cannot open the store at postgresql") and "bob:\\*\\*\\*@" in error, error
+    assert "\n" not in error and "s3cr3t" not in error and "sqlalche.me" not in error

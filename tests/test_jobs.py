@@ -212,6 +212,9 @@ def test_job_runner_runs_only_queued_jobs(store: Store, database_url: str, monke
     with pytest.raises(SystemExit):  # the CLI's train has no job mode: the job runner is its own entry point
         main(["--db", database_url, "train", "--model", "smcnn", "--data", "demo", "--job", str(job_id)])
     assert "unrecognized arguments: --job" in capsys.readouterr().err
+    monkeypatch.setenv("RERANK_LAB_DB", "postgresql+psycopg://bob:s3cr3t@127.0.0.1:1/db")  # nothing listens on port 1
+    assert job_runner.main([str(job_id)]) == 2  # a store it cannot open: one sentence in the job's log, no traceback
+    assert "error: cannot open the store at postgresql+psycopg://bob:***@127.0.0.1:1/db" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--db", database_url, "train", "--model", "smcnn"])
     assert "required: --data" in capsys.readouterr().err
@@ -236,9 +239,11 @@ def test_loading_a_model_asks_the_store_for_its_version_once(
     model_loading.load_ranker(store, "smcnn", "demo")
     assert asked == [("smcnn", "demo")]
     asked.clear()  # a page reads the version to key its cache, then loads that very record
-    version = model_loading.trained_version(store, "smcnn", "demo")
+    monkeypatch.setattr(store.models, "promotion_history", lambda *args: asked.append(("history", *args)) or [])
+    version = model_loading.current_version(store, "smcnn", "demo")
     model_loading.load_ranker(store, "smcnn", "demo", version=version)
-    assert asked == [("smcnn", "demo")] and model_loading.version_key(version) == f"{version['id']}:{version['checkpoint_path']}"
+    assert asked == [("smcnn", "demo")] and version.key == f"{version.record['id']}:{version.record['checkpoint_path']}"
+    # the fallbacks are read only when the version in use fails to load
 
 
 def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(

@@ -40,13 +40,13 @@ def test_annotation_settings_refuse_before_writing(team_store: Store) -> None:
         management.set_calibration(team_store, "d", True, 0, ada.name, ada)
     with pytest.raises(InputError, match="percentage from 0 to 100, got 150"):
         management.set_overlap_percent(team_store, "d", 150, ada.name, ada)
-    assert management.guideline_history(team_store, "d") == []
-    assert not management.calibration_settings(team_store, "d").enabled
+    assert team_store.annotation.guideline_history("d") == []
+    assert not team_store.calibration.calibration_settings("d").enabled
 
     assert management.save_guidelines(team_store, "d", "Grade the answer.", ada.name, ada).version == 1
     team_store.annotation.set_annotation_settings("d", 0.1, 3, actor=ada)
     management.set_overlap_percent(team_store, "d", 40, ada.name, ada)
-    settings = management.overlap_settings(team_store, "d")
+    settings = team_store.annotation.annotation_settings("d")
     assert (settings.overlap_share, settings.overlap) == (0.4, 3)  # the share changes, the annotators per pair stay
     assert management.overlap_line(settings).startswith("Now 40% (set by ada@example.org)")
 

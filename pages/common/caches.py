@@ -30,19 +30,16 @@ def get_store(url: str, team: bool = False) -> Store:
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=MODELS_KEPT)
 def get_ranker(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str,
-               _version: dict | None = None):
+               _version: model_loading.VersionInUse | None = None):
     """Rankers are shared by all sessions; a new model version or a re-import loads a new one.
-    ``_version``: the record behind ``model_version`` when the caller read it (not part of the key)."""
+    ``_version``: what ``model_version`` is the key of, when the caller read it (not part of the key)."""
     return model_loading.load_ranker(_store, model, dataset, version=_version)
 
 
 def load_ranker(store: Store, url: str, model: str, dataset: str) -> Ranker:
     """``model``'s current version for ``dataset``, through ``get_ranker``'s cache."""
-    version = model_loading.trained_version(store, model, dataset)  # the one read of the version in use
-    return get_ranker(
-        store, url, model, dataset, model_loading.version_key(version), candidate_pools.dataset_version(store, dataset),
-        version,
-    )
+    version = model_loading.current_version(store, model, dataset)  # the one read of the version in use
+    return get_ranker(store, url, model, dataset, version.key, candidate_pools.dataset_version(store, dataset), version)
 
 
 def current_ranker(store: Store, url: str, model: str, dataset: str) -> Ranker | None:
@@ -64,7 +61,9 @@ def show_not_trained(error: NotTrainedError, model: str, dataset: str) -> None:
 
 @st.cache_resource(show_spinner="Loading the dataset…", max_entries=DATASETS_KEPT)
 def get_questions(_store, url: str, dataset: str, dataset_version: str):
-    return candidate_pools.dataset_questions(_store, dataset)
+    """The dataset's questions with their own pools and gold labels, in import order: loaded once
+    per import for the whole server."""
+    return _store.datasets.load_dataset(dataset).questions
 
 
 @st.cache_resource
@@ -74,16 +73,18 @@ def _split_runs() -> OrderedDict:
     return OrderedDict()
 
 
-def split_run(store: Store, url: str, ranker: Ranker, model: str, dataset: str, split: str,
-              questions: Sequence[Question]) -> Run:
+def split_run(store: Store, url: str, model: str, dataset: str, split: str, questions: Sequence[Question]) -> Run:
     """``model``'s run over ``questions`` (a whole split), computed once per (model version, dataset
-    import, split) for the whole server, with a progress bar while it is scored."""
-    key = (url, model, model_loading.model_version_key(store, model, dataset), dataset,
-           candidate_pools.dataset_version(store, dataset), split)
+    import, split) for the whole server, with a progress bar while it is scored by the ranker of
+    the version its key names (one read of the version in use, as ``load_ranker``)."""
+    version = model_loading.current_version(store, model, dataset)
+    dataset_version = candidate_pools.dataset_version(store, dataset)
+    key = (url, model, version.key, dataset, dataset_version, split)
     runs = _split_runs()
     if key in runs:
         runs.move_to_end(key)
         return runs[key]
+    ranker = get_ranker(store, url, model, dataset, version.key, dataset_version, version)
     bar = st.progress(0.0, text=as_markdown(f"Scoring {model} on {split}…"))
 
     def progress(done: int, total: int) -> None:

@@ -12,7 +12,7 @@ import streamlit as st
 from pages.collection import whole_collection_toggle
 from pages.common.caches import get_questions
 from pages.render.markdown import as_markdown
-from qa_core.services import candidate_pools, datasets, index_builds, model_loading
+from qa_core.services import candidate_pools, index_builds, model_loading
 from qa_core.services.datasets import Store
 from qa_core.services.evaluation_labels import DESCRIPTIONS, LabelRule
 from qa_core.types import Candidate, InputError
@@ -87,7 +87,7 @@ def question_set(clean: bool, questions: int, split: str) -> str:
 
 def require_datasets(store: Store) -> list[str]:
     """The store's dataset names; an empty store says how to import one and stops the page."""
-    names = datasets.names(store)
+    names = store.datasets.dataset_names()
     if not names:
         st.info(NO_DATASETS)
         st.stop()

@@ -25,7 +25,7 @@ from pages.render.markdown import as_markdown
 from qa_core import config
 from qa_core.access import LOCAL, Actor, Permission, plain_http_refusal
 from qa_core.services import store_setup, users
-from qa_core.services.datasets import Store
+from qa_core.services.datasets import Store, database_refusal
 from qa_core.types import InputError
 
 ACTOR, SIGNED_IN_TOKEN = "signed_in_actor", "signed_in_token"
@@ -38,8 +38,12 @@ def open_store(show_device: bool = True, need: Permission = Permission.VIEW) -> 
     team = team_mode()
     try:
         store = get_store(url, team)
-    except (InputError, SQLAlchemyError) as error:
-        st.error(as_markdown(f"Cannot open the store at {store_setup.masked_url(url)}: {error}"))
+    except InputError as error:  # store_setup.open_store's one sentence (the URL's password masked)
+        st.error(as_markdown(str(error)))
+        st.stop()
+        raise  # st.stop() raises; this line only tells type checkers so
+    except SQLAlchemyError as error:  # opened, then refused the first read
+        st.error(as_markdown(f"cannot read the store at {store_setup.masked_url(url)}: {database_refusal(error)}"))
         st.stop()
         raise  # st.stop() raises; this line only tells type checkers so
     if team:
@@ -126,7 +130,7 @@ def _signed_in(store: Store) -> Actor:
     known = st.session_state.get(ACTOR)
     try:
         if st.session_state.get(SIGNED_IN_TOKEN) == token and isinstance(known, Actor) and known.signed_in:
-            actor = users.checked(store, known)
+            actor = store.users.user_actor(known)  # still known, not signed out, token not expired; its role now
         else:  # a new sign-in in this browser session: the store records it (and the first user's admin role)
             actor = users.sign_in(store, claims)
             st.session_state[SIGNED_IN_TOKEN] = token

@@ -87,7 +87,7 @@ def agreement_view(desk: Desk) -> None:
 def overlap_setting(desk: Desk) -> None:
     """The dataset's share of double-annotated pairs: in the store, so every session draws the same sample."""
     annotator = desk.annotator
-    settings = management.overlap_settings(desk.store, desk.dataset)
+    settings = desk.store.annotation.annotation_settings(desk.dataset)
     manages = management.may_manage(current_actor())
     with st.form("overlap_form", border=False):
         share = st.slider(

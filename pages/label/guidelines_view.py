@@ -17,7 +17,7 @@ def guidelines_view(desk: Desk) -> None:
     """The dataset's guidelines and their versions; whoever may manage the dataset (an admin in
     team mode, anyone locally) edits them, every save a new version in the store."""
     store, dataset, author = desk.store, desk.dataset, desk.annotator
-    history = management.guideline_history(store, dataset)
+    history = store.annotation.guideline_history(dataset)
     current = history[-1].text if history else ""
     if not management.may_manage(current_actor()):
         st.info("Only an admin edits the guidelines of a dataset; these are the ones in force.")
@@ -54,7 +54,7 @@ def guidelines_view(desk: Desk) -> None:
 
 def calibration_setting(store, dataset: str, author: str | None) -> None:
     """Whether new annotators judge gold pairs first, and how many: the dataset manager's setting."""
-    settings = management.calibration_settings(store, dataset)
+    settings = store.calibration.calibration_settings(dataset)
     st.markdown("**Calibration of new annotators**")
     st.caption(as_markdown(management.calibration_line(settings)))
     if not management.may_manage(current_actor()):

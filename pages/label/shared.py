@@ -13,7 +13,7 @@ from pages.judging import GRADE_MEANINGS, GRADE_NAMES, Keys
 from pages.render.markdown import as_markdown
 from qa_core.services import candidate_pools, labeling, model_loading
 from qa_core.services.datasets import Store
-from qa_core.services.labeling import management, suggestions
+from qa_core.services.labeling import suggestions
 from qa_core.types import NotTrainedError
 
 LABEL, AGREEMENT, REVIEW, GUIDELINES = "Label", "Agreement", "Review conflicts", "Guidelines"
@@ -77,14 +77,14 @@ class Desk:
     def scores(self, model: str) -> labeling.BackgroundScores:
         """``model``'s background scores of the dataset (``NotTrainedError`` without a version)."""
         store, dataset = self.store, self.dataset
-        version = model_loading.trained_version(store, model, dataset)  # the one read of the version in use
-        return get_scores(store, self.url, model, dataset, model_loading.version_key(version),
-                          candidate_pools.dataset_version(store, dataset), version)
+        version = model_loading.current_version(store, model, dataset)  # the one read of the version in use
+        return get_scores(store, self.url, model, dataset, version.key, candidate_pools.dataset_version(store, dataset),
+                          version)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def get_scores(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str,
-               _version: dict | None = None):
+               _version: model_loading.VersionInUse | None = None):
     """One model's scores of the dataset, filled in by a background thread, for the uncertainty
     and disagreement orders (shared by every session); a new model version or a re-import
     scores again."""
@@ -123,7 +123,7 @@ def pair_beside_guidelines(desk: Desk, record, suggesting: str | None = None) ->
 def guidelines_panel(store, dataset: str) -> None:
     """The grade scale and the dataset's guidelines in force, beside the pair (each label records
     the version it was made under)."""
-    guideline = management.guidelines(store, dataset)
+    guideline = store.annotation.guidelines(dataset)
     title = "Guidelines" if guideline is None else f"Guidelines (version {guideline.version})"
     with st.expander(title, expanded=True):
         st.markdown("\n".join(f"- **{grade} · {GRADE_NAMES[grade]}**: {meaning}" for grade, meaning in GRADE_MEANINGS.items()))

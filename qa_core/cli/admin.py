@@ -24,11 +24,9 @@ def cmd_models(args: argparse.Namespace) -> None:
     if args.table:
         print(registry.models_table())
         return
-    from qa_core.services import models
-
     store = open_store(args)
     for name in registry.available():
-        emit({"model": name, "versions": models.versions(store, name)})
+        emit({"model": name, "versions": store.models.model_versions(name)})
 
 
 def cmd_gc(args: argparse.Namespace) -> None:
@@ -74,9 +72,7 @@ def cmd_users_merge(args: argparse.Namespace) -> None:
 
 
 def cmd_users_list(args: argparse.Namespace) -> None:
-    from qa_core.services import users
-
-    for user in users.users(open_store(args)):
+    for user in open_store(args).users.users():
         emit(user)
 
 

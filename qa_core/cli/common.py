@@ -55,9 +55,10 @@ def emit(record: dict) -> None:
 
 
 def open_store(args: argparse.Namespace):
-    from qa_core.services import datasets
+    """The store of ``--db`` (``store_setup.open_store``: one sentence when it cannot be opened)."""
+    from qa_core.services import store_setup
 
-    return datasets.open_store(args.db)
+    return store_setup.open_store(args.db)
 
 
 def actor():

@@ -17,7 +17,7 @@ def cmd_data_import(args: argparse.Namespace) -> None:
     store = open_store(args)
     name, report = datasets.import_file(store, Path(args.path), fmt=args.format, name=args.name, replace=args.replace,
                                         actor=actor())
-    emit({"imported": name, **datasets.summary(store, name), "import": report.summary()})
+    emit({"imported": name, **store.datasets.dataset_summary(name), "import": report.summary()})
     if report.moved:
         print(f"note: {len(report.moved)} candidates kept their labels under another id (rows moved in the file)",
               file=sys.stderr)
@@ -39,18 +39,14 @@ def _examples(candidates: Sequence[tuple[str, str, int]]) -> str:
 
 def cmd_data_orphans(args: argparse.Namespace) -> None:
     """Labels kept on candidates that a re-import retired, one JSON line each."""
-    from qa_core.services import datasets
-
-    for record in datasets.orphaned_labels(open_store(args), args.data):
+    for record in open_store(args).labels.orphaned_labels(args.data):
         emit(record)
 
 
 def cmd_data_demo(args: argparse.Namespace) -> None:
-    from qa_core.services import datasets
-
     store = open_store(args)
     store_setup.ensure_demo(store, beside_others=True)
-    emit({"datasets": datasets.names(store)})
+    emit({"datasets": store.datasets.dataset_names()})
 
 
 def cmd_data_import_run(args: argparse.Namespace) -> None:
@@ -74,11 +70,9 @@ def cmd_data_export(args: argparse.Namespace) -> None:
 
 
 def cmd_data_list(args: argparse.Namespace) -> None:
-    from qa_core.services import datasets
-
     store = open_store(args)
-    for name in datasets.names(store):
-        emit({"dataset": name, **datasets.summary(store, name)})
+    for name in store.datasets.dataset_names():
+        emit({"dataset": name, **store.datasets.dataset_summary(name)})
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:

@@ -18,7 +18,7 @@ import argparse
 from pathlib import Path
 
 from qa_core.cli.common import actor, emit, open_store
-from qa_core.services import datasets, systems
+from qa_core.services import systems
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
@@ -66,5 +66,5 @@ def _run(args: argparse.Namespace) -> None:
         systems.remove(store, args.name, actor=actor())
         emit({"removed": args.name})
     else:
-        questions = datasets.load(store, args.data).split(args.split)
+        questions = store.datasets.load_dataset(args.data).split(args.split)
         emit({"system": args.name, "split": args.split, **systems.coverage_metrics(store, args.name, questions)})

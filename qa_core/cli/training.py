@@ -10,7 +10,6 @@ from pathlib import Path
 from qa_core import config
 from qa_core.checkpoints import new_checkpoint_path
 from qa_core.cli.common import actor, emit, open_store
-from qa_core.services import datasets, models
 from qa_core.types import InputError
 
 
@@ -20,11 +19,11 @@ def cmd_train(args: argparse.Namespace) -> None:
     store = open_store(args)
     plan = TrainingPlan(args.model, args.seed, args.train_split, args.dev_split, promote=not args.no_promote)
     trained = train_and_register(
-        store, plan, datasets.load(store, args.data),
+        store, plan, store.datasets.load_dataset(args.data),
         checkpoint=new_checkpoint_path(args.model, args.data, f"seed{args.seed}", owner=store.store_id),
         extra={"labels": "gold", "trained_by": "cli"}, progress=not args.quiet, actor=actor(),
     )
-    version = models.version(store, trained.version_id)["version"]
+    version = store.models.model_version(trained.version_id)["version"]
     emit({"model": args.model, "version": version, "model_version_id": trained.version_id,
           "checkpoint": str(trained.outcome.checkpoint), **trained.outcome.metrics})
 
@@ -59,12 +58,14 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
     config.ensure_free_space(path.parent, f"training {args.classifier}")
     outcome = train(Path(folder), seed=args.seed, progress=not args.quiet)
     outcome.model.save(path)
-    version = register_version(
+    version_id = register_version(
         store, args.classifier, path, {"path": str(folder), "seed": args.seed},
         {**outcome.metrics, "best_epoch": outcome.report["best_epoch"], "train_seconds": outcome.report["seconds"]},
         promote=not args.no_promote, actor=actor(),
     )
-    emit({"model": args.classifier, "version": version, "checkpoint": str(path), **outcome.metrics})
+    version = store.models.model_version(version_id)["version"]  # as ``train`` says it (it said the id)
+    emit({"model": args.classifier, "version": version, "model_version_id": version_id, "checkpoint": str(path),
+          **outcome.metrics})
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:

@@ -20,7 +20,7 @@ import pandas as pd
 from qa_core import config
 from qa_core.data.benchmark_formats import DOCUMENT_POOLS
 from qa_core.text.normalise import visible_text
-from qa_core.types import MAX_CANDIDATE_CHARS, MAX_QUESTION_CHARS, Candidate, Dataset, InputError, Question
+from qa_core.types import MAX_CANDIDATE_CHARS, MAX_QUESTION_CHARS, Candidate, Dataset, InputError
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading the store or bm25s
     from db.store import Store
@@ -208,11 +208,6 @@ def candidates_origin(store: Store, dataset: str, qid: str | None) -> str:
     index = collection_index(store, dataset)
     return (f"BM25's best of the dataset's {len(index):,} unique sentences ({index.analysis.describe()}; "
             f"{FIRST_STAGE_FEEDBACK.describe()})")
-
-
-def dataset_questions(store: Store, dataset: str) -> list[Question]:
-    """The dataset's questions with their own candidate pools and gold labels, in import order."""
-    return store.datasets.load_dataset(dataset).questions
 
 
 def stored_labels(store: Store, dataset: str, qid: str | None = None) -> dict[str, int]:

@@ -1,19 +1,16 @@
 """Datasets and imports: the front door the pages and ``python -m qa_core data ...`` use. It owns
-opening the store (an unreadable URL or an unreachable database is one sentence, never a
-traceback), which file formats and label sources exist, who an imported qrels file's labels are
+which file formats and label sources exist, who an imported qrels file's labels are
 recorded under, and what an import reports. Who may import is checked inside the write's
 transaction (``db/datasets.py``, ``db/labels.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from db.store import Store  # the type pages name the store by, too
-from qa_core import config
-from qa_core.types import Dataset, InputError
+from qa_core.types import InputError
 
 if TYPE_CHECKING:
     from db.reimport import ImportReport
@@ -22,42 +19,9 @@ if TYPE_CHECKING:
 EXPORT_FORMATS = ("qrels", "jsonl")
 
 
-def open_store(url: str | None = None, *, team: bool = False) -> Store:
-    """The store at ``url``, else the configured one (``RERANK_LAB_DB`` or SQLite in the data
-    folder); ``team``: writes need a signed-in user. ``InputError`` saying why it cannot be opened,
-    with any password in the URL masked."""
-    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-
-    from qa_core.services.store_setup import masked_url
-
-    url = config.database_url() if url is None else url  # an empty URL is refused, not replaced
-    try:
-        return Store(url, team=team)
-    except InputError as error:  # an unreadable URL: the message repeats none of it
-        raise InputError(f"cannot open the store: {error}") from None
-    except (ArgumentError, SQLAlchemyError) as error:
-        reason = str(getattr(error, "orig", None) or error).splitlines()[0]
-        raise InputError(f"cannot open the store at {masked_url(url)}: {reason}") from None
-
-
-def names(store: Store) -> list[str]:
-    """The stored datasets' names, sorted."""
-    return store.datasets.dataset_names()
-
-
-def load(store: Store, name: str, split: str | None = None) -> Dataset:
-    """Dataset ``name`` (one ``split`` if given) with its questions, pools and gold labels."""
-    return store.datasets.load_dataset(name, split=split)
-
-
-def summary(store: Store, name: str) -> dict[str, Any]:
-    """Counts of ``name``: questions per split, candidates, gold positives, labelled, orphaned labels."""
-    return store.datasets.dataset_summary(name)
-
-
 def splits(store: Store, name: str) -> list[str]:
     """The splits of ``name`` that hold questions, sorted."""
-    return list(summary(store, name)["questions"])
+    return list(store.datasets.dataset_summary(name)["questions"])
 
 
 def import_file(
@@ -103,11 +67,6 @@ def export(store: Store, dataset: str, out: Path, fmt: str = "qrels", source: st
     if fmt == "qrels":
         return store.labels.export_qrels(dataset, out, source=source)
     return store.labels.export_labels_jsonl(dataset, out)
-
-
-def orphaned_labels(store: Store, dataset: str) -> Iterator[dict[str, Any]]:
-    """Labels kept on candidates that a re-import retired or edited, oldest first."""
-    yield from store.labels.orphaned_labels(dataset)
 
 
 def database_refusal(error: Exception) -> str:

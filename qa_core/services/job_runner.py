@@ -21,7 +21,6 @@ import sys
 from collections.abc import Sequence
 
 from db.jobs import ClaimLost
-from qa_core import config
 from qa_core.access import process_operator
 from qa_core.types import InputError, NotTrainedError
 
@@ -34,11 +33,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      description="Run one training job queued in the store (RERANK_LAB_DB).")
     parser.add_argument("job_id", type=int, help="the job's id (its settings come from the store)")
     job_id = parser.parse_args(argv).job_id
-    from db.store import Store
     from qa_core.services.jobs import run_job
+    from qa_core.services.store_setup import open_store
 
-    try:
-        version_id = run_job(Store(config.database_url()), job_id, actor=process_operator())
+    try:  # a store it cannot open is one sentence in the job's log, as on a page or the CLI
+        version_id = run_job(open_store(), job_id, actor=process_operator())
     except (InputError, NotTrainedError, ClaimLost) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_FAILED

@@ -28,8 +28,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -306,6 +307,15 @@ def _same_model(version: dict[str, Any], wanted: dict[str, Any]) -> bool:
         wanted["training_data"] or {})
 
 
+def _fallbacks(store: Store, name: str, dataset: str, wanted: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The versions ``load_promoted`` tries after ``wanted``, in order, read from the store only once
+    ``wanted`` failed to load (a load that works asks nothing more than the version in use)."""
+    earlier = [v for v in store.models.promotion_history(name, dataset) if v["id"] != wanted["id"]]
+    tried = {wanted["id"], *(e["id"] for e in earlier)}
+    trained_here = [v for v in reversed(store.models.model_versions(name)) if serves(v["training_data"], dataset) and v["id"] not in tried]
+    yield from (v for v in (*earlier, *trained_here) if _same_model(v, wanted))
+
+
 def load_promoted(store: Store, name: str, dataset: str, wanted: dict[str, Any] | None = None) -> LoadedModel:
     """Load the version of ``name`` that ``dataset`` uses (``store.models.promoted_model``, unless the caller
     read it already: ``wanted``); if its
@@ -317,12 +327,8 @@ def load_promoted(store: Store, name: str, dataset: str, wanted: dict[str, Any] 
     wanted = wanted or store.models.promoted_model(name, dataset)
     if wanted is None:
         raise NotTrainedError(f"model {name!r} has no version trained on or promoted for dataset {dataset!r}")
-    earlier = [v for v in store.models.promotion_history(name, dataset) if v["id"] != wanted["id"]]
-    tried = {wanted["id"], *(e["id"] for e in earlier)}
-    trained_here = [v for v in reversed(store.models.model_versions(name)) if serves(v["training_data"], dataset) and v["id"] not in tried]
-    others = [v for v in (*earlier, *trained_here) if _same_model(v, wanted)]
     failures: list[str] = []
-    for record in [wanted, *others]:
+    for record in chain([wanted], _fallbacks(store, name, dataset, wanted)):
         try:
             ranker = registry.load(Path(record["checkpoint_path"]), Registration.of(record))
         except InputError as error:

@@ -2,13 +2,14 @@
 (those ready for a dataset first), what was last used, the version in use said in one line, the
 cache key that changes with it, and the ranker loaded ready to score.
 
-No Streamlit here: the pages cache the rankers these load, keyed by ``model_version_key``.
+No Streamlit here: the pages cache the rankers these load, keyed by ``current_version(...).key``.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from qa_core.types import InputError, NotTrainedError
 
 if TYPE_CHECKING:  # imported where used: the CLI starts without loading the store
     from db.store import Store
+    from qa_core.services.jobs import LoadedModel
 
 
 def model_names(store: Store | None = None, dataset: str | None = None) -> list[str]:
@@ -85,27 +87,27 @@ def train_command(name: str, dataset: str | None = None) -> str:
     return f"python -m qa_core train --model {name} --data {dataset or 'DATASET'}"
 
 
-def trained_version(store: Store, name: str, dataset: str) -> dict[str, Any] | None:
-    """The version record a trainable model would load for ``dataset`` now (``store.models.promoted_model``);
-    for an external system its provenance (``{"system_key": ...}``: a new file, URL or service version
-    changes it); ``None`` for a baseline, a checkpoint path, or a model without a version for ``dataset``."""
+@dataclass(frozen=True)
+class VersionInUse:
+    """What scores a dataset for a model now, read once. ``key`` is what a page keys its caches by:
+    it changes when a version is trained or promoted, or when a system's run file, URL or service
+    version changes (``None`` where nothing versions the model: a baseline, a checkpoint file).
+    ``record``: a trained version's record, which ``load_ranker`` loads without asking again."""
+
+    key: str | None = None
+    record: Mapping[str, Any] | None = None
+
+
+def current_version(store: Store, name: str, dataset: str) -> VersionInUse:
+    """The version of ``name`` that would score ``dataset`` now, keyed by its own source: a system
+    by its provenance (``systems.version_key``), a trainable model by the version record ``dataset``
+    uses (``store.models.promoted_model``: its id and checkpoint)."""
     if systems.is_system(name):
-        return {"system_key": systems.version_key(store, name)}
+        return VersionInUse(systems.version_key(store, name))
     if looks_like_path(name) or not registry.ranker_class(name).capabilities.trainable:
-        return None
-    return store.models.promoted_model(name, dataset)
-
-
-def version_key(version: Mapping[str, Any] | None) -> str | None:
-    """A cache key that changes when a new version is trained or promoted (``trained_version``)."""
-    if version is None:
-        return None
-    return version.get("system_key") or f"{version['id']}:{version['checkpoint_path']}"
-
-
-def model_version_key(store: Store, name: str, dataset: str) -> str | None:
-    """``version_key`` of the version ``name`` would load for ``dataset`` now."""
-    return version_key(trained_version(store, name, dataset))
+        return VersionInUse()
+    record = store.models.promoted_model(name, dataset)
+    return VersionInUse(None if record is None else f"{record['id']}:{record['checkpoint_path']}", record)
 
 
 def version_in_use(store: Store, name: str, dataset: str) -> str:
@@ -129,18 +131,16 @@ def version_in_use(store: Store, name: str, dataset: str) -> str:
     return f"{name} version {record['version']} · trained on {trained}{seed} · {why}"
 
 
-def load_ranker(
-    store: Store, name: str, dataset: str | None = None, *, version: Mapping[str, Any] | None = None
-) -> Ranker:
+def load_ranker(store: Store, name: str, dataset: str | None = None, *, version: VersionInUse | None = None) -> Ranker:
     """A ready-to-score ranker for ``dataset``, by registered name or checkpoint path; ``version``:
-    the record ``trained_version`` returned, when the caller read it (a page keys its cache by it),
-    so that loading asks the store for the version in use once.
+    what ``current_version`` returned, when the caller read it (a page keys its cache by it), so
+    that loading asks the store for the version in use once.
 
     Trainable models load the version ``dataset`` uses (``store.models.promoted_model``: promoted for it,
     else the newest trained on it) and raise ``NotTrainedError`` with the train command when there
     is none: a model trained on another dataset is used only where it was promoted. When that
     version's checkpoint is missing or refused, the previous loadable one is used and a
-    ``qa_core.services.jobs.CheckpointFallbackWarning`` says which (``load_promoted`` returns the
+    ``qa_core.services.jobs.CheckpointFallbackWarning`` says which (``load_trained`` returns the
     same as data, for a page to show). Baselines are created and, when they learn statistics
     (``capabilities.learns_statistics``), fitted on ``dataset``'s train split.
     """
@@ -150,17 +150,11 @@ def load_ranker(
         return systems.load(store, name, dataset)
     ranker_class = registry.ranker_class(name)
     if ranker_class.capabilities.trainable:
-        from qa_core.services.jobs import CheckpointFallbackWarning, load_promoted
+        from qa_core.services.jobs import CheckpointFallbackWarning
 
         if dataset is None:
             raise InputError(f"model {name!r} is trained per dataset: say which dataset it is to score")
-        try:  # load_promoted reads the version in use: the one question this asks the store about it
-            loaded = load_promoted(store, name, dataset, wanted=None if version is None else dict(version))
-        except NotTrainedError as error:
-            raise NotTrainedError(
-                f"model {name!r} has no version trained on or promoted for {dataset!r}; train it with: "
-                f"{train_command(name, dataset)} (or promote a version trained elsewhere on the Train page)"
-            ) from error
+        loaded = load_trained(store, name, dataset, version)
         if loaded.notice is not None:
             warnings.warn(loaded.notice, CheckpointFallbackWarning, stacklevel=2)
         return loaded.ranker
@@ -170,6 +164,22 @@ def load_ranker(
         # Baselines learn label-free statistics (IDF); a dataset without a train split still has text.
         ranker.fit(questions.split("train") or questions.questions, questions.split("dev"), progress=False)
     return ranker
+
+
+def load_trained(store: Store, name: str, dataset: str, version: VersionInUse | None = None) -> LoadedModel:
+    """The version of trainable ``name`` that ``dataset`` uses, loaded (``jobs.load_promoted``: an
+    earlier loadable version when its checkpoint is missing or refused, said in ``notice``); the
+    store is asked for it once, or not at all when the caller read it (``version``).
+    ``NotTrainedError`` with the train command when ``dataset`` has no version of it."""
+    from qa_core.services.jobs import load_promoted
+
+    record = store.models.promoted_model(name, dataset) if version is None else version.record
+    if record is None:
+        raise NotTrainedError(
+            f"model {name!r} has no version trained on or promoted for {dataset!r}; train it with: "
+            f"{train_command(name, dataset)} (or promote a version trained elsewhere on the Train page)"
+        )
+    return load_promoted(store, name, dataset, wanted=dict(record))
 
 
 def looks_like_path(name: str) -> bool:

@@ -19,30 +19,9 @@ if TYPE_CHECKING:
     from qa_core.services.retraining import VersionCheck
 
 
-def in_use(store: Store, model: str, dataset: str) -> dict[str, Any] | None:
-    """The version of ``model`` that ``dataset`` uses (promoted there, for every dataset, or the
-    newest trained on it), with ``"promoted"`` saying whether a promotion chose it."""
-    return store.models.promoted_model(model, dataset)
-
-
-def version(store: Store, version_id: int) -> dict[str, Any]:
-    """One registered version by its id (``InputError`` when there is none)."""
-    return store.models.model_version(version_id)
-
-
-def versions(store: Store, model: str | None = None) -> list[dict[str, Any]]:
-    """Registered versions, by name then version, each with the scopes it is promoted for."""
-    return store.models.model_versions(model)
-
-
 def checkpoints_in_use(store: Store) -> set[Path]:
     """Every registered version's checkpoint file: what garbage collection must keep."""
     return {Path(entry["checkpoint_path"]) for entry in store.models.model_versions()}
-
-
-def rollback_target(store: Store, model: str, dataset: str) -> dict[str, Any] | None:
-    """The version a roll back would put back for ``dataset``, or ``None`` (nothing earlier)."""
-    return store.models.rollback_target(model, dataset)
 
 
 def needs_confirmation(check: VersionCheck | None, compared: bool) -> bool:

@@ -1,5 +1,6 @@
-"""Opening the store the app and the CLI use, with the bundled demo corpus on a first run, and what
-a page's header says about where the app runs (the store's URL without its password, the device).
+"""Opening the store the app, the CLI and a job process use (the one ``open_store``), with the
+bundled demo corpus on a first run, and what a page's header says about where the app runs (the
+store's URL without its password, the device).
 
 No Streamlit here: the pages cache what these return.
 """
@@ -16,11 +17,22 @@ if TYPE_CHECKING:  # imported where used: the CLI starts without loading the sto
 
 
 def open_store(url: str | None = None, *, team: bool = False) -> Store:
-    """The store at ``url``, else the configured one (``RERANK_LAB_DB`` or SQLite in the data folder);
-    ``team``: writes need a signed-in user (``db/audit.py``)."""
+    """The store at ``url``, else the configured one (``RERANK_LAB_DB`` or SQLite in the data
+    folder); ``team``: writes need a signed-in user (``db/audit.py``). The one way the pages, the
+    CLI and a job process open it: ``InputError`` saying in one sentence why it cannot be opened
+    (an unreadable URL, an unreachable database), with any password in the URL masked."""
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
     from db.store import Store
 
-    return Store(url or config.database_url(), team=team)
+    url = config.database_url() if url is None else url  # an empty URL is refused, not replaced
+    try:
+        return Store(url, team=team)
+    except InputError as error:  # an unreadable URL: the message repeats none of it
+        raise InputError(f"cannot open the store: {error}") from None
+    except (ArgumentError, SQLAlchemyError) as error:
+        reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+        raise InputError(f"cannot open the store at {masked_url(url)}: {reason}") from None
 
 
 def ensure_demo(store: Store, *, beside_others: bool = False) -> bool:

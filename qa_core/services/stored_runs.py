@@ -17,7 +17,7 @@ from qa_core.evaluation import Run, evaluate, qrels_from_questions
 from qa_core.fusion import Fusion, apply_fusion, tune_fusion
 from qa_core.rankers.base import Ranker
 from qa_core.services.experiments import score_questions
-from qa_core.types import Dataset, InputError, NotTrainedError, Question
+from qa_core.types import Dataset, InputError, Question
 
 if TYPE_CHECKING:
     from db.store import Store
@@ -147,19 +147,13 @@ def evaluate_and_keep(
     ties fairly (``tie_aware``) and, where the run ranks unjudged candidates, say so (``judgements``)."""
     from qa_core.evaluation import judgements, tie_aware
     from qa_core.rankers import registry
-    from qa_core.services import model_loading, models
+    from qa_core.services import model_loading
     from qa_core.services.evaluation_labels import evaluation_labels, parse_rule
     from qa_core.services.experiments import require_split, score_and_evaluate
-    from qa_core.services.jobs import load_promoted
 
     version_id, notice = None, None
     if model in registry.trainable():  # else a baseline, a checkpoint path or a system (model_loading.load_ranker)
-        if models.in_use(store, model, dataset) is None:
-            raise NotTrainedError(
-                f"model {model!r} has no version trained on or promoted for {dataset!r}; train it with: "
-                f"{model_loading.train_command(model, dataset)}"
-            )
-        loaded = load_promoted(store, model, dataset)
+        loaded = model_loading.load_trained(store, model, dataset)
         ranker, version_id, notice = loaded.ranker, loaded.version["id"], loaded.notice
     else:
         ranker = model_loading.load_ranker(store, model, dataset)

@@ -107,12 +107,6 @@ def sign_in(store: Store, claims: Mapping[str, Any]) -> Actor:
     )
 
 
-def checked(store: Store, actor: Actor) -> Actor:
-    """A signed-in ``actor`` checked again (still known, not signed out, token not expired) with
-    its current role: what every page run does before it shows anything."""
-    return store.users.user_actor(actor)
-
-
 def sign_out(store: Store, actor: Actor) -> None:
     """End every sign-in of ``actor``'s user issued until now (this browser's and any copied
     cookie), recorded in the trail; an actor who never signed in (local mode) has nothing to end."""
@@ -132,11 +126,6 @@ def merge_users(store: Store, keep: int, merge: int, *, actor: Actor | None) -> 
     if keep == merge:
         raise InputError(f"user {keep} cannot be merged into itself")
     return store.users.merge_users(keep, merge, actor=actor)
-
-
-def users(store: Store) -> list[dict[str, Any]]:
-    """Every user as the store records them (``users_table`` is the page's view)."""
-    return store.users.users()
 
 
 def audit_events(store: Store, actions: list[str] | None = None) -> list[dict[str, Any]]:

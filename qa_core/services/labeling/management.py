@@ -33,24 +33,9 @@ def _check_manager(actor: Actor, changer: str | None, what: str) -> str:
     return changer
 
 
-def guidelines(store: Store, dataset: str) -> Guideline | None:
-    """The dataset's guidelines in force (each label records the version it was made under)."""
-    return store.annotation.guidelines(dataset)
-
-
-def guideline_history(store: Store, dataset: str) -> list[Guideline]:
-    """Every version of the dataset's guidelines, oldest first."""
-    return store.annotation.guideline_history(dataset)
-
-
 def save_guidelines(store: Store, dataset: str, text: str, author: str | None, actor: Actor) -> Guideline:
     """``text`` as the dataset's next guideline version (text equal to the version in force keeps it)."""
     return store.annotation.save_guidelines(dataset, text, _check_manager(actor, author, "the guidelines"), actor=actor)
-
-
-def calibration_settings(store: Store, dataset: str) -> CalibrationSettings:
-    """Whether new annotators of ``dataset`` judge gold pairs first, and how many."""
-    return store.calibration.calibration_settings(dataset)
 
 
 def calibration_line(settings: CalibrationSettings) -> str:
@@ -69,11 +54,6 @@ def set_calibration(
     if not 1 <= pairs <= MAX_CALIBRATION_PAIRS:
         raise InputError(f"a calibration shows 1 to {MAX_CALIBRATION_PAIRS} gold pairs, got {pairs}")
     return store.calibration.set_calibration(dataset, enabled, pairs, _check_manager(actor, changer, "the calibration"), actor=actor)
-
-
-def overlap_settings(store: Store, dataset: str) -> AnnotationSettings:
-    """The dataset's share of double-annotated pairs, the same for every session."""
-    return store.annotation.annotation_settings(dataset)
 
 
 def overlap_line(settings: AnnotationSettings) -> str:
