@@ -35,6 +35,53 @@ class LabelRow(Base):
     guideline_id: Mapped[int | None] = mapped_column(ForeignKey("guidelines.id", ondelete="SET NULL"))
 
 
+class LabelRetractionRow(Base):
+    """Undo of one judgement: the label row stays, this row says it no longer counts."""
+
+    __tablename__ = "label_retractions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    label_id: Mapped[int] = mapped_column(ForeignKey("labels.id", ondelete="CASCADE"), unique=True)
+    annotator: Mapped[str]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AdjudicationRow(Base):
+    """A reviewer's final value for a candidate; the latest one (highest id) wins over every label."""
+
+    __tablename__ = "adjudications"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"), index=True)
+    value: Mapped[int]
+    adjudicator: Mapped[str]
+    note: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class QueueClaimRow(Base):
+    """A lease on a candidate handed out by the labelling queue to one app session (``holder``).
+
+    Open while ``ended_at`` is NULL; ``outcome`` says how it ended (labelled, skipped, released,
+    expired). The database keeps at most one open claim per candidate (partial unique index
+    below), so two sessions can never hold the same pair at once, on any back end.
+    """
+
+    __tablename__ = "queue_claims"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"), index=True)
+    annotator: Mapped[str] = mapped_column(index=True)
+    holder: Mapped[str] = mapped_column(index=True)
+    claimed_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    ended_at: Mapped[datetime | None]
+    outcome: Mapped[str | None]
+
+
+unique_while_null("uq_queue_claims_open_candidate_id", QueueClaimRow.candidate_id, null=QueueClaimRow.ended_at)
+
+
 class GuidelineRow(Base):
     """One version of a dataset's annotation guidelines (markdown); append-only, the highest
     version is the one in force."""
@@ -130,50 +177,3 @@ class PreferenceRetractionRow(Base):
         ForeignKey("preference_judgements.id", ondelete="CASCADE"), unique=True
     )
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-
-class LabelRetractionRow(Base):
-    """Undo of one judgement: the label row stays, this row says it no longer counts."""
-
-    __tablename__ = "label_retractions"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    label_id: Mapped[int] = mapped_column(ForeignKey("labels.id", ondelete="CASCADE"), unique=True)
-    annotator: Mapped[str]
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-
-class AdjudicationRow(Base):
-    """A reviewer's final value for a candidate; the latest one (highest id) wins over every label."""
-
-    __tablename__ = "adjudications"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"), index=True)
-    value: Mapped[int]
-    adjudicator: Mapped[str]
-    note: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-
-class QueueClaimRow(Base):
-    """A lease on a candidate handed out by the labelling queue to one app session (``holder``).
-
-    Open while ``ended_at`` is NULL; ``outcome`` says how it ended (labelled, skipped, released,
-    expired). The database keeps at most one open claim per candidate (partial unique index
-    below), so two sessions can never hold the same pair at once, on any back end.
-    """
-
-    __tablename__ = "queue_claims"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id", ondelete="CASCADE"), index=True)
-    annotator: Mapped[str] = mapped_column(index=True)
-    holder: Mapped[str] = mapped_column(index=True)
-    claimed_at: Mapped[datetime] = mapped_column(default=utcnow)
-    expires_at: Mapped[datetime]
-    ended_at: Mapped[datetime | None]
-    outcome: Mapped[str | None]
-
-
-unique_while_null("uq_queue_claims_open_candidate_id", QueueClaimRow.candidate_id, null=QueueClaimRow.ended_at)
