@@ -249,7 +249,7 @@ class LabelingStore(StoreBase):
             raise InputError(f"a claim ends as one of {', '.join(END_OUTCOMES)}, not {outcome!r}")
         with self.session_scope() as session:
             _own_claim(session, claim_id, authorize(session, actor, Permission.LABEL, team=self.team))
-            return _end_open_claims(session, outcome, QueueClaimRow.id == claim_id) == 1
+            return end_open_claims(session, outcome, QueueClaimRow.id == claim_id) == 1
 
     def release_claims(self, dataset: str, holder: str, *, actor: Actor | None = None) -> int:
         """End every open claim of ``holder`` on ``dataset``'s pairs as released (a session that
@@ -263,7 +263,7 @@ class LabelingStore(StoreBase):
             with self.session_scope() as session:
                 who = authorize(session, actor, Permission.LABEL, team=self.team)
                 mine = (QueueClaimRow.annotator == who.name,) if who.signed_in else ()
-                return _end_open_claims(
+                return end_open_claims(
                     session, "released", QueueClaimRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)),
                     QueueClaimRow.holder == holder, *mine,
                 )
@@ -286,7 +286,7 @@ class LabelingStore(StoreBase):
                 note=note, user_id=who.user_id, claim_id=claim.id,
                 guideline_id=guideline_in_force(session, claim.candidate_id),
             )
-            _end_open_claims(session, "labelled", QueueClaimRow.id == claim_id)
+            end_open_claims(session, "labelled", QueueClaimRow.id == claim_id)
             return label_id
 
     def open_claims(self, dataset: str) -> list[Claim]:
@@ -374,7 +374,7 @@ class LabelingStore(StoreBase):
         if claim_ids:
             with self.session_scope() as session:
                 authorize(session, actor, Permission.LABEL, team=self.team)
-                _end_open_claims(session, "released", QueueClaimRow.id.in_(claim_ids))
+                end_open_claims(session, "released", QueueClaimRow.id.in_(claim_ids))
 
     def _try_claim(
         self, candidate_ids: Sequence[int], annotator: str, holder: str, target: int | None, lease_seconds: float,
@@ -394,7 +394,7 @@ class LabelingStore(StoreBase):
             with self.session_scope() as session:
                 authorize(session, actor, Permission.LABEL, team=self.team)
                 ended = now()
-                _end_open_claims(  # the first write: on SQLite it waits for the write lock
+                end_open_claims(  # the first write: on SQLite it waits for the write lock
                     session, "expired", QueueClaimRow.candidate_id.in_(ids), QueueClaimRow.expires_at <= ended, at=ended
                 )
                 at = now()
@@ -422,7 +422,7 @@ def _own_claim(session: Session, claim_id: int, who: Actor) -> QueueClaimRow:
     return claim
 
 
-def _end_open_claims(session: Session, outcome: str, *where: ColumnElement[bool], at: datetime | None = None) -> int:
+def end_open_claims(session: Session, outcome: str, *where: ColumnElement[bool], at: datetime | None = None) -> int:
     """End the open claims that match ``where`` as ``outcome`` (at ``at``, default now); returns how many."""
     ended = session.execute(
         update(QueueClaimRow).where(*where, QueueClaimRow.ended_at.is_(None)).values(ended_at=at or now(), outcome=outcome)

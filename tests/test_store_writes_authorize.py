@@ -28,7 +28,7 @@ from tests.conftest import model_file
 from tests.teams import sign_in, small
 
 WRITES = {"insert", "update", "delete", "add", "insert_model_version", "insert_promotion", "write_dataset",
-          "_import_dataset", "insert_id", "_end_open_claims"}
+          "_import_dataset", "insert_id", "end_open_claims"}
 AUTHORIZES = {"authorize", "authorize_training"}
 # Authentication itself: a sign-in creates its user (and is audited), a sign-out ends sign-ins; both
 # check the token or the user, not a role.
