@@ -17,11 +17,10 @@ from datetime import datetime
 from typing import NamedTuple
 
 from sqlalchemy import insert, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from db.audit import authorize, record
-from db.base import StoreBase, candidates_of, check_annotator, check_text, dataset_row, not_retracted
+from db.base import StoreBase, candidates_of, check_annotator, check_text, dataset_row, latest_row, not_retracted
 from db.models import (
     AnnotationSettingsRow,
     CandidateRow,
@@ -89,26 +88,22 @@ class AnnotationStore(StoreBase):
             raise InputError("the guidelines are empty")
         if len(text) > MAX_GUIDELINE_CHARS:
             raise InputError(f"the guidelines are too long ({len(text):,} characters; the limit is {MAX_GUIDELINE_CHARS:,})")
-        for attempt in range(1, GUIDELINE_ATTEMPTS + 1):
-            try:
-                with self.session_scope() as session:
-                    who = authorize(session, actor, Permission.MANAGE_ANNOTATION, team=self.team)
-                    author = check_annotator(acting_name(who, author, "author"), "author")
-                    dataset_id = dataset_row(session, dataset).id
-                    latest = _latest_guideline(session, dataset_id)
-                    if latest is not None and latest.text == text:
-                        return _guideline(latest)
-                    version = 1 if latest is None else latest.version + 1
-                    row = GuidelineRow(dataset_id=dataset_id, version=version, text=text, author=author)
-                    session.add(row)
-                    session.flush()
-                    record(session, who, "guidelines", dataset, {"version": version, "author": author,
-                                                                 "characters": len(text)})
-                    return _guideline(row)
-            except IntegrityError:
-                if attempt == GUIDELINE_ATTEMPTS:
-                    raise
-        raise AssertionError("unreachable")
+        def save(session: Session) -> Guideline:
+            who = authorize(session, actor, Permission.MANAGE_ANNOTATION, team=self.team)
+            writer = check_annotator(acting_name(who, author, "author"), "author")
+            dataset_id = dataset_row(session, dataset).id
+            latest = _latest_guideline(session, dataset_id)
+            if latest is not None and latest.text == text:
+                return _guideline(latest)
+            version = 1 if latest is None else latest.version + 1
+            row = GuidelineRow(dataset_id=dataset_id, version=version, text=text, author=writer)
+            session.add(row)
+            session.flush()
+            record(session, who, "guidelines", dataset, {"version": version, "author": writer,
+                                                         "characters": len(text)})
+            return _guideline(row)
+
+        return self.retrying(save, GUIDELINE_ATTEMPTS)
 
     def guidelines(self, dataset: str) -> Guideline | None:
         """The dataset's guidelines in force (its latest version), or ``None`` when it has none."""
@@ -165,12 +160,7 @@ class AnnotationStore(StoreBase):
     def annotation_settings(self, dataset: str) -> AnnotationSettings:
         """The dataset's latest settings, or ``DEFAULT_SETTINGS`` when none were set."""
         with self.session_scope() as session:
-            row = session.scalars(
-                select(AnnotationSettingsRow)
-                .where(AnnotationSettingsRow.dataset_id == dataset_row(session, dataset).id)
-                .order_by(AnnotationSettingsRow.id.desc())
-                .limit(1)
-            ).first()
+            row = latest_row(session, AnnotationSettingsRow, dataset)
         if row is None:
             return DEFAULT_SETTINGS
         return AnnotationSettings(row.overlap_share, row.overlap, row.changed_by, row.created_at)

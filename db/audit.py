@@ -36,6 +36,12 @@ def authorize(session: Session, actor: Actor | None, permission: Permission, *, 
     return require(actor, permission, now())
 
 
+def authorize_training(session: Session, actor: Actor | None, *, promote: bool, team: bool) -> Actor:
+    """``authorize`` to train, and to promote as well when the training promotes its version."""
+    who = authorize(session, actor, Permission.TRAIN, team=team)
+    return authorize(session, who, Permission.PROMOTE, team=team) if promote else who
+
+
 def current_user(session: Session, actor: Actor) -> Actor:
     """``actor`` with its role as the users table has it now; ``AccessDenied`` for an unknown user,
     a user merged into another since, or a sign-in that a later sign-out ended."""

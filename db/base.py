@@ -1,6 +1,6 @@
 """What every part of the store shares: the engine and sessions, and the queries they all need.
 
-``Store`` (``db/store.py``) composes one part per context over one ``Database``, each owning a group
+``Store`` (``db/store.py``) is one ``Database`` with one part per context over it, each owning a group
 of tables: datasets (``db/datasets.py``), labels (``db/labels.py``), the labelling queue and review
 (``db/labeling.py``), guidelines and settings (``db/annotation.py``), calibration, preferences,
 model versions and promotions (``db/versions.py``), runs (``db/runs.py``), training jobs
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
-from sqlalchemy import Engine, Select, event, exists, func, insert, select, update
-from sqlalchemy.exc import DataError, DBAPIError, InternalError, OperationalError
+from sqlalchemy import Engine, Select, event, exists, func, insert, inspect, select, update
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, InternalError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from db.models import (
@@ -37,6 +37,11 @@ from qa_core.checkpoints import register_checkpoint
 from qa_core.types import MAX_NAME_CHARS, InputError, StorageError
 
 MIN_LABEL, MAX_LABEL = 0, 4
+# Concurrent registrations of one model name can pick the same next version; the unique
+# constraint rejects all but one and the others retry (``insert_model_version``).
+REGISTER_ATTEMPTS = 5
+
+T = TypeVar("T")
 
 
 class CandidateRecord(NamedTuple):
@@ -62,7 +67,7 @@ class LabelRecord(NamedTuple):
 
 class Database:
     """One SQLite or PostgreSQL database, migrated on construction, and its sessions: every
-    context's persistence (``StoreBase``) shares one, composed by ``db.store.Store``."""
+    context's persistence (``StoreBase``) shares one; ``db.store.Store`` is one with its parts."""
 
     def __init__(self, url: str | None = None, engine: Engine | None = None, *, team: bool = False):
         """``team``: the app runs in team mode (sign-in configured), so every guarded write needs a
@@ -134,6 +139,19 @@ class StoreBase:
     def session_scope(self) -> AbstractContextManager[Session]:
         """``Database.session_scope``: a transaction, committed when the block succeeds."""
         return self.database.session_scope()
+
+    def retrying(self, write: Callable[[Session], T], attempts: int) -> T:
+        """``write`` in a transaction, run again in a new one when a concurrent writer took the same
+        unique key first (an ``IntegrityError``: the next version number, a first sign-in of one
+        subject); the refusal of the last of ``attempts`` is raised."""
+        for attempt in range(1, attempts + 1):
+            try:
+                with self.session_scope() as session:
+                    return write(session)
+            except IntegrityError:
+                if attempt == attempts:
+                    raise
+        raise ValueError(f"attempts must be at least 1, got {attempts}")
 
 
 def now() -> datetime:
@@ -213,6 +231,25 @@ def check_grade(value: object) -> int:
     return int(value)
 
 
+def insert_id(session: Session, table: Any, **values: Any) -> int:
+    """Insert one row of ``table`` (an ORM class) in the caller's transaction; returns its id."""
+    return session.scalar(insert(table).values(**values).returning(table.id))
+
+
+def row_dict(row: Any, **renamed: str) -> dict[str, Any]:
+    """Every column of an ORM row as the store hands it out, in the table's order; ``renamed``
+    maps a column to the key callers know it by."""
+    columns = inspect(type(row)).column_attrs
+    return {renamed.get(column.key, column.key): getattr(row, column.key) for column in columns}
+
+
+def latest_row(session: Session, table: Any, dataset: str) -> Any:
+    """The dataset's latest row of an append-only settings ``table`` (the latest wins), or ``None``."""
+    return session.scalars(
+        select(table).where(table.dataset_id == dataset_row(session, dataset).id).order_by(table.id.desc()).limit(1)
+    ).first()
+
+
 def dataset_row(session: Session, name: str) -> DatasetRow:
     row = session.scalars(select(DatasetRow).where(DatasetRow.name == name)).first()
     if row is None:
@@ -276,7 +313,7 @@ def insert_model_version(
     caller's transaction.
 
     Two concurrent callers can pick the same version number: the unique constraint rejects one,
-    which retries (``VersionStore.register_model``) or fails its job. The checkpoint file gets the version
+    which retries (``REGISTER_ATTEMPTS``). The checkpoint file gets the version
     id written into it once the caller's transaction commits (a rollback leaves the file as it was),
     and its content hash is kept with the version (loading refuses a file with another); a file
     that does not exist gets none. A file outside the data folder's models folder
@@ -285,17 +322,9 @@ def insert_model_version(
     name, kind = check_name(name, "model name"), check_name(kind, "model kind")
     config.inside_checkpoint_dir(checkpoint_path)
     version = 1 + (session.scalar(select(func.max(ModelVersionRow.version)).where(ModelVersionRow.name == name)) or 0)
-    version_id = session.scalar(
-        insert(ModelVersionRow)
-        .values(
-            name=name,
-            kind=kind,
-            version=version,
-            training_data=jsonable(training_data),
-            metrics=jsonable(metrics),
-            checkpoint_path=str(checkpoint_path),
-        )
-        .returning(ModelVersionRow.id)
+    version_id = insert_id(
+        session, ModelVersionRow, name=name, kind=kind, version=version, training_data=jsonable(training_data),
+        metrics=jsonable(metrics), checkpoint_path=str(checkpoint_path),
     )
     # A file another version registers already (under any spelling) keeps the id it was stamped with:
     # its hash binds it.
@@ -344,19 +373,7 @@ def promoted_scopes(session: Session, name: str | None = None) -> dict[int, list
 def model_dict(row: ModelVersionRow, promoted_for: list[str] | None = None) -> dict[str, Any]:
     """A version as the store hands it out; ``promoted_for``: the scopes (datasets, or ``*``) whose
     pages use it now."""
-    return {
-        "id": row.id,
-        "name": row.name,
-        "kind": row.kind,
-        "version": row.version,
-        "training_data": row.training_data,
-        "metrics": row.metrics,
-        "checkpoint_path": row.checkpoint_path,
-        "checkpoint_sha256": row.checkpoint_sha256,
-        "created_at": row.created_at,
-        "status": row.status,
-        "promoted_for": list(promoted_for or []),
-    }
+    return {**row_dict(row), "promoted_for": list(promoted_for or [])}
 
 
 def jsonable(value: dict[str, Any]) -> dict[str, Any]:

@@ -15,12 +15,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from db.annotation import guideline_in_force
 from db.audit import authorize, record
-from db.base import StoreBase, candidates_of, check_annotator, check_grade, dataset_row
+from db.base import StoreBase, candidates_of, check_annotator, check_grade, dataset_row, insert_id, latest_row
 from db.models import CalibrationJudgementRow, CalibrationSettingsRow, CandidateRow, GuidelineRow, QuestionRow
 from qa_core.access import Actor, Permission, acting_name
 from qa_core.types import InputError
@@ -85,12 +85,7 @@ class CalibrationStore(StoreBase):
     def calibration_settings(self, dataset: str) -> CalibrationSettings:
         """The dataset's latest calibration settings, or ``DEFAULT_CALIBRATION`` (off) when none were set."""
         with self.session_scope() as session:
-            row = session.scalars(
-                select(CalibrationSettingsRow)
-                .where(CalibrationSettingsRow.dataset_id == dataset_row(session, dataset).id)
-                .order_by(CalibrationSettingsRow.id.desc())
-                .limit(1)
-            ).first()
+            row = latest_row(session, CalibrationSettingsRow, dataset)
             return DEFAULT_CALIBRATION if row is None else _settings(row)
 
     def record_calibration(
@@ -113,14 +108,10 @@ class CalibrationStore(StoreBase):
                     raise InputError("a calibration pair needs a gold label; this one has none")
                 if session.get(CalibrationSettingsRow, settings_id) is None:
                     raise InputError(f"no calibration settings with id {settings_id}")
-                return session.scalar(
-                    insert(CalibrationJudgementRow)
-                    .values(
-                        settings_id=settings_id, candidate_id=candidate_id, annotator=annotator,
-                        user_id=who.user_id, holder=holder, value=value, gold=candidate.gold_label,
-                        guideline_id=guideline_in_force(session, candidate_id), shown_at=shown_at,
-                    )
-                    .returning(CalibrationJudgementRow.id)
+                return insert_id(
+                    session, CalibrationJudgementRow, settings_id=settings_id, candidate_id=candidate_id,
+                    annotator=annotator, user_id=who.user_id, holder=holder, value=value, gold=candidate.gold_label,
+                    guideline_id=guideline_in_force(session, candidate_id), shown_at=shown_at,
                 )
         except IntegrityError:
             return None

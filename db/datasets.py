@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -24,6 +24,7 @@ from db.base import (
     check_name,
     current_label_ids,
     dataset_row,
+    insert_id,
     now,
 )
 from db.models import CandidateRow, DatasetRow, LabelRow, QuestionRow, RunRow
@@ -57,17 +58,17 @@ class DatasetStore(StoreBase):
         ``gold_label``.
         """
         _validate_dataset(ds)
-        for attempt in range(1, IMPORT_ATTEMPTS + 1):
-            try:
-                with self.session_scope() as session:
-                    who = authorize(session, actor, Permission.IMPORT, team=self.team)
-                    report = self._import_dataset(session, ds, replace)
-                    record(session, who, "import", ds.name, {"replace": replace, "source": ds.source, **report.summary()})
-                    return report
-            except IntegrityError as error:  # a concurrent first import of the same name won the race
-                if attempt == IMPORT_ATTEMPTS:
-                    raise InputError(f"dataset {ds.name!r} could not be stored: {error.orig}") from error
-        raise AssertionError("unreachable")
+
+        def write(session: Session) -> ImportReport:
+            who = authorize(session, actor, Permission.IMPORT, team=self.team)
+            report = self._import_dataset(session, ds, replace)
+            record(session, who, "import", ds.name, {"replace": replace, "source": ds.source, **report.summary()})
+            return report
+
+        try:
+            return self.retrying(write, IMPORT_ATTEMPTS)
+        except IntegrityError as error:  # concurrent first imports of the same name kept winning the race
+            raise InputError(f"dataset {ds.name!r} could not be stored: {error.orig}") from error
 
     @staticmethod
     def _import_dataset(session: Session, ds: Dataset, replace: bool) -> ImportReport:
@@ -79,9 +80,7 @@ class DatasetStore(StoreBase):
             .returning(DatasetRow.id)
         )
         if dataset_id is None:
-            dataset_id = session.scalar(
-                insert(DatasetRow).values(name=ds.name, source=ds.source, created_at=at).returning(DatasetRow.id)
-            )
+            dataset_id = insert_id(session, DatasetRow, name=ds.name, source=ds.source, created_at=at)
         elif not replace:
             raise InputError(f"dataset {ds.name!r} already exists (use replace to import it again)")
         else:

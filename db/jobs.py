@@ -34,11 +34,20 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
 
-from db.audit import authorize, record
-from db.base import StoreBase, check_annotator, insert_model_version, jsonable, now
+from db.audit import authorize, authorize_training, record
+from db.base import (
+    REGISTER_ATTEMPTS,
+    StoreBase,
+    check_annotator,
+    insert_id,
+    insert_model_version,
+    jsonable,
+    now,
+    row_dict,
+)
 from db.models import TrainingEventRow, TrainingJobRow
 from qa_core.access import SYSTEM, Actor, Permission
 from qa_core.config import JOB_RUNNERS
@@ -60,7 +69,6 @@ class RecordedEvent:
 HEARTBEAT_TIMEOUT_SECONDS = 90.0
 LEASE_SECONDS = 30.0  # a worker's claim, renewed by every heartbeat (every 5 s)
 MAX_ATTEMPTS = 3  # claims of one job lost to stopped workers before it fails
-FINISH_ATTEMPTS = 5  # concurrent registrations of one model name: see ``insert_model_version``
 
 
 class ClaimLost(Exception):
@@ -85,14 +93,10 @@ class JobStore(StoreBase):
         if runner not in JOB_RUNNERS:
             raise InputError(f"unknown job runner {runner!r}; choose one of: {', '.join(JOB_RUNNERS)}")
         with self.session_scope() as session:
-            who = authorize(session, actor, Permission.TRAIN, team=self.team)
-            if params.get("promote"):
-                authorize(session, who, Permission.PROMOTE, team=self.team)
-            job_id = session.scalar(
-                insert(TrainingJobRow)
-                .values(model=model, dataset=dataset, params=jsonable(params), status="queued", heartbeat_at=now(),
-                        runner=runner, phase=WAITING_FOR_WORKER if runner == "worker" else "")
-                .returning(TrainingJobRow.id)
+            who = authorize_training(session, actor, promote=bool(params.get("promote")), team=self.team)
+            job_id = insert_id(
+                session, TrainingJobRow, model=model, dataset=dataset, params=jsonable(params), status="queued",
+                heartbeat_at=now(), runner=runner, phase=WAITING_FOR_WORKER if runner == "worker" else "",
             )
             record(session, who, "train", model, {"job": job_id, "dataset": dataset, **params})
             return job_id
@@ -111,7 +115,7 @@ class JobStore(StoreBase):
                 return None
             row = session.get(TrainingJobRow, job_id)
             record(session, who, "cancel_job", row.model, {"job": job_id, "dataset": row.dataset})
-            return _job_dict(row)
+            return row_dict(row)
 
     def set_job_process(self, job_id: int, pid: int, host: str | None = None, *, actor: Actor | None = None) -> None:
         """Record the job's process (the launcher calls this right after spawning it)."""
@@ -127,18 +131,13 @@ class JobStore(StoreBase):
                   actor: Actor | None = None) -> dict[str, Any]:
         """Claim the queued job ``job_id`` for this process and return it (its ``claim`` included);
         ``InputError`` if it is not queued (already run, failed, or unknown), so a job never runs twice."""
-        with self.session_scope() as session:
-            authorize(session, actor, Permission.TRAIN, team=self.team)
-            result = session.execute(
-                update(TrainingJobRow)
-                .where(TrainingJobRow.id == job_id, TrainingJobRow.status == "queued")
-                .values(**_claim_values(pid, host, LEASE_SECONDS))
-            )
-            if result.rowcount != 1:
+        job = self._claim_queued(job_id, pid, host, LEASE_SECONDS, actor)
+        if job is None:
+            with self.session_scope() as session:
                 row = session.get(TrainingJobRow, job_id)
                 state = "does not exist" if row is None else f"is {row.status}"
-                raise InputError(f"training job {job_id} {state}; only a queued job can start")
-            return _job_dict(session.get(TrainingJobRow, job_id))
+            raise InputError(f"training job {job_id} {state}; only a queued job can start")
+        return job
 
     def claim_job(self, lease_seconds: float = LEASE_SECONDS, pid: int | None = None, host: str | None = None, *,
                   actor: Actor | None = None) -> dict[str, Any] | None:
@@ -154,15 +153,21 @@ class JobStore(StoreBase):
             .with_for_update(skip_locked=True)  # PostgreSQL; SQLite renders no FOR UPDATE
             .scalar_subquery()
         )
+        return self._claim_queued(oldest_queued, pid, host, lease_seconds, actor)
+
+    def _claim_queued(self, which: Any, pid: int | None, host: str | None, lease_seconds: float,
+                      actor: Actor | None) -> dict[str, Any] | None:
+        """Claim the job ``which`` (an id, or a subquery choosing one) if it is queued, under a new
+        attempt, and return it; ``None`` when it is not queued (any more)."""
         with self.session_scope() as session:
             authorize(session, actor, Permission.TRAIN, team=self.team)
             job_id = session.scalar(
                 update(TrainingJobRow)
-                .where(TrainingJobRow.id == oldest_queued, TrainingJobRow.status == "queued")
+                .where(TrainingJobRow.id == which, TrainingJobRow.status == "queued")
                 .values(**_claim_values(pid, host, lease_seconds))
                 .returning(TrainingJobRow.id)
             )
-            return None if job_id is None else _job_dict(session.get(TrainingJobRow, job_id))
+            return None if job_id is None else row_dict(session.get(TrainingJobRow, job_id))
 
     def active_worker_jobs(self) -> int:
         """Worker jobs queued or running (a running one comes back to the queue if its worker stops)."""
@@ -232,22 +237,12 @@ class JobStore(StoreBase):
             )
             if claim is not None and beat.rowcount != 1:
                 raise ClaimLost(f"training job {job_id} is no longer held by {claim}")
-            event_id = session.scalar(
-                insert(TrainingEventRow)
-                .values(
-                    job_id=job_id,
-                    created_at=now(),
-                    step=_optional_int(event.step),
-                    total=_optional_int(event.total),
-                    unit=event.unit,
-                    batch=_optional_int(event.batch),
-                    loss=_finite(event.loss),
-                    dev_map=_finite(event.dev_map),
-                    detail=jsonable(dict(event.detail)) if event.detail else None,
-                )
-                .returning(TrainingEventRow.id)
+            return insert_id(
+                session, TrainingEventRow, job_id=job_id, created_at=now(), step=_optional_int(event.step),
+                total=_optional_int(event.total), unit=event.unit, batch=_optional_int(event.batch),
+                loss=_finite(event.loss), dev_map=_finite(event.dev_map),
+                detail=jsonable(dict(event.detail)) if event.detail else None,
             )
-            return event_id
 
     def finish_job(
         self,
@@ -269,41 +264,35 @@ class JobStore(StoreBase):
         ``InputError`` (and nothing registered) when the job is no longer running (with ``claim``:
         under that attempt), e.g. a reader declared it dead or gave it back to the queue.
         """
-        for attempt in range(1, FINISH_ATTEMPTS + 1):
-            try:
-                with self.session_scope() as session:
-                    who = authorize(session, actor, Permission.TRAIN, team=self.team)
-                    if promote:
-                        authorize(session, who, Permission.PROMOTE, team=self.team)
-                    job = session.get(TrainingJobRow, job_id)
-                    if job is None:
-                        raise InputError(f"training job {job_id} does not exist")
-                    # The claim first: a job that lost it registers nothing (its file is left as it was).
-                    result = session.execute(
-                        update(TrainingJobRow)
-                        .where(*_holding(job_id, claim))
-                        .values(status="succeeded", phase="done", finished_at=now(), claim=None, lease_until=None)
-                    )
-                    if result.rowcount != 1:
-                        raise InputError(f"training job {job_id} is no longer running; its model is not registered")
-                    version_id = insert_model_version(
-                        session, job.model, kind, checkpoint_path, training_data, metrics,
-                        job.dataset if promote else None,
-                    )
-                    session.execute(
-                        update(TrainingJobRow).where(TrainingJobRow.id == job_id).values(model_version_id=version_id)
-                    )
-                    promoted_for = job.dataset if promote else None
-                    record(session, who, "register", job.model, {"version_id": version_id, "promoted_for": promoted_for,
-                                                                 "dataset": job.dataset, "job": job_id})
-                    if promoted_for is not None:
-                        record(session, who, "promote", job.model, {"version_id": version_id, "scope": promoted_for,
-                                                                    "job": job_id})
-                    return version_id
-            except IntegrityError:
-                if attempt == FINISH_ATTEMPTS:
-                    raise
-        raise AssertionError("unreachable")
+
+        def finish(session: Session) -> int:
+            who = authorize_training(session, actor, promote=promote, team=self.team)
+            job = session.get(TrainingJobRow, job_id)
+            if job is None:
+                raise InputError(f"training job {job_id} does not exist")
+            # The claim first: a job that lost it registers nothing (its file is left as it was).
+            result = session.execute(
+                update(TrainingJobRow)
+                .where(*_holding(job_id, claim))
+                .values(status="succeeded", phase="done", finished_at=now(), claim=None, lease_until=None)
+            )
+            if result.rowcount != 1:
+                raise InputError(f"training job {job_id} is no longer running; its model is not registered")
+            promoted_for = job.dataset if promote else None
+            version_id = insert_model_version(
+                session, job.model, kind, checkpoint_path, training_data, metrics, promoted_for
+            )
+            session.execute(
+                update(TrainingJobRow).where(TrainingJobRow.id == job_id).values(model_version_id=version_id)
+            )
+            record(session, who, "register", job.model, {"version_id": version_id, "promoted_for": promoted_for,
+                                                         "dataset": job.dataset, "job": job_id})
+            if promoted_for is not None:
+                record(session, who, "promote", job.model, {"version_id": version_id, "scope": promoted_for,
+                                                            "job": job_id})
+            return version_id
+
+        return self.retrying(finish, REGISTER_ATTEMPTS)
 
     def fail_job(self, job_id: int, error: str, claim: str | None = None, *, actor: Actor | None = None) -> bool:
         """Mark a queued or running job failed with ``error`` (with ``claim``: only while that
@@ -327,7 +316,7 @@ class JobStore(StoreBase):
         if self._found_dead(row):  # re-read: failed now, or it ended by itself meanwhile
             with self.session_scope() as session:
                 row = session.get(TrainingJobRow, job_id)
-        return _job_dict(row)
+        return row_dict(row)
 
     def jobs(self, model: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         """The newest jobs first (of ``model`` if given); dead processes are marked failed first.
@@ -344,7 +333,7 @@ class JobStore(StoreBase):
         if any([self._found_dead(row) for row in rows]):
             with self.session_scope() as session:
                 rows = list(session.scalars(query))
-        return [_job_dict(row) for row in rows]
+        return [row_dict(row) for row in rows]
 
     def job_events(self, job_id: int, after_id: int = 0) -> list[RecordedEvent]:
         """The job's progress points after event ``after_id`` (for incremental polling), oldest first."""
@@ -447,26 +436,3 @@ def _finite(value: float | None) -> float | None:
 
 def _optional_int(value: int | None) -> int | None:
     return None if value is None else int(value)
-
-
-def _job_dict(row: TrainingJobRow) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "model": row.model,
-        "dataset": row.dataset,
-        "params": row.params,
-        "status": row.status,
-        "phase": row.phase,
-        "pid": row.pid,
-        "host": row.host,
-        "created_at": row.created_at,
-        "started_at": row.started_at,
-        "heartbeat_at": row.heartbeat_at,
-        "finished_at": row.finished_at,
-        "error": row.error,
-        "model_version_id": row.model_version_id,
-        "runner": row.runner,
-        "claim": row.claim,
-        "lease_until": row.lease_until,
-        "attempts": row.attempts,
-    }

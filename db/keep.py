@@ -21,7 +21,7 @@ from typing import NamedTuple
 from sqlalchemy import func, insert, select, update
 
 from db.audit import authorize, record
-from db.base import StoreBase, check_name, dataset_row, now
+from db.base import StoreBase, check_name, dataset_row, insert_id, now
 from db.models import CandidateRow, DatasetRow, QuestionRow
 from db.reimport import _candidate_values, match_key
 from qa_core.access import Actor, Permission
@@ -82,9 +82,9 @@ class KeepStore(StoreBase):
             last = session.scalar(
                 select(func.max(CandidateRow.position)).join(QuestionRow).where(QuestionRow.dataset_id == dataset_id)
             )
-            question_id = session.scalar(
-                insert(QuestionRow).values(dataset_id=dataset_id, qid=qid, text=question.text, split=split,
-                                           position=len(current)).returning(QuestionRow.id)
+            question_id = insert_id(
+                session, QuestionRow, dataset_id=dataset_id, qid=qid, text=question.text, split=split,
+                position=len(current),
             )
             start = (last or 0) + 1
             session.execute(insert(CandidateRow), [

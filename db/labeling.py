@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from sqlalchemy import exists, insert, select, update
+from sqlalchemy import ColumnElement, exists, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -48,6 +48,7 @@ from db.base import (
     check_grade,
     check_text,
     current_label_ids,
+    insert_id,
     not_retracted,
     now,
 )
@@ -247,17 +248,8 @@ class LabelingStore(StoreBase):
         if outcome not in END_OUTCOMES:
             raise InputError(f"a claim ends as one of {', '.join(END_OUTCOMES)}, not {outcome!r}")
         with self.session_scope() as session:
-            who = authorize(session, actor, Permission.LABEL, team=self.team)
-            claim = session.get(QueueClaimRow, claim_id)
-            if claim is None:
-                raise InputError(f"no queue claim with id {claim_id}")
-            acting_name(who, claim.annotator)
-            result = session.execute(
-                update(QueueClaimRow)
-                .where(QueueClaimRow.id == claim_id, QueueClaimRow.ended_at.is_(None))
-                .values(ended_at=now(), outcome=outcome)
-            )
-            return result.rowcount == 1
+            _own_claim(session, claim_id, authorize(session, actor, Permission.LABEL, team=self.team))
+            return end_open_claims(session, outcome, QueueClaimRow.id == claim_id) == 1
 
     def release_claims(self, dataset: str, holder: str, *, actor: Actor | None = None) -> int:
         """End every open claim of ``holder`` on ``dataset``'s pairs as released (a session that
@@ -271,17 +263,10 @@ class LabelingStore(StoreBase):
             with self.session_scope() as session:
                 who = authorize(session, actor, Permission.LABEL, team=self.team)
                 mine = (QueueClaimRow.annotator == who.name,) if who.signed_in else ()
-                result = session.execute(
-                    update(QueueClaimRow)
-                    .where(
-                        QueueClaimRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)),
-                        QueueClaimRow.holder == holder,
-                        QueueClaimRow.ended_at.is_(None),
-                        *mine,
-                    )
-                    .values(ended_at=now(), outcome="released")
+                return end_open_claims(
+                    session, "released", QueueClaimRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)),
+                    QueueClaimRow.holder == holder, *mine,
                 )
-                return result.rowcount
         except StorageError as error:
             log.warning("claims of %s on %s stay open until their lease ends: %s", holder, dataset, error)
             return 0
@@ -295,23 +280,13 @@ class LabelingStore(StoreBase):
         value, note = check_grade(value), check_text(note, "the note")
         with self.session_scope() as session:
             who = authorize(session, actor, Permission.LABEL, team=self.team)
-            claim = session.get(QueueClaimRow, claim_id)
-            if claim is None:
-                raise InputError(f"no queue claim with id {claim_id}")
-            acting_name(who, claim.annotator)
-            label_id = session.scalar(
-                insert(LabelRow)
-                .values(
-                    candidate_id=claim.candidate_id, annotator=claim.annotator, value=value, note=note,
-                    user_id=who.user_id, claim_id=claim.id, guideline_id=guideline_in_force(session, claim.candidate_id),
-                )
-                .returning(LabelRow.id)
+            claim = _own_claim(session, claim_id, who)
+            label_id = insert_id(
+                session, LabelRow, candidate_id=claim.candidate_id, annotator=claim.annotator, value=value,
+                note=note, user_id=who.user_id, claim_id=claim.id,
+                guideline_id=guideline_in_force(session, claim.candidate_id),
             )
-            session.execute(
-                update(QueueClaimRow)
-                .where(QueueClaimRow.id == claim_id, QueueClaimRow.ended_at.is_(None))
-                .values(ended_at=now(), outcome="labelled")
-            )
+            end_open_claims(session, "labelled", QueueClaimRow.id == claim_id)
             return label_id
 
     def open_claims(self, dataset: str) -> list[Claim]:
@@ -399,11 +374,7 @@ class LabelingStore(StoreBase):
         if claim_ids:
             with self.session_scope() as session:
                 authorize(session, actor, Permission.LABEL, team=self.team)
-                session.execute(
-                    update(QueueClaimRow)
-                    .where(QueueClaimRow.id.in_(claim_ids), QueueClaimRow.ended_at.is_(None))
-                    .values(ended_at=now(), outcome="released")
-                )
+                end_open_claims(session, "released", QueueClaimRow.id.in_(claim_ids))
 
     def _try_claim(
         self, candidate_ids: Sequence[int], annotator: str, holder: str, target: int | None, lease_seconds: float,
@@ -423,22 +394,15 @@ class LabelingStore(StoreBase):
             with self.session_scope() as session:
                 authorize(session, actor, Permission.LABEL, team=self.team)
                 ended = now()
-                session.execute(  # the first write: on SQLite it waits for the write lock
-                    update(QueueClaimRow)
-                    .where(
-                        QueueClaimRow.candidate_id.in_(ids),
-                        QueueClaimRow.ended_at.is_(None),
-                        QueueClaimRow.expires_at <= ended,
-                    )
-                    .values(ended_at=ended, outcome="expired")
+                end_open_claims(  # the first write: on SQLite it waits for the write lock
+                    session, "expired", QueueClaimRow.candidate_id.in_(ids), QueueClaimRow.expires_at <= ended, at=ended
                 )
                 at = now()
                 expires = at + timedelta(seconds=lease_seconds)
                 claim_ids = [
-                    session.scalar(
-                        insert(QueueClaimRow)
-                        .values(candidate_id=c, annotator=annotator, holder=holder, claimed_at=at, expires_at=expires)
-                        .returning(QueueClaimRow.id)
+                    insert_id(
+                        session, QueueClaimRow, candidate_id=c, annotator=annotator, holder=holder, claimed_at=at,
+                        expires_at=expires,
                     )
                     for c in ids
                 ]
@@ -447,6 +411,23 @@ class LabelingStore(StoreBase):
                 return Claim(claim_ids[0], ids[0], annotator, holder, at, expires)
         except (IntegrityError, _NoLongerEligible):
             return None
+
+
+def _own_claim(session: Session, claim_id: int, who: Actor) -> QueueClaimRow:
+    """The claim ``claim_id``, which a signed-in ``who`` may act on only in their own name."""
+    claim = session.get(QueueClaimRow, claim_id)
+    if claim is None:
+        raise InputError(f"no queue claim with id {claim_id}")
+    acting_name(who, claim.annotator)
+    return claim
+
+
+def end_open_claims(session: Session, outcome: str, *where: ColumnElement[bool], at: datetime | None = None) -> int:
+    """End the open claims that match ``where`` as ``outcome`` (at ``at``, default now); returns how many."""
+    ended = session.execute(
+        update(QueueClaimRow).where(*where, QueueClaimRow.ended_at.is_(None)).values(ended_at=at or now(), outcome=outcome)
+    )
+    return ended.rowcount
 
 
 def _read_state(session: Session, dataset: str, annotator: str) -> _QueueState:

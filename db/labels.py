@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import exists, insert, or_, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from db.audit import authorize, candidate_ref, record
 from db.base import (
@@ -29,6 +30,7 @@ from db.base import (
     check_text,
     current_label_ids,
     dataset_row,
+    insert_id,
     not_retracted,
 )
 from db.models import AdjudicationRow, CandidateRow, LabelRetractionRow, LabelRow, QuestionRow, QueueClaimRow
@@ -74,10 +76,9 @@ class LabelStore(StoreBase):
                 annotator = check_annotator(acting_name(who, annotator))
                 if session.get(CandidateRow, candidate_id) is None:
                     raise InputError(f"no candidate with id {candidate_id}")
-                return session.scalar(
-                    insert(LabelRow)
-                    .values(candidate_id=candidate_id, annotator=annotator, value=value, note=note, user_id=who.user_id)
-                    .returning(LabelRow.id)
+                return insert_id(
+                    session, LabelRow, candidate_id=candidate_id, annotator=annotator, value=value, note=note,
+                    user_id=who.user_id,
                 )
         except IntegrityError:  # its dataset was deleted between the check and the insert
             raise InputError(f"no candidate with id {candidate_id} (its dataset was deleted); not saved") from None
@@ -266,27 +267,24 @@ class LabelStore(StoreBase):
         again. Repeated calls undo further back. A signed-in ``actor`` undoes only their own
         judgements.
         """
-        for attempt in range(1, UNDO_ATTEMPTS + 1):
-            try:
-                with self.session_scope() as session:
-                    who = authorize(session, actor, Permission.LABEL, team=self.team)
-                    annotator = check_annotator(acting_name(who, annotator))
-                    query = select(LabelRow).where(LabelRow.annotator == annotator, not_retracted())
-                    if holder is not None:
-                        query = query.where(
-                            LabelRow.claim_id.in_(select(QueueClaimRow.id).where(QueueClaimRow.holder == holder))
-                        )
-                    if dataset is not None:
-                        query = query.where(LabelRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)))
-                    label = session.scalars(query.order_by(LabelRow.id.desc()).limit(1)).first()
-                    if label is None:
-                        return None
-                    session.execute(insert(LabelRetractionRow).values(label_id=label.id, annotator=annotator))
-                    return {"label_id": label.id, "candidate_id": label.candidate_id, "value": label.value}
-            except IntegrityError:
-                if attempt == UNDO_ATTEMPTS:
-                    raise
-        return None
+
+        def undo(session: Session) -> dict[str, Any] | None:
+            who = authorize(session, actor, Permission.LABEL, team=self.team)
+            undoer = check_annotator(acting_name(who, annotator))
+            query = select(LabelRow).where(LabelRow.annotator == undoer, not_retracted())
+            if holder is not None:
+                query = query.where(
+                    LabelRow.claim_id.in_(select(QueueClaimRow.id).where(QueueClaimRow.holder == holder))
+                )
+            if dataset is not None:
+                query = query.where(LabelRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)))
+            label = session.scalars(query.order_by(LabelRow.id.desc()).limit(1)).first()
+            if label is None:
+                return None
+            session.execute(insert(LabelRetractionRow).values(label_id=label.id, annotator=undoer))
+            return {"label_id": label.id, "candidate_id": label.candidate_id, "value": label.value}
+
+        return self.retrying(undo, UNDO_ATTEMPTS)
 
     # ------------------------------------------------------------------ adjudication
 
@@ -312,10 +310,9 @@ class LabelStore(StoreBase):
                 raise InputError(
                     f"{adjudicator} labelled this pair, so cannot settle its conflict: another reviewer must"
                 )
-            adjudication_id = session.scalar(
-                insert(AdjudicationRow)
-                .values(candidate_id=candidate_id, value=value, adjudicator=adjudicator, note=note)
-                .returning(AdjudicationRow.id)
+            adjudication_id = insert_id(
+                session, AdjudicationRow, candidate_id=candidate_id, value=value, adjudicator=adjudicator,
+                note=note,
             )
             ref = candidate_ref(session, candidate_id)
             record(session, who, "adjudicate", f"{ref.get('dataset')} {ref.get('qid')}/{ref.get('doc_id')}",

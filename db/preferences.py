@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from db.annotation import guideline_in_force
 from db.audit import authorize
-from db.base import StoreBase, check_annotator, dataset_row, now
+from db.base import StoreBase, check_annotator, dataset_row, insert_id, now
 from db.models import CandidateRow, PreferenceJudgementRow, PreferenceRetractionRow, QuestionRow, QueueClaimRow
 from qa_core.access import Actor, Permission, acting_name
 from qa_core.types import InputError
@@ -83,14 +83,10 @@ class PreferenceStore(StoreBase):
                            QueueClaimRow.ended_at.is_(None))
                     .values(ended_at=now(), outcome="labelled")
                 )
-            return session.scalar(
-                insert(PreferenceJudgementRow)
-                .values(
-                    question_id=question_id, mode=mode, shown=shown, outcome=outcome, picked=picked,
-                    annotator=annotator, user_id=who.user_id, holder=holder,
-                    guideline_id=guideline_in_force(session, shown[0]),
-                )
-                .returning(PreferenceJudgementRow.id)
+            return insert_id(
+                session, PreferenceJudgementRow, question_id=question_id, mode=mode, shown=shown, outcome=outcome,
+                picked=picked, annotator=annotator, user_id=who.user_id, holder=holder,
+                guideline_id=guideline_in_force(session, shown[0]),
             )
 
     def undo_preference(

@@ -32,6 +32,7 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
+from db.labeling import end_open_claims
 from db.models import CandidateRow, LabelRow, QuestionRow, QueueClaimRow
 from qa_core.types import Candidate, Dataset
 
@@ -85,6 +86,32 @@ def write_dataset(session: Session, ds: Dataset, dataset_id: int, at: datetime) 
     """Make ``ds`` the current content of dataset ``dataset_id`` (see the module docstring)."""
     report = ImportReport(dataset_id, questions=len(ds.questions), candidates=sum(len(q.candidates) for q in ds.questions))
     question_ids = _write_questions(session, ds, dataset_id, at)
+    stored = _read_stored(session, dataset_id)
+    # Every current candidate is retired; those the file holds again come back in _write_candidates.
+    session.execute(
+        update(CandidateRow)
+        .where(CandidateRow.question_id.in_(_question_ids(dataset_id)), CandidateRow.retired_at.is_(None))
+        .values(retired_at=at)
+    )
+    used = _write_candidates(session, ds, question_ids, stored, at, report)
+    gone = sorted(stored.active - used)
+    if gone:
+        _report_retired(session, dataset_id, stored, gone, at, report)
+    return report
+
+
+@dataclass
+class _Stored:
+    """The dataset's stored candidates, current and retired, as an import matches them."""
+
+    by_key: dict[str, list[int]]  # see ``_keyed``
+    active: set[int]  # the current ones' ids
+    ids: dict[int, tuple[str, str]]  # (qid, doc_id) by row id
+    texts: dict[int, str]
+    edited_at: dict[int, datetime | None]
+
+
+def _read_stored(session: Session, dataset_id: int) -> _Stored:
     old = session.execute(
         select(
             CandidateRow.id,
@@ -100,80 +127,81 @@ def write_dataset(session: Session, ds: Dataset, dataset_id: int, at: datetime) 
         .where(QuestionRow.dataset_id == dataset_id)
         .order_by(CandidateRow.id)
     ).all()
-    by_key = _keyed(old)
-    was_active = {row.id for row in old if row.retired_at is None}
-    old_ids = {row.id: (row.qid, row.doc_id) for row in old}
-    old_texts = {row.id: row.text for row in old}
-    edited_at = {row.id: row.text_edited_at for row in old}
-    edited_ids: list[int] = []
-
-    session.execute(
-        update(CandidateRow)
-        .where(CandidateRow.question_id.in_(_question_ids(dataset_id)), CandidateRow.retired_at.is_(None))
-        .values(retired_at=at)
+    return _Stored(
+        by_key=_keyed(old),
+        active={row.id for row in old if row.retired_at is None},
+        ids={row.id: (row.qid, row.doc_id) for row in old},
+        texts={row.id: row.text for row in old},
+        edited_at={row.id: row.text_edited_at for row in old},
     )
+
+
+def _write_candidates(
+    session: Session, ds: Dataset, question_ids: dict[str, int], stored: _Stored, at: datetime, report: ImportReport
+) -> set[int]:
+    """Update the stored candidates whose key comes again (same row, current again), insert the
+    others, and count what happened in ``report``; returns the ids of the stored rows reused."""
     updates: list[dict[str, Any]] = []
     inserts: list[dict[str, Any]] = []
     used: set[int] = set()
+    edited_ids: list[int] = []
     occurrences: Counter[tuple[str, str]] = Counter()
-    position = 0
-    for question in ds.questions:
-        for candidate in question.candidates:
-            occurrence = occurrences[(question.text, candidate.text)]
-            occurrences[(question.text, candidate.text)] += 1
-            key = match_key(question.qid, question.text, candidate, occurrence)
-            values = {**_candidate_values(candidate, question_ids[question.qid], key), "position": position}
-            position += 1
-            row_id = next((i for i in by_key.get(key, ()) if i not in used), None)
-            if row_id is None:
-                inserts.append(values)
-                continue
-            used.add(row_id)
-            text_changed = old_texts[row_id] != candidate.text
-            updates.append({"id": row_id, **values, "retired_at": None,
-                            "text_edited_at": at if text_changed else edited_at[row_id]})
-            if row_id not in was_active:
-                report.revived += 1
-            elif old_ids[row_id] != (question.qid, candidate.doc_id):
-                report.moved.append((old_ids[row_id], (question.qid, candidate.doc_id)))
-            else:
-                report.matched += 1
-            if text_changed:
-                report.edited += 1
-                edited_ids.append(row_id)
+    for position, (question, candidate) in enumerate((q, c) for q in ds.questions for c in q.candidates):
+        occurrence = occurrences[(question.text, candidate.text)]
+        occurrences[(question.text, candidate.text)] += 1
+        key = match_key(question.qid, question.text, candidate, occurrence)
+        values = {**_candidate_values(candidate, question_ids[question.qid], key), "position": position}
+        row_id = next((i for i in stored.by_key.get(key, ()) if i not in used), None)
+        if row_id is None:
+            inserts.append(values)
+            continue
+        used.add(row_id)
+        text_changed = stored.texts[row_id] != candidate.text
+        updates.append({"id": row_id, **values, "retired_at": None,
+                        "text_edited_at": at if text_changed else stored.edited_at[row_id]})
+        if row_id not in stored.active:
+            report.revived += 1
+        elif stored.ids[row_id] != (question.qid, candidate.doc_id):
+            report.moved.append((stored.ids[row_id], (question.qid, candidate.doc_id)))
+        else:
+            report.matched += 1
+        if text_changed:
+            report.edited += 1
+            edited_ids.append(row_id)
     if updates:
         session.execute(update(CandidateRow), updates)
     if inserts:
         session.execute(insert(CandidateRow), inserts)
     report.new = len(inserts)
     if edited_ids:
-        labels = dict(session.execute(
-            select(LabelRow.candidate_id, func.count()).where(LabelRow.candidate_id.in_(edited_ids))
-            .group_by(LabelRow.candidate_id)
-        ).all())
-        report.edited_labelled = [(*old_ids[i], labels[i]) for i in edited_ids if i in labels]
+        labels = _label_counts(session, edited_ids)
+        report.edited_labelled = [(*stored.ids[i], labels[i]) for i in edited_ids if i in labels]
+    return used
 
-    gone = sorted(was_active - used)
-    if gone:
-        # Subqueries, not lists of ids: a whole dataset may leave, beyond SQLite's bound-parameter limit.
-        retired_now = select(CandidateRow.id).where(
-            CandidateRow.question_id.in_(_question_ids(dataset_id)), CandidateRow.retired_at == at
-        )
-        labels = dict(
-            session.execute(
-                select(LabelRow.candidate_id, func.count())
-                .where(LabelRow.candidate_id.in_(retired_now))
-                .group_by(LabelRow.candidate_id)
-            ).all()
-        )
-        report.retired = [(*old_ids[row_id], labels.get(row_id, 0)) for row_id in gone]
-        # A session holding one of them moves on to the next pair (a label it still sends is kept).
+
+def _report_retired(
+    session: Session, dataset_id: int, stored: _Stored, gone: list[int], at: datetime, report: ImportReport
+) -> None:
+    """Count the labels on the candidates this import retired (``gone``), and end the queue's
+    claims on them: a session holding one moves on to the next pair (a label it still sends is kept)."""
+    # A subquery, not a list of ids: a whole dataset may leave, beyond SQLite's bound-parameter limit.
+    retired_now = select(CandidateRow.id).where(
+        CandidateRow.question_id.in_(_question_ids(dataset_id)), CandidateRow.retired_at == at
+    )
+    labels = _label_counts(session, retired_now)
+    report.retired = [(*stored.ids[row_id], labels.get(row_id, 0)) for row_id in gone]
+    end_open_claims(session, "released", QueueClaimRow.candidate_id.in_(retired_now), at=at)
+
+
+def _label_counts(session: Session, candidate_ids: Any) -> dict[int, int]:
+    """Labels (retracted ones included) per candidate among ``candidate_ids`` that have any."""
+    return dict(
         session.execute(
-            update(QueueClaimRow)
-            .where(QueueClaimRow.candidate_id.in_(retired_now), QueueClaimRow.ended_at.is_(None))
-            .values(ended_at=at, outcome="released")
-        )
-    return report
+            select(LabelRow.candidate_id, func.count())
+            .where(LabelRow.candidate_id.in_(candidate_ids))
+            .group_by(LabelRow.candidate_id)
+        ).all()
+    )
 
 
 def _question_ids(dataset_id: int) -> Any:

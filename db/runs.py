@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import insert, select
 
 from db.audit import authorize, record
-from db.base import StoreBase, candidate_ids, dataset_row, jsonable
+from db.base import StoreBase, candidate_ids, dataset_row, insert_id, jsonable
 from db.models import CandidateRow, DatasetRow, ModelVersionRow, QuestionRow, RunRow, RunScoreRow
 from qa_core import ordering
 from qa_core.access import Actor, Permission
@@ -39,16 +39,9 @@ class RunStore(StoreBase):
             if model_version_id is not None and session.get(ModelVersionRow, model_version_id) is None:
                 raise InputError(f"no model version with id {model_version_id}")
             ids = candidate_ids(session, dataset_id)
-            run_id = session.scalar(
-                insert(RunRow)
-                .values(
-                    dataset_id=dataset_id,
-                    split=split,
-                    tag=tag,
-                    metrics=jsonable(metrics),
-                    model_version_id=model_version_id,
-                )
-                .returning(RunRow.id)
+            run_id = insert_id(
+                session, RunRow, dataset_id=dataset_id, split=split, tag=tag, metrics=jsonable(metrics),
+                model_version_id=model_version_id,
             )
             rows = []
             for qid, doc_scores in scores.items():

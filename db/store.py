@@ -14,10 +14,7 @@ a label's user). Without one, local mode acts as the local user and team mode re
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-
 from sqlalchemy import Engine
-from sqlalchemy.orm import Session
 
 from db.annotation import AnnotationStore
 from db.base import Database
@@ -36,55 +33,29 @@ from db.versions import VersionStore
 __all__ = ["Store"]
 
 
-class Store:
+class Store(Database):
     """Persistent store over SQLite or PostgreSQL; the schema is migrated on construction.
 
-    ``team``: the app runs in team mode (sign-in configured), so every guarded write needs a
-    signed-in actor.
+    The store is its ``Database`` (engine, sessions, URL, id, ``team``: the app runs in team mode,
+    sign-in configured, so every guarded write needs a signed-in actor) with one part per context.
     """
 
     def __init__(self, url: str | None = None, engine: Engine | None = None, *, team: bool = False):
-        self.database = Database(url, engine, team=team)
+        super().__init__(url, engine, team=team)
         # datasets and imports
-        self.datasets = DatasetStore(self.database)
-        self.keep = KeepStore(self.database)  # a typed question kept beside the imported ones
+        self.datasets = DatasetStore(self)
+        self.keep = KeepStore(self)  # a typed question kept beside the imported ones
         # labelling and annotation
-        self.labels = LabelStore(self.database)
-        self.queue = LabelingStore(self.database)
-        self.annotation = AnnotationStore(self.database)
-        self.calibration = CalibrationStore(self.database)
-        self.preferences = PreferenceStore(self.database)
+        self.labels = LabelStore(self)
+        self.queue = LabelingStore(self)
+        self.annotation = AnnotationStore(self)
+        self.calibration = CalibrationStore(self)
+        self.preferences = PreferenceStore(self)
         # models, versions and promotion; evaluation runs; training jobs
-        self.models = VersionStore(self.database)
-        self.runs = RunStore(self.database)
-        self.jobs = JobStore(self.database)
+        self.models = VersionStore(self)
+        self.runs = RunStore(self)
+        self.jobs = JobStore(self)
         # external systems: stored runs and scoring services
-        self.systems = SystemStore(self.database)
+        self.systems = SystemStore(self)
         # users, roles and audit
-        self.users = UserStore(self.database)
-
-    @property
-    def engine(self) -> Engine:
-        return self.database.engine
-
-    @property
-    def team(self) -> bool:
-        return self.database.team
-
-    @property
-    def url(self) -> str:
-        """The database URL with its password, for a job process that must open the same store."""
-        return self.database.url
-
-    @property
-    def store_id(self) -> str:
-        """This store's random id; it marks the checkpoint files it writes."""
-        return self.database.store_id
-
-    def session_scope(self) -> AbstractContextManager[Session]:
-        """A transaction over the store's database (``Database.session_scope``)."""
-        return self.database.session_scope()
-
-    def close(self) -> None:
-        """Release pooled connections (tests and scripts that drop the database need this)."""
-        self.database.close()
+        self.users = UserStore(self)

@@ -14,11 +14,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import func, insert, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from db.audit import SIGN_IN_AGAIN, active_admins, authorize, current_user, ended_by_sign_out, final_user, record
-from db.base import StoreBase, check_name, check_text, now
+from db.base import StoreBase, check_name, check_text, now, row_dict
 from db.models import AuditEventRow, LabelRow, QueueClaimRow, StoreInfoRow, UserRow
 from qa_core.access import SYSTEM, AccessDenied, Actor, Permission, Role, parse_role, require
 from qa_core.types import InputError
@@ -53,28 +52,24 @@ class UserStore(StoreBase):
         display_name = check_text(display_name, "the sign-in's name")
         probe = Actor(email or subject, Role.ANNOTATOR, subject=subject, signed_in_at=issued_at, expires_at=expires_at)
         require(probe, Permission.VIEW, now())  # an expired token goes no further
-        for attempt in range(1, SIGN_IN_ATTEMPTS + 1):
-            try:
-                with self.session_scope() as session:
-                    identity = _identity(session, issuer, subject)
-                    if identity is None:
-                        row = self._new_user(session, issuer, subject, email, display_name)
-                    else:
-                        row = final_user(session, identity)
-                        if ended_by_sign_out(issued_at, row.signed_out_at):
-                            raise AccessDenied(
-                                f"{row.name} signed out at {row.signed_out_at:%Y-%m-%d %H:%M:%S} UTC after "
-                                f"this sign-in was issued; {SIGN_IN_AGAIN}"
-                            )
-                        if row is identity:
-                            row.email, row.display_name = email or row.email, display_name or row.display_name
-                    row.last_sign_in_at = now()
-                    session.flush()
-                    return _actor(row, issued_at, expires_at)
-            except IntegrityError:
-                if attempt == SIGN_IN_ATTEMPTS:
-                    raise
-        raise AssertionError("unreachable")
+        def sign_in(session: Session) -> Actor:
+            identity = _identity(session, issuer, subject)
+            if identity is None:
+                row = self._new_user(session, issuer, subject, email, display_name)
+            else:
+                row = final_user(session, identity)
+                if ended_by_sign_out(issued_at, row.signed_out_at):
+                    raise AccessDenied(
+                        f"{row.name} signed out at {row.signed_out_at:%Y-%m-%d %H:%M:%S} UTC after "
+                        f"this sign-in was issued; {SIGN_IN_AGAIN}"
+                    )
+                if row is identity:
+                    row.email, row.display_name = email or row.email, display_name or row.display_name
+            row.last_sign_in_at = now()
+            session.flush()
+            return _actor(row, issued_at, expires_at)
+
+        return self.retrying(sign_in, SIGN_IN_ATTEMPTS)
 
     @staticmethod
     def _new_user(session: Session, issuer: str, subject: str, email: str | None, display_name: str | None) -> UserRow:
@@ -219,16 +214,6 @@ def _actor(row: UserRow, issued_at: datetime, expires_at: datetime) -> Actor:
 
 
 def _user_dict(row: UserRow) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "recorded_as": row.name,
-        "issuer": row.issuer,
-        "subject": row.subject,
-        "merged_into": row.merged_into,
-        "email": row.email,
-        "name": row.display_name,
-        "role": row.role,
-        "created_at": row.created_at,
-        "last_sign_in_at": row.last_sign_in_at,
-        "signed_out_at": row.signed_out_at,
-    }
+    """A user as the store hands it out: ``recorded_as`` is the name their work is recorded under,
+    ``name`` the display name the identity provider gave."""
+    return row_dict(row, name="recorded_as", display_name="name")

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from db.audit import authorize, record
+from db.audit import authorize, authorize_training, record
 from db.base import (
     ANY_DATASET,
+    REGISTER_ATTEMPTS,
     StoreBase,
     insert_model_version,
     insert_promotion,
@@ -25,10 +25,6 @@ from db.base import (
 from db.models import ModelVersionRow
 from qa_core.access import Actor, Permission
 from qa_core.types import InputError
-
-# Concurrent registrations of one model name can pick the same next version; the unique
-# constraint rejects all but one and the others retry.
-REGISTER_ATTEMPTS = 5
 
 
 class VersionStore(StoreBase):
@@ -52,23 +48,15 @@ class VersionStore(StoreBase):
         ``training_data["dataset"]``, else every dataset, ``*``). Training needs the right to train,
         promoting also the right to promote."""
         promote_for = (scope or promotion_scope(training_data)) if promote else None
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                with self.session_scope() as session:
-                    who = authorize(session, actor, Permission.TRAIN, team=self.team)
-                    if promote_for is not None:
-                        authorize(session, who, Permission.PROMOTE, team=self.team)
-                    version_id = insert_model_version(
-                        session, name, kind, checkpoint_path, training_data, metrics, promote_for
-                    )
-                    record(session, who, "register", name, {"version_id": version_id, "promoted_for": promote_for,
-                                                            "dataset": training_data.get("dataset")})
-                    return version_id
-            except IntegrityError:
-                if attempt >= REGISTER_ATTEMPTS:
-                    raise
+
+        def register(session: Session) -> int:
+            who = authorize_training(session, actor, promote=promote_for is not None, team=self.team)
+            version_id = insert_model_version(session, name, kind, checkpoint_path, training_data, metrics, promote_for)
+            record(session, who, "register", name, {"version_id": version_id, "promoted_for": promote_for,
+                                                    "dataset": training_data.get("dataset")})
+            return version_id
+
+        return self.retrying(register, REGISTER_ATTEMPTS)
 
     def model_versions(self, name: str | None = None) -> list[dict[str, Any]]:
         """Registered versions, by name then version, each with the scopes it is promoted for."""

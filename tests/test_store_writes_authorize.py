@@ -28,7 +28,8 @@ from tests.conftest import model_file
 from tests.teams import sign_in, small
 
 WRITES = {"insert", "update", "delete", "add", "insert_model_version", "insert_promotion", "write_dataset",
-          "_import_dataset"}
+          "_import_dataset", "insert_id", "end_open_claims"}
+AUTHORIZES = {"authorize", "authorize_training"}
 # Authentication itself: a sign-in creates its user (and is audited), a sign-out ends sign-ins; both
 # check the token or the user, not a role.
 NOT_ROLE_CHECKED = {"sign_in", "sign_out"}
@@ -68,11 +69,20 @@ def _methods() -> dict[str, ast.FunctionDef]:
     return methods
 
 
-def _write_blocks(method: ast.FunctionDef) -> list[ast.With]:
+def _write_blocks(method: ast.FunctionDef) -> list[ast.With | ast.FunctionDef]:
+    """The method's transactions that write: its ``with self.session_scope()`` blocks, and the
+    functions it hands to ``self.retrying`` (each run in a transaction of its own)."""
+    retried = {
+        call.args[0].id for call in ast.walk(method)
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "retrying"
+        and call.args and isinstance(call.args[0], ast.Name)
+    }
     return [
         node for node in ast.walk(method)
-        if isinstance(node, ast.With)
-        and any("session_scope" in ast.unparse(item.context_expr) for item in node.items)
+        if (
+            isinstance(node, ast.With) and any("session_scope" in ast.unparse(item.context_expr) for item in node.items)
+            or isinstance(node, ast.FunctionDef) and node.name in retried
+        )
         and _called(node) & WRITES
     ]
 
@@ -82,7 +92,7 @@ def test_every_write_of_the_store_authorizes_its_actor_in_its_transaction() -> N
     unchecked = [
         f"{name} (line {block.lineno} of its class)"
         for name, method in methods.items() if name not in NOT_ROLE_CHECKED
-        for block in _write_blocks(method) if "authorize" not in _called(block)
+        for block in _write_blocks(method) if not _called(block) & AUTHORIZES
     ]
     assert not unchecked, f"writes without db.audit.authorize in their transaction: {unchecked}"
 
