@@ -82,13 +82,18 @@ def write_section(name: str, lines: list[str]) -> Path:
 
 
 def measure_or_render(name: str, description: str, measure: Callable[[], dict[str, Any]],
-                      render_section: Callable[[dict[str, Any]], list[str]]) -> None:
+                      render_section: Callable[[dict[str, Any]], list[str]], *, machine_footer: bool = True) -> None:
     """The command line of a benchmark without settings: measure, save ``<name>.json`` and its
-    section, or with ``--render`` only rewrite the section from the saved results."""
+    section, or with ``--render`` only rewrite the section from the saved results. The section ends
+    with the machine the results were measured on (``results["machine"]``) unless ``machine_footer``
+    is off (a section that says more about its run there)."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--render", action="store_true", help="only rewrite the markdown from the saved results")
     args = parser.parse_args()
     results = json.loads((RESULTS / f"{name}.json").read_text()) if args.render else measure()
     if not args.render:
         print(write_result(name, results))
-    print(write_section(name, render_section(results)))
+    lines = render_section(results)
+    if machine_footer:
+        lines += ["", f"Machine: {machine_line(results['machine'])}."]
+    print(write_section(name, lines))

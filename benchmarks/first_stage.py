@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import statistics
 
-from common import machine, machine_line, measure_or_render, shared_datasets
+from common import machine, measure_or_render, shared_datasets
 
 from qa_core.retrieval import PLAIN, QUESTION_WORDS, Analysis, BM25Index, Feedback
 from qa_core.services.candidate_pools import collection_sentences, sentence_key
@@ -154,16 +154,9 @@ def render_section(results: dict) -> list[str]:
         "0.90 needs 219, 9 more: their right answers share too few terms with the question (paraphrase, a "
         "pronoun for the subject) for term matching, which a dense first stage trained for retrieval would address "
         "(averaged GloVe fused with BM25 gained nothing at 50 on WikiQA DEV in a trial, not kept).",
-        "",
-        f"Machine: {machine_line(results['machine'])}.",
-        "",
     ]
     return lines
 
 
-def main() -> None:
-    measure_or_render("first_stage", __doc__, measure, render_section)
-
-
 if __name__ == "__main__":
-    main()
+    measure_or_render("first_stage", __doc__, measure, render_section)
