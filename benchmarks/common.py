@@ -52,6 +52,20 @@ def shared_datasets() -> dict[str, Dataset]:
     return {"trecqa": load_trecqa(root / "trecqa"), "wikiqa": load_wikiqa(root / "wikiqa")}
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (1..99) of ``values``, inclusive method; a single value is every percentile."""
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def wikiqa_path() -> Path:
+    """The shared WikiQA folder the timing benchmarks read; exits with a clear message when absent."""
+    root = config.shared_data_dir()
+    if root is None or not (root / "wikiqa").is_dir():
+        sys.exit("this benchmark needs ../shared/data/wikiqa (or RERANK_LAB_SHARED_DATA)")
+    return root / "wikiqa"
+
+
+
 def mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
