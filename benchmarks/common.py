@@ -87,6 +87,12 @@ def machine_line(m: dict[str, Any]) -> str:
             f"torch {m['torch']}; run on {m['date']}")
 
 
+def load_note(part: dict[str, Any]) -> str:
+    """A sentence giving the 1-minute load average a timed part recorded when it started (none if not)."""
+    load = part.get("load_average")
+    return f" Load average when it started: {load:.1f}." if load is not None else ""
+
+
 def write_section(name: str, lines: list[str]) -> Path:
     """A markdown section of docs/benchmarks.md (``report.py`` joins the sections in ``SECTION_ORDER``)."""
     RESULTS.mkdir(parents=True, exist_ok=True)

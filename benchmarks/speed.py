@@ -31,6 +31,7 @@ from batch_engines import render_batch, run_batch
 from common import (
     RESULTS,
     ROOT,
+    load_note,
     machine,
     machine_line,
     mean_std,
@@ -40,8 +41,8 @@ from common import (
     write_result,
     write_section,
 )
-from speed_browser import run_app, run_label, run_walk
-from speed_import import run_import
+from speed_browser import render_app, render_label, render_walk, run_app, run_label, run_walk
+from speed_import import render_import, run_import
 
 PARTS = ("e2e", "throughput", "import", "app", "label", "walk", "batch", "gpu", "explain")
 EXPLAIN_OPENED = 5  # candidates opened per model and explainer, each in a fresh request (no cache)
@@ -49,7 +50,6 @@ EXPLAIN_TARGET_MS = 500
 CANDIDATES = 100
 QUESTIONS = 100  # WikiQA test questions timed end to end (the first ones, in file order)
 WARMUP = 5  # WikiQA dev questions run first: spaCy, BM25 index, allocator
-LABEL_TARGET_MS = 250
 AMP_TOLERANCE = 1e-3
 PROFILE_ROWS = 8
 
@@ -165,7 +165,7 @@ def render_explain(part: dict[str, Any]) -> list[str]:
              f"{part['opened']} candidates of a demo TEST question's pool ({part['candidates']} candidates) each in a "
              "fresh request, after one warm-up opening; the models listed (`--models`; default every registered one), trainable ones trained one epoch "
              "on the demo. Bold: the model's default explainer (chosen on DEV, `qa_core/explain/defaults.py`). "
-             f"Target (issue 38): the default < {EXPLAIN_TARGET_MS} ms (p50).{_load_note(part)}", "",
+             f"Target (issue 38): the default < {EXPLAIN_TARGET_MS} ms (p50).{load_note(part)}", "",
              "| model | explainer | p50 ms | p95 ms | default under target |", "|---|---|---|---|---|"]
     for model, by_explainer in sorted(part["models"].items()):
         for explainer, row in by_explainer.items():
@@ -283,123 +283,72 @@ def fmt_ms(value: dict[str, float]) -> str:
     return f"{value['p50']:.0f} / {value['p95']:.0f}"
 
 
-def _load_note(part: dict[str, Any]) -> str:
-    load = part.get("load_average")
-    return f" Load average when it started: {load:.1f}." if load is not None else ""
-
-
 def render(results: dict[str, Any]) -> list[str]:
+    """The section: the machine, then each part measured, in ``PARTS`` order but for explain (after
+    import) and GPU (always: it says where it was not measured)."""
     lines = ["## Speed", ""]
     if "machine" in results:
         lines += [f"Machine: {machine_line(results['machine'])}. Timings depend on what else runs on these 2 "
                   "cores: the end-to-end and throughput parts ran while other engineers' tests and benchmarks did "
                   "(niced, `nice -n 10`); parts that recorded it give the 1-minute load average when they started.",
                   ""]
-    e2e = results.get("e2e", {})
-    if e2e:
-        lines += [
-            f"### End-to-end rerank, warm, CPU ({CANDIDATES} candidates)", "",
-            f"Question text -> BM25 top-{CANDIDATES} over WikiQA's unique sentences -> spaCy parse through the parse "
-            "cache (sentences cached, the question parsed afresh) -> SM-CNN scores -> ranked table, through "
-            "`qa_core.services.candidate_pools` as the Ask page calls it, one question at a time. Questions: the first "
-            f"{QUESTIONS} WikiQA TEST questions (BM25 top-100 pools, not their own pools). Target: p50 < 150 ms.", "",
-            "| run | questions | mean pool | total p50 / p95 (ms) | retrieval p50 / p95 | rerank p50 / p95 |",
-            "|---|---|---|---|---|---|",
-        ]
-        for tag, run in sorted(e2e.items()):
-            lines.append(f"| {tag} | {run['questions']} | {run['mean_candidates']:.0f} | {fmt_ms(run['total_ms'])} | "
-                         f"{fmt_ms(run['retrieval_ms'])} | {fmt_ms(run['rerank_ms'])} |")
-        lines += ["", NOTES, ""]
-        for tag, run in sorted(e2e.items()):
-            lines += [f"Profile of `{tag}` (cProfile, a second pass over the {run['questions']} questions with new "
-                      "question texts; cProfile's overhead inflates the totals): project functions by cumulative "
-                      "time, then any functions by own time.", "",
-                      "| function | calls | cumulative s | own s |", "|---|---|---|---|"]
-            own, by_own = run["profile"][:-1], run["profile"][-1]["by_tottime"]
-            for row in own[:PROFILE_ROWS] + [{"function": "…", "calls": "", "cumtime_s": None, "tottime_s": None}] \
-                    + by_own[:PROFILE_ROWS]:
-                if row["cumtime_s"] is None:
-                    lines.append("| *by own time:* | | | |")
-                    continue
-                lines.append(f"| `{row['function']}` | {row['calls']} | {row['cumtime_s']:.2f} | {row['tottime_s']:.2f} |")
-            lines.append("")
-    if results.get("throughput"):
-        lines += ["### Model cost on CPU (from `benchmarks/rankers.py`)", "",
-                  "Scoring throughput with texts already parsed, and training time (mean ± std over seeds), "
-                  "read from `benchmarks/results/ranker_*.json` rather than measured again.", "",
-                  "| model | dataset | seeds | pairs/s | training s |", "|---|---|---|---|---|"]
-        for row in results["throughput"].values():
-            rate = f"{row['pairs_per_second'][0]:,.0f} ± {row['pairs_per_second'][1]:,.0f}" if row["pairs_per_second"] else "-"
-            train = f"{row['train_seconds'][0]:.1f} ± {row['train_seconds'][1]:.1f}" if row["train_seconds"] else "-"
-            lines.append(f"| {row['model']} | {row['dataset']} | {row['seeds']} | {rate} | {train} |")
+    parts = (("e2e", render_e2e), ("throughput", render_throughput), ("import", render_import),
+             ("explain", render_explain), ("app", render_app), ("label", render_label), ("walk", render_walk),
+             ("batch", render_batch))
+    for part, render_part in parts:
+        if results.get(part):
+            lines += render_part(results[part])
+    return lines + render_gpu(results.get("gpu"))
+
+
+def render_e2e(e2e: dict[str, Any]) -> list[str]:
+    """End to end: the runs' latencies, what the profiles showed, each run's profile."""
+    lines = [
+        f"### End-to-end rerank, warm, CPU ({CANDIDATES} candidates)", "",
+        f"Question text -> BM25 top-{CANDIDATES} over WikiQA's unique sentences -> spaCy parse through the parse "
+        "cache (sentences cached, the question parsed afresh) -> SM-CNN scores -> ranked table, through "
+        "`qa_core.services.candidate_pools` as the Ask page calls it, one question at a time. Questions: the first "
+        f"{QUESTIONS} WikiQA TEST questions (BM25 top-100 pools, not their own pools). Target: p50 < 150 ms.", "",
+        "| run | questions | mean pool | total p50 / p95 (ms) | retrieval p50 / p95 | rerank p50 / p95 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for tag, run in sorted(e2e.items()):
+        lines.append(f"| {tag} | {run['questions']} | {run['mean_candidates']:.0f} | {fmt_ms(run['total_ms'])} | "
+                     f"{fmt_ms(run['retrieval_ms'])} | {fmt_ms(run['rerank_ms'])} |")
+    lines += ["", NOTES, ""]
+    for tag, run in sorted(e2e.items()):
+        lines += [f"Profile of `{tag}` (cProfile, a second pass over the {run['questions']} questions with new "
+                  "question texts; cProfile's overhead inflates the totals): project functions by cumulative "
+                  "time, then any functions by own time.", "",
+                  "| function | calls | cumulative s | own s |", "|---|---|---|---|"]
+        own, by_own = run["profile"][:-1], run["profile"][-1]["by_tottime"]
+        for row in own[:PROFILE_ROWS] + [{"function": "…", "calls": "", "cumtime_s": None, "tottime_s": None}] \
+                + by_own[:PROFILE_ROWS]:
+            if row["cumtime_s"] is None:
+                lines.append("| *by own time:* | | | |")
+                continue
+            lines.append(f"| `{row['function']}` | {row['calls']} | {row['cumtime_s']:.2f} | {row['tottime_s']:.2f} |")
         lines.append("")
-    imp = results.get("import")
-    if imp:
-        lines += ["### WikiQA import", "",
-                  "`python -m qa_core data import ../shared/data/wikiqa` into a fresh store (1,242 questions, "
-                  "12,153 candidates), process start included, WikiQA's case restored on import; median of the "
-                  f"runs (all runs in parentheses).{_load_note(imp)}", "",
-                  "| store | seconds |", "|---|---|"]
-        for name, key in (("SQLite (WAL)", "sqlite_s"), ("PostgreSQL (local, fsync on)", "postgresql_s")):
-            runs = imp.get(key)
-            cell = "not measured (no server)" if not runs else \
-                f"{statistics.median(runs):.1f} ({', '.join(f'{r:.1f}' for r in runs)})"
-            lines.append(f"| {name} | {cell} |")
-        lines.append("")
-    if results.get("explain"):
-        lines += render_explain(results["explain"])
-    app = results.get("app")
-    if app:
-        lines += ["### Ask page in Chromium", "",
-                  f"The app started with `make run` (as the end-to-end tests do), headless Chromium, {app['runs']} "
-                  f"fresh tabs, model {app['model']} on the demo corpus (50 BM25 candidates). Median of the warm runs "
-                  "(2nd onwards); the first (cold: spaCy load, BM25 index, model load) apart. The ranked list "
-                  "comes with the first candidate's explanation (computed when opened; earlier runs explained the "
-                  "top 5 up front); opening another candidate computes its own (a fragment: only the Why section "
-                  "reruns). Streamlit fetches and compiles an element type's code in each new tab when it first "
-                  "draws one (for the table and plotly about 1 s of the renderer's time on this machine); the Ask "
-                  "page asks for both once it has been drawn and stood still for 0.3 s (`pages/assets/preload.js`), "
-                  "so a first Rank click finds them loaded, where it took 1.5 s (warm median) before. The last row "
-                  "clicks Rank again in the same tab. Targets (issue 16): < 500 ms each, warm."
-                  f"{_load_note(app)}", "",
-                  "| step | first run (ms) | warm median (ms) | warm runs (ms) |", "|---|---|---|---|"]
-        steps = (("navigation -> first widget", "first_widget_ms"), ("Rank click -> ranked list", "rank_to_list_ms"),
-                 ("open candidate #2 -> its heatmap and arcs", "open_explanation_ms"),
-                 ("Rank click again in the same tab -> ranked list", "rank_again_ms"))
-        for name, key in (step for step in steps if step[1] in app):
-            values = app[key]
-            warm = values[1:] or values
-            lines.append(f"| {name} | {values[0]:.0f} | {statistics.median(warm):.0f} | "
-                         f"{', '.join(f'{v:.0f}' for v in warm)} |")
-        lines.append("")
-    label = results.get("label")
-    if label:
-        verdict = "meets" if label["p95_ms"] <= LABEL_TARGET_MS else "misses"
-        lines += ["### Label page: key press to the next pair", "",
-                  f"Issue 21's target: from a grade key pressed on the Label page to the next pair shown, p95 <= "
-                  f"{LABEL_TARGET_MS} ms over {label['judgements']} keyboard-only judgements after {label['warmup']} "
-                  "warm-up ones (headless Chromium, the app started with `make run`, random order over the demo "
-                  f"corpus). Median {label['median_ms']:.0f} ms, p95 {label['p95_ms']:.0f} ms: {verdict} the target "
-                  f"on this machine.{_load_note(label)}", ""]
-    walk = results.get("walk")
-    if walk:
-        lines += ["### Server memory after a walk of every page", "",
-                  "WikiQA and TrecQA imported beside the demo, the app started with `make run`, one Chromium session "
-                  "walks every page on each dataset (Ask ranks a TEST question with BM25 from a link, Errors with "
-                  "the default model, Compare of three models on the whole TEST split: the demo's SM-CNN, promoted "
-                  "for every dataset, bm25 and overlap; Label and its agreement dashboard, Train); "
-                  "resident memory (VmRSS) of the server's process session after each page and after "
-                  f"{walk['hold_seconds']} s idle. Target (issues 22, 32): under 1 GB.{_load_note(walk)}", "",
-                  "| page | dataset | seconds to ready | resident MB |", "|---|---|---|---|"]
-        lines += [f"| {s['page']} | {s['dataset']} | {s['seconds']:.1f} | {s['resident_mb']:.0f} |" for s in walk["steps"]]
-        if "machine" in walk:  # the walk may run on another day or machine than the parts above
-            lines += ["", f"Walk machine: {machine_line(walk['machine'])}."]
-        lines += ["", f"Held after the walk: {walk['held_resident_mb']:.0f} MB; peak {walk['peak_resident_mb']:.0f} MB "
-                  f"({'under' if walk['peak_resident_mb'] < 1024 else 'over'} 1 GB).", ""]
-    if results.get("batch"):
-        lines += render_batch(results["batch"])
-    lines += ["### GPU, mixed precision", ""]
-    gpu = results.get("gpu")
+    return lines
+
+
+def render_throughput(throughput: dict[str, Any]) -> list[str]:
+    """Model cost as read from the rankers benchmark's files."""
+    lines = ["### Model cost on CPU (from `benchmarks/rankers.py`)", "",
+             "Scoring throughput with texts already parsed, and training time (mean ± std over seeds), "
+             "read from `benchmarks/results/ranker_*.json` rather than measured again.", "",
+             "| model | dataset | seeds | pairs/s | training s |", "|---|---|---|---|---|"]
+    for row in throughput.values():
+        rate = f"{row['pairs_per_second'][0]:,.0f} ± {row['pairs_per_second'][1]:,.0f}" if row["pairs_per_second"] else "-"
+        train = f"{row['train_seconds'][0]:.1f} ± {row['train_seconds'][1]:.1f}" if row["train_seconds"] else "-"
+        lines.append(f"| {row['model']} | {row['dataset']} | {row['seeds']} | {rate} | {train} |")
+    lines.append("")
+    return lines
+
+
+def render_gpu(gpu: dict[str, Any] | None) -> list[str]:
+    """Mixed precision on a GPU, or where it was not measured (and the CPU's run of the same path)."""
+    lines = ["### GPU, mixed precision", ""]
     if gpu and gpu["device"].startswith("cuda"):
         lines += ["| device | autocast | pairs | fp32 pairs/s | autocast pairs/s | max abs score diff |",
                   "|---|---|---|---|---|---|",

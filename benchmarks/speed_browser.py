@@ -19,10 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, percentile, wikiqa_path
+from common import ROOT, load_note, machine_line, percentile, wikiqa_path
 
 APP_RUNS = 5
 LABEL_JUDGEMENTS, LABEL_WARMUP = 50, 5  # issue 21: p95 <= 250 ms over 50 warm judgements
+LABEL_TARGET_MS = 250
 
 
 
@@ -235,3 +236,59 @@ def time_label_page(url: str, judgements: int, warmup: int) -> dict[str, Any]:
                 times.append((time.perf_counter() - started) * 1000)
     return {"judgements": judgements, "warmup": warmup, "key_to_next_pair_ms": times,
             "median_ms": statistics.median(times), "p95_ms": percentile(times, 95)}
+
+
+def render_app(app: dict[str, Any]) -> list[str]:
+    """The Ask page's steps: the first (cold) run, the warm median and the warm runs."""
+    lines = ["### Ask page in Chromium", "",
+             f"The app started with `make run` (as the end-to-end tests do), headless Chromium, {app['runs']} "
+             f"fresh tabs, model {app['model']} on the demo corpus (50 BM25 candidates). Median of the warm runs "
+             "(2nd onwards); the first (cold: spaCy load, BM25 index, model load) apart. The ranked list "
+             "comes with the first candidate's explanation (computed when opened; earlier runs explained the "
+             "top 5 up front); opening another candidate computes its own (a fragment: only the Why section "
+             "reruns). Streamlit fetches and compiles an element type's code in each new tab when it first "
+             "draws one (for the table and plotly about 1 s of the renderer's time on this machine); the Ask "
+             "page asks for both once it has been drawn and stood still for 0.3 s (`pages/assets/preload.js`), "
+             "so a first Rank click finds them loaded, where it took 1.5 s (warm median) before. The last row "
+             "clicks Rank again in the same tab. Targets (issue 16): < 500 ms each, warm."
+             f"{load_note(app)}", "",
+             "| step | first run (ms) | warm median (ms) | warm runs (ms) |", "|---|---|---|---|"]
+    steps = (("navigation -> first widget", "first_widget_ms"), ("Rank click -> ranked list", "rank_to_list_ms"),
+             ("open candidate #2 -> its heatmap and arcs", "open_explanation_ms"),
+             ("Rank click again in the same tab -> ranked list", "rank_again_ms"))
+    for name, key in (step for step in steps if step[1] in app):
+        values = app[key]
+        warm = values[1:] or values
+        lines.append(f"| {name} | {values[0]:.0f} | {statistics.median(warm):.0f} | "
+                     f"{', '.join(f'{v:.0f}' for v in warm)} |")
+    lines.append("")
+    return lines
+
+
+def render_label(label: dict[str, Any]) -> list[str]:
+    """Key press to next pair against issue 21's target."""
+    verdict = "meets" if label["p95_ms"] <= LABEL_TARGET_MS else "misses"
+    return ["### Label page: key press to the next pair", "",
+            f"Issue 21's target: from a grade key pressed on the Label page to the next pair shown, p95 <= "
+            f"{LABEL_TARGET_MS} ms over {label['judgements']} keyboard-only judgements after {label['warmup']} "
+            "warm-up ones (headless Chromium, the app started with `make run`, random order over the demo "
+            f"corpus). Median {label['median_ms']:.0f} ms, p95 {label['p95_ms']:.0f} ms: {verdict} the target "
+            f"on this machine.{load_note(label)}", ""]
+
+
+def render_walk(walk: dict[str, Any]) -> list[str]:
+    """Resident memory after each page of the walk and after the idle hold."""
+    lines = ["### Server memory after a walk of every page", "",
+             "WikiQA and TrecQA imported beside the demo, the app started with `make run`, one Chromium session "
+             "walks every page on each dataset (Ask ranks a TEST question with BM25 from a link, Errors with "
+             "the default model, Compare of three models on the whole TEST split: the demo's SM-CNN, promoted "
+             "for every dataset, bm25 and overlap; Label and its agreement dashboard, Train); "
+             "resident memory (VmRSS) of the server's process session after each page and after "
+             f"{walk['hold_seconds']} s idle. Target (issues 22, 32): under 1 GB.{load_note(walk)}", "",
+             "| page | dataset | seconds to ready | resident MB |", "|---|---|---|---|"]
+    lines += [f"| {s['page']} | {s['dataset']} | {s['seconds']:.1f} | {s['resident_mb']:.0f} |" for s in walk["steps"]]
+    if "machine" in walk:  # the walk may run on another day or machine than the parts above
+        lines += ["", f"Walk machine: {machine_line(walk['machine'])}."]
+    lines += ["", f"Held after the walk: {walk['held_resident_mb']:.0f} MB; peak {walk['peak_resident_mb']:.0f} MB "
+              f"({'under' if walk['peak_resident_mb'] < 1024 else 'over'} 1 GB).", ""]
+    return lines

@@ -7,6 +7,7 @@ import contextlib
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, wikiqa_path
+from common import ROOT, load_note, wikiqa_path
 
 
 @contextlib.contextmanager
@@ -75,3 +76,19 @@ def run_import(repeats: int = 3) -> dict[str, Any]:
             admin.dispose()
             result["postgresql_s"] = times
     return result
+
+
+def render_import(imp: dict[str, Any]) -> list[str]:
+    """The import's median seconds per store, every run in parentheses."""
+    lines = ["### WikiQA import", "",
+             "`python -m qa_core data import ../shared/data/wikiqa` into a fresh store (1,242 questions, "
+             "12,153 candidates), process start included, WikiQA's case restored on import; median of the "
+             f"runs (all runs in parentheses).{load_note(imp)}", "",
+             "| store | seconds |", "|---|---|"]
+    for name, key in (("SQLite (WAL)", "sqlite_s"), ("PostgreSQL (local, fsync on)", "postgresql_s")):
+        runs = imp.get(key)
+        cell = "not measured (no server)" if not runs else \
+            f"{statistics.median(runs):.1f} ({', '.join(f'{r:.1f}' for r in runs)})"
+        lines.append(f"| {name} | {cell} |")
+    lines.append("")
+    return lines
