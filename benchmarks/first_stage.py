@@ -95,12 +95,9 @@ def recall_row(label: str, scores: dict[str, dict[str, float]]) -> str:
     return f"| {label} | {cells} |"
 
 
-def render_section(results: dict) -> list[str]:
-    names = sorted(results["collection_sizes"])
-    header = " | ".join(f"{name} @{n}" for name in names for n in CUTOFFS)
-    sizes = ", ".join(f"{name} {size:,} sentences" for name, size in sorted(results["collection_sizes"].items()))
-    chosen = results["chosen"]
-    dev = results["dev_grid"]
+def dev_ablations(chosen: dict, dev: list[dict]) -> tuple[dict, list[tuple[str, dict]]]:
+    """The DEV rows the section compares, one change at a time from bm25s' defaults to the chosen
+    setting: the defaults' row and (label, row) for each step."""
 
     def best_dev(predicate) -> dict:
         return max((row for row in dev if predicate(row)),
@@ -118,6 +115,15 @@ def render_section(results: dict) -> list[str]:
         (f"chosen: {chosen['stop list']}, stemmer {chosen['stemmer'] or 'none'}, k1 {chosen['k1']}, b {chosen['b']}",
          best_dev(lambda row: True)),
     ]
+    return default, ablations
+
+
+def render_section(results: dict) -> list[str]:
+    names = sorted(results["collection_sizes"])
+    header = " | ".join(f"{name} @{n}" for name in names for n in CUTOFFS)
+    sizes = ", ".join(f"{name} {size:,} sentences" for name, size in sorted(results["collection_sizes"].items()))
+    dev = results["dev_grid"]
+    default, ablations = dev_ablations(results["chosen"], dev)
     lines = [
         "## First stage: recall of right answers for typed questions",
         "",
