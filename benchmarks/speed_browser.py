@@ -240,6 +240,9 @@ def time_label_page(url: str, judgements: int, warmup: int) -> dict[str, Any]:
 
 def render_app(app: dict[str, Any]) -> list[str]:
     """The Ask page's steps: the first (cold) run, the warm median and the warm runs."""
+    steps = (("navigation -> first widget", "first_widget_ms"), ("Rank click -> ranked list", "rank_to_list_ms"),
+             ("open candidate #2 -> its heatmap and arcs", "open_explanation_ms"),
+             ("Rank click again in the same tab -> ranked list", "rank_again_ms"))
     lines = ["### Ask page in Chromium", "",
              f"The app started with `make run` (as the end-to-end tests do), headless Chromium, {app['runs']} "
              f"fresh tabs, model {app['model']} on the demo corpus (50 BM25 candidates). Median of the warm runs "
@@ -253,9 +256,6 @@ def render_app(app: dict[str, Any]) -> list[str]:
              "clicks Rank again in the same tab. Targets (issue 16): < 500 ms each, warm."
              f"{load_note(app)}", "",
              "| step | first run (ms) | warm median (ms) | warm runs (ms) |", "|---|---|---|---|"]
-    steps = (("navigation -> first widget", "first_widget_ms"), ("Rank click -> ranked list", "rank_to_list_ms"),
-             ("open candidate #2 -> its heatmap and arcs", "open_explanation_ms"),
-             ("Rank click again in the same tab -> ranked list", "rank_again_ms"))
     for name, key in (step for step in steps if step[1] in app):
         values = app[key]
         warm = values[1:] or values

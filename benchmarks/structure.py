@@ -237,7 +237,7 @@ def _render_decays(d: dict[str, Any]) -> list[str]:
 
 def _render_pruning(p: dict[str, Any]) -> list[str]:
     """Attention pruning: nodes pruned and MAP per threshold h."""
-    lines = [
+    return [
         "### Attention pruning (Romeo et al. 2016, Algorithm 1) on TrecQA", "",
         f"Token weights: {p['weights']} (`explain` question/answer weights, scaled per text by their "
         "maximum). Leaves under h are dropped unless REL; internal nodes left childless are dropped unless "
@@ -249,15 +249,11 @@ def _render_pruning(p: dict[str, Any]) -> list[str]:
         "rules).", "",
         "| h | nodes pruned (TRAIN+DEV trees) | dev MAP | TEST raw MAP | TEST clean MAP | kernel s | SVM s |",
         "|---|---|---|---|---|---|---|",
+        *(f"| {point['threshold']} | {100 * point['nodes_pruned']:.0f}% | {point['dev_map']:.4f} | "
+          f"{point['raw']['map']:.4f} | {point['clean']['map']:.4f} | {point['kernel_seconds']:.0f} | "
+          f"{point['svm_seconds']:.0f} |" for point in p["points"]),
+        "",
     ]
-    for point in p["points"]:
-        lines.append(
-            f"| {point['threshold']} | {100 * point['nodes_pruned']:.0f}% | {point['dev_map']:.4f} | "
-            f"{point['raw']['map']:.4f} | {point['clean']['map']:.4f} | {point['kernel_seconds']:.0f} | "
-            f"{point['svm_seconds']:.0f} |"
-        )
-    lines.append("")
-    return lines
 
 
 def render(result: dict[str, Any]) -> list[str]:
