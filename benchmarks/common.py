@@ -52,6 +52,20 @@ def shared_datasets() -> dict[str, Dataset]:
     return {"trecqa": load_trecqa(root / "trecqa"), "wikiqa": load_wikiqa(root / "wikiqa")}
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (1..99) of ``values``, inclusive method; a single value is every percentile."""
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def wikiqa_path() -> Path:
+    """The shared WikiQA folder the timing benchmarks read; exits with a clear message when absent."""
+    root = config.shared_data_dir()
+    if root is None or not (root / "wikiqa").is_dir():
+        sys.exit("this benchmark needs ../shared/data/wikiqa (or RERANK_LAB_SHARED_DATA)")
+    return root / "wikiqa"
+
+
+
 def mean_std(values: list[float]) -> tuple[float, float]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
@@ -73,6 +87,12 @@ def machine_line(m: dict[str, Any]) -> str:
             f"torch {m['torch']}; run on {m['date']}")
 
 
+def load_note(part: dict[str, Any]) -> str:
+    """A sentence giving the 1-minute load average a timed part recorded when it started (none if not)."""
+    load = part.get("load_average")
+    return f" Load average when it started: {load:.1f}." if load is not None else ""
+
+
 def write_section(name: str, lines: list[str]) -> Path:
     """A markdown section of docs/benchmarks.md (``report.py`` joins the sections in ``SECTION_ORDER``)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -82,13 +102,18 @@ def write_section(name: str, lines: list[str]) -> Path:
 
 
 def measure_or_render(name: str, description: str, measure: Callable[[], dict[str, Any]],
-                      render_section: Callable[[dict[str, Any]], list[str]]) -> None:
+                      render_section: Callable[[dict[str, Any]], list[str]], *, machine_footer: bool = True) -> None:
     """The command line of a benchmark without settings: measure, save ``<name>.json`` and its
-    section, or with ``--render`` only rewrite the section from the saved results."""
+    section, or with ``--render`` only rewrite the section from the saved results. The section ends
+    with the machine the results were measured on (``results["machine"]``) unless ``machine_footer``
+    is off (a section that says more about its run there)."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--render", action="store_true", help="only rewrite the markdown from the saved results")
     args = parser.parse_args()
     results = json.loads((RESULTS / f"{name}.json").read_text()) if args.render else measure()
     if not args.render:
         print(write_result(name, results))
-    print(write_section(name, render_section(results)))
+    lines = render_section(results)
+    if machine_footer:
+        lines += ["", f"Machine: {machine_line(results['machine'])}."]
+    print(write_section(name, lines))

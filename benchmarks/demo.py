@@ -23,6 +23,7 @@ import json
 import os
 import statistics
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,41 @@ def randomisation_p(model: list[float], reference: list[float]) -> float:
     return float(result.pvalue)
 
 
+def smcnn_seed(
+    seed: int, dataset: Any, folder: str, pool: list[Any], typed_ranks: Callable[[Any], dict[str, int | None]]
+) -> dict[str, Any]:
+    """SM-CNN trained with ``seed``: where it ranks Fleming for the typed question and why, its TEST MAP
+    and per-question AP, and its ranks for the typed held-out questions."""
+    from qa_core.services.experiments import evaluate_ranker, train_ranker
+    from qa_core.services.ranking import rank_pool
+
+    test = dataset.split("test")
+    outcome = train_ranker("smcnn", dataset, seed=seed, progress=False, checkpoint=Path(folder) / f"s{seed}.pt")
+    ranking = rank_pool(outcome.ranker, TYPED, pool)
+    rank = rank_of(ranking, {ANSWER})
+    explanation = ranking.explain(rank)
+    largest = max(explanation.answer_weights)
+    saliency = [(token, weight / largest) for token, weight in zip(explanation.answer_tokens, explanation.answer_weights)
+                if token.strip()]
+    result = evaluate_ranker(outcome.ranker, test)
+    runner_up = next(s for s in ranking.scored if s.candidate.doc_id != ANSWER)
+    print(f"seed {seed}: Fleming at {rank}, TEST MAP {result.aggregate['map']:.4f}", flush=True)
+    return {
+        "seed": seed,
+        "fleming_rank": rank,
+        "fleming_score": explanation.score,
+        "runner_up": runner_up.candidate.text,
+        "runner_up_score": runner_up.score,
+        "saliency": saliency,
+        "train_seconds": outcome.report["seconds"],
+        "epochs": outcome.report.get("epochs_run"),
+        "dev_map": outcome.metrics["dev_map"],
+        "test_map": result.aggregate["map"],
+        "test_ap": result.per_query["map"].to_dict(),
+        "typed_ranks": typed_ranks(outcome.ranker),
+    }
+
+
 def measure(corpus: Path) -> dict[str, Any]:
     """Everything the section reports, for one version of the demo corpus."""
     load_average = os.getloadavg()[0]
@@ -79,7 +115,7 @@ def measure(corpus: Path) -> dict[str, Any]:
         from db.store import Store
         from qa_core.data.importers import load_pairs
         from qa_core.services import candidate_pools, model_loading
-        from qa_core.services.experiments import evaluate_ranker, train_ranker
+        from qa_core.services.experiments import evaluate_ranker
         from qa_core.services.ranking import rank_pool
 
         dataset = load_pairs(corpus, name="demo")
@@ -104,32 +140,7 @@ def measure(corpus: Path) -> dict[str, Any]:
                 "fleming_rank": rank_of(rank_pool(ranker, TYPED, pool), {ANSWER}),
                 "typed_ranks": typed_ranks(ranker),
             }
-        seeds = []
-        for seed in SEEDS:
-            outcome = train_ranker("smcnn", dataset, seed=seed, progress=False, checkpoint=Path(folder) / f"s{seed}.pt")
-            ranking = rank_pool(outcome.ranker, TYPED, pool)
-            rank = rank_of(ranking, {ANSWER})
-            explanation = ranking.explain(rank)
-            largest = max(explanation.answer_weights)
-            saliency = [(token, weight / largest) for token, weight in zip(explanation.answer_tokens, explanation.answer_weights)
-                        if token.strip()]
-            result = evaluate_ranker(outcome.ranker, test)
-            runner_up = next(s for s in ranking.scored if s.candidate.doc_id != ANSWER)
-            seeds.append({
-                "seed": seed,
-                "fleming_rank": rank,
-                "fleming_score": explanation.score,
-                "runner_up": runner_up.candidate.text,
-                "runner_up_score": runner_up.score,
-                "saliency": saliency,
-                "train_seconds": outcome.report["seconds"],
-                "epochs": outcome.report.get("epochs_run"),
-                "dev_map": outcome.metrics["dev_map"],
-                "test_map": result.aggregate["map"],
-                "test_ap": result.per_query["map"].to_dict(),
-                "typed_ranks": typed_ranks(outcome.ranker),
-            })
-            print(f"seed {seed}: Fleming at {rank}, TEST MAP {result.aggregate['map']:.4f}", flush=True)
+        seeds = [smcnn_seed(seed, dataset, folder, pool, typed_ranks) for seed in SEEDS]
         store.close()
     qids = sorted(seeds[0]["test_ap"])
     smcnn_ap = [statistics.fmean(s["test_ap"][q] for s in seeds) for q in qids]

@@ -130,6 +130,53 @@ RULE = (
 )
 
 
+def _dev_table(dev: dict[str, Any]) -> list[str]:
+    """Every explainer's DEV score per model, the default marked (none before the explainers existed)."""
+    chosen = dev.get("defaults", {})
+    if not chosen:
+        return []
+    lines = ["### DEV: every explainer (DEV score: mean margin, % of the score range)", "",
+             "| model | explainer | DEV score | beats random on | questions (per dataset) | default |",
+             "|---|---|---|---|---|---|"]
+    for name in sorted(chosen):
+        by_dataset = {d: m["models"][name]["explainers"] for d, m in dev["datasets"].items() if name in m["models"]}
+        for explainer in explainers.EXPLAINERS:
+            entries = {d: e[explainer] for d, e in by_dataset.items() if explainer in e}
+            if not entries:
+                continue
+            beats = ", ".join(d for d, e in entries.items() if e["beats_random"]) or "none"
+            sizes = ", ".join(f"{d} {e['questions']}" for d, e in entries.items())
+            mark = "**default**" if chosen[name] == explainer else ""
+            lines.append(f"| {name} | {explainer} | {100 * dev_score(list(entries.values())):.1f}% | {beats} | "
+                         f"{sizes} | {mark} |")
+    lines.append("")
+    return lines
+
+
+def _test_table(dataset: str, models: dict[str, Any]) -> list[str]:
+    """A dataset's TEST deletions per model and k against random words, and which beat them."""
+    lines = [
+        f"### {dataset} TEST",
+        "",
+        "| model | explainer | epochs | k | comprehensiveness | random | p | sufficiency | random | p | questions | pairs "
+        "| seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in sorted(models):
+        entry = models[name]
+        for s in entry["summaries"]:
+            lines.append(
+                f"| {name} | {entry.get('explainer', explainers.MODEL)} | {entry.get('max_epochs') or 'own'} | "
+                f"{s['fraction']:.0%} | "
+                f"{_pct(s['comprehensiveness'], s)} | "
+                f"{_pct(s['random_comprehensiveness'], s)} | {_p(s['comprehensiveness_p'])} | "
+                f"{_pct(s['sufficiency'], s)} | {_pct(s['random_sufficiency'], s)} | {_p(s['sufficiency_p'])} | "
+                f"{entry.get('questions', '-')} | {entry['pairs']:,} | {entry['seconds']:.0f} |"
+            )
+    verdicts = ", ".join(f"{name}: {'yes' if models[name]['beats_random'] else 'no'}" for name in sorted(models))
+    return lines + ["", f"Beats random words at p < 0.01 (every k, both measures): {verdicts}.", ""]
+
+
 def render_section(result: dict[str, Any], dev: dict[str, Any]) -> list[str]:
     lines = [
         "## Faithfulness of the explanations",
@@ -153,47 +200,10 @@ def render_section(result: dict[str, Any], dev: dict[str, Any]) -> list[str]:
         RULE,
         "",
     ]
-    chosen = dev.get("defaults", {})
-    if chosen:
-        lines += ["### DEV: every explainer (DEV score: mean margin, % of the score range)", "",
-                  "| model | explainer | DEV score | beats random on | questions (per dataset) | default |",
-                  "|---|---|---|---|---|---|"]
-        for name in sorted(chosen):
-            by_dataset = {d: m["models"][name]["explainers"] for d, m in dev["datasets"].items() if name in m["models"]}
-            for explainer in explainers.EXPLAINERS:
-                entries = {d: e[explainer] for d, e in by_dataset.items() if explainer in e}
-                if not entries:
-                    continue
-                beats = ", ".join(d for d, e in entries.items() if e["beats_random"]) or "none"
-                sizes = ", ".join(f"{d} {e['questions']}" for d, e in entries.items())
-                mark = "**default**" if chosen[name] == explainer else ""
-                lines.append(f"| {name} | {explainer} | {100 * dev_score(list(entries.values())):.1f}% | {beats} | "
-                             f"{sizes} | {mark} |")
-        lines.append("")
+    lines += _dev_table(dev)
     for dataset in ("wikiqa", "trecqa"):
-        models = result["datasets"].get(dataset, {}).get("models", {})
-        if not models:
-            continue
-        lines += [
-            f"### {dataset} TEST",
-            "",
-            "| model | explainer | epochs | k | comprehensiveness | random | p | sufficiency | random | p | questions | pairs "
-            "| seconds |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for name in sorted(models):
-            entry = models[name]
-            for s in entry["summaries"]:
-                lines.append(
-                    f"| {name} | {entry.get('explainer', explainers.MODEL)} | {entry.get('max_epochs') or 'own'} | "
-                    f"{s['fraction']:.0%} | "
-                    f"{_pct(s['comprehensiveness'], s)} | "
-                    f"{_pct(s['random_comprehensiveness'], s)} | {_p(s['comprehensiveness_p'])} | "
-                    f"{_pct(s['sufficiency'], s)} | {_pct(s['random_sufficiency'], s)} | {_p(s['sufficiency_p'])} | "
-                    f"{entry.get('questions', '-')} | {entry['pairs']:,} | {entry['seconds']:.0f} |"
-                )
-        verdicts = ", ".join(f"{name}: {'yes' if models[name]['beats_random'] else 'no'}" for name in sorted(models))
-        lines += ["", f"Beats random words at p < 0.01 (every k, both measures): {verdicts}.", ""]
+        if models := result["datasets"].get(dataset, {}).get("models", {}):
+            lines += _test_table(dataset, models)
     return lines
 
 

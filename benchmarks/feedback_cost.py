@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import machine, machine_line, measure_or_render, shared_datasets
+from common import machine, measure_or_render, shared_datasets
 from scale import write_collection
 
 from qa_core.retrieval import FIRST_STAGE, FIRST_STAGE_FEEDBACK, BM25Index
@@ -75,15 +75,8 @@ def render_section(results: dict) -> list[str]:
         "remaining cost (the second search over the expanded query's longer posting lists, and finding the "
         "feedback documents' terms in the index) grows with the collection: about 0.1 s at 1,000,000 "
         "candidates by these two sizes, within the 300 ms target.",
-        "",
-        f"Machine: {machine_line(results['machine'])}.",
-        "",
     ]
 
 
-def main() -> None:
-    measure_or_render("feedback_cost", __doc__, measure, render_section)
-
-
 if __name__ == "__main__":
-    main()
+    measure_or_render("feedback_cost", __doc__, measure, render_section)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from common import machine, machine_line, measure_or_render, shared_datasets
+from common import machine, measure_or_render, shared_datasets
 from first_stage import CUTOFFS, SELECT_AT, mean_recall, recall_row, recalls
 
 from qa_core.retrieval import FIRST_STAGE, BM25Index, Feedback
@@ -99,15 +99,8 @@ def render_section(results: dict) -> list[str]:
         f"Questions found in the top 50 on DEV against no feedback: {gains}; {verdict}. The row without feedback "
         "is the section above's chosen setting measured again with today's code: WikiQA TEST recall@100 0.872 here "
         "against 0.877 saved there (one question; recall@10 and @50 agree); its cause is not tracked down.",
-        "",
-        f"Machine: {machine_line(results['machine'])}.",
-        "",
     ]
 
 
-def main() -> None:
-    measure_or_render("first_stage_feedback", __doc__, measure, render_section)
-
-
 if __name__ == "__main__":
-    main()
+    measure_or_render("first_stage_feedback", __doc__, measure, render_section)

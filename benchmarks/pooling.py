@@ -255,4 +255,4 @@ def verdict_line(result: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    measure_or_render(RESULT, __doc__ or "", measure, render)
+    measure_or_render(RESULT, __doc__ or "", measure, render, machine_footer=False)

@@ -208,41 +208,48 @@ def render_section() -> list[str]:
         if "truecasing" in tests:
             lines += [truecasing_line(tests["truecasing"]), ""]
     for dataset in ("trecqa", "wikiqa"):
-        rows = tests.get("rows", {}).get(dataset, {})
-        lines += [f"### {dataset} TEST", "",
-                  "| model | setting | MAP | MRR | P@1 | nDCG@10 | questions | seeds | train s/seed | pairs/s "
-                  "| vs | p (MAP) | MDD (MAP) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        machines = set()
-        for model in models:
-            entry = results[model]["datasets"].get(dataset)
-            if entry is None:
-                continue
-            machines.add(machine_line(results[model]["machine"]))
-            runs = entry["runs"]
-            seconds = [r["train_seconds"] for r in runs if "train_seconds" in r]
-            train = f"{mean_std(seconds)[0]:.1f}" if seconds else "-"
-            rates = [r["pairs_per_second"] for r in runs if "pairs_per_second" in r]
-            speed = f"{mean_std(rates)[0]:,.0f}" if rates else "-"
-            loads = [r["load_average"] for r in runs if "load_average" in r]
-            if loads:  # recorded since 2026-11-26: the machine is shared
-                speed += f" (load {max(loads):.0f} on {results[model]['machine']['cores']} cores)"
-            for mode in ("raw", "clean"):
-                summary = entry["summary"][mode]
-                cells = " | ".join(_cell(summary[m], len(runs)) for m in METRICS)
-                lines.append(f"| **{model}** | {mode} | {cells} | {runs[0][mode]['questions']} | "
-                             f"{len(entry['seeds']) or '-'} | {train} | {speed} | "
-                             f"{significance_cells(rows.get(mode, {}).get(model))} |")
-        for label, setting, map_, mrr in PUBLISHED[dataset]:
-            lines.append(f"| {label}, published | {setting} | {map_:.4f} | {mrr:.4f} | | | | | | | | | |")
-        lines += ["", *(f"Machine: {m}." for m in sorted(machines)), ""]
-        lines += tie_lines(results, models, dataset)
-        if dataset in results.get("ensemble", {}).get("datasets", {}):
-            lines += [ensemble_lines(results["ensemble"]["datasets"][dataset]), ""]
-            if rows:
-                lines += [ensemble_significance_line(rows), ""]
+        lines += _dataset_table(dataset, results, models, tests)
     if all(m in results for m in ("cnn_wo", "cnn_wo_so")):
         lines += [semantic_overlap_gain_line(results, tests.get("rows", {})), ""]
+    return lines
+
+
+
+def _dataset_table(dataset: str, results: dict[str, Any], models: list[str], tests: dict[str, Any]) -> list[str]:
+    """A dataset's TEST table (each model raw and clean, the published rows), its machines, ties and ensemble."""
+    rows = tests.get("rows", {}).get(dataset, {})
+    lines = [f"### {dataset} TEST", "",
+             "| model | setting | MAP | MRR | P@1 | nDCG@10 | questions | seeds | train s/seed | pairs/s "
+             "| vs | p (MAP) | MDD (MAP) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    machines = set()
+    for model in models:
+        entry = results[model]["datasets"].get(dataset)
+        if entry is None:
+            continue
+        machines.add(machine_line(results[model]["machine"]))
+        runs = entry["runs"]
+        seconds = [r["train_seconds"] for r in runs if "train_seconds" in r]
+        train = f"{mean_std(seconds)[0]:.1f}" if seconds else "-"
+        rates = [r["pairs_per_second"] for r in runs if "pairs_per_second" in r]
+        speed = f"{mean_std(rates)[0]:,.0f}" if rates else "-"
+        loads = [r["load_average"] for r in runs if "load_average" in r]
+        if loads:  # recorded since 2026-11-26: the machine is shared
+            speed += f" (load {max(loads):.0f} on {results[model]['machine']['cores']} cores)"
+        for mode in ("raw", "clean"):
+            summary = entry["summary"][mode]
+            cells = " | ".join(_cell(summary[m], len(runs)) for m in METRICS)
+            lines.append(f"| **{model}** | {mode} | {cells} | {runs[0][mode]['questions']} | "
+                         f"{len(entry['seeds']) or '-'} | {train} | {speed} | "
+                         f"{significance_cells(rows.get(mode, {}).get(model))} |")
+    for label, setting, map_, mrr in PUBLISHED[dataset]:
+        lines.append(f"| {label}, published | {setting} | {map_:.4f} | {mrr:.4f} | | | | | | | | | |")
+    lines += ["", *(f"Machine: {m}." for m in sorted(machines)), ""]
+    lines += tie_lines(results, models, dataset)
+    if dataset in results.get("ensemble", {}).get("datasets", {}):
+        lines += [ensemble_lines(results["ensemble"]["datasets"][dataset]), ""]
+        if rows:
+            lines += [ensemble_significance_line(rows), ""]
     return lines
 
 

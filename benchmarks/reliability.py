@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from common import RESULTS, ROOT, machine, machine_line, write_result, write_section
-from speed import postgres_server
+from speed_import import postgres_server
 
 from db.store import Store  # importable: common puts the repository on sys.path
 from qa_core import config

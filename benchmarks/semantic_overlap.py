@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from collections import defaultdict
 
-from common import machine, machine_line, measure_or_render, shared_datasets
+from common import machine, measure_or_render, shared_datasets
 
 from qa_core.classifiers.analysis import QuestionAnalyzer
 from qa_core.rankers.cnn_overlap import answer_semantic_ids
@@ -114,16 +114,9 @@ def render_section(results: dict) -> list[str]:
         "their entity type') also reads as giving every answer entity a class id, the question's class where it "
         "fits and the entity type's own class otherwise. Tried on DEV with a rule fixed beforehand (adopt at +0.5 "
         f"points), CNN_WO+SO WikiQA DEV MAP over seeds 1-3: {readings}. Rejected; the shared notes' reading stays.",
-        "",
-        f"Machine: {machine_line(results['machine'])}.",
-        "",
     ]
     return lines
 
 
-def main() -> None:
-    measure_or_render("semantic_overlap", __doc__, measure, render_section)
-
-
 if __name__ == "__main__":
-    main()
+    measure_or_render("semantic_overlap", __doc__, measure, render_section)

@@ -1,6 +1,7 @@
 """Speed: end-to-end rerank latency, model throughput and training time, WikiQA import time, page
 render time in Chromium, the Label page's key press to next pair (``--parts label``), batch scoring on the local and Ray engines (``--parts batch``,
-``benchmarks/batch_engines.py``), and (on a GPU) mixed-precision throughput. Results go to
+``benchmarks/batch_engines.py``), and (on a GPU) mixed-precision throughput. The import part is
+``benchmarks/speed_import.py``, the parts timed in Chromium ``benchmarks/speed_browser.py``. Results go to
 ``benchmarks/results/speed.json`` (each part merged in, so parts can be re-run alone) and the
 section "speed" of docs/benchmarks.md.
 
@@ -19,22 +20,29 @@ import io
 import json
 import os
 import pstats
-import re
-import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from batch_engines import render_batch, run_batch
-from common import RESULTS, ROOT, machine, machine_line, mean_std, read_results, write_result, write_section
+from common import (
+    RESULTS,
+    ROOT,
+    load_note,
+    machine,
+    machine_line,
+    mean_std,
+    percentile,
+    read_results,
+    wikiqa_path,
+    write_result,
+    write_section,
+)
+from speed_browser import render_app, render_label, render_walk, run_app, run_label, run_walk
+from speed_import import render_import, run_import
 
 PARTS = ("e2e", "throughput", "import", "app", "label", "walk", "batch", "gpu", "explain")
 EXPLAIN_OPENED = 5  # candidates opened per model and explainer, each in a fresh request (no cache)
@@ -42,24 +50,8 @@ EXPLAIN_TARGET_MS = 500
 CANDIDATES = 100
 QUESTIONS = 100  # WikiQA test questions timed end to end (the first ones, in file order)
 WARMUP = 5  # WikiQA dev questions run first: spaCy, BM25 index, allocator
-APP_RUNS = 5
-LABEL_JUDGEMENTS, LABEL_WARMUP = 50, 5  # issue 21: p95 <= 250 ms over 50 warm judgements
-LABEL_TARGET_MS = 250
 AMP_TOLERANCE = 1e-3
 PROFILE_ROWS = 8
-
-
-def percentile(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
-
-
-def wikiqa_path() -> Path:
-    from qa_core import config
-
-    root = config.shared_data_dir()
-    if root is None or not (root / "wikiqa").is_dir():
-        sys.exit("the speed benchmark needs ../shared/data/wikiqa (or RERANK_LAB_SHARED_DATA)")
-    return root / "wikiqa"
 
 
 # ---------------------------------------------------------------------------- end to end (CPU)
@@ -173,7 +165,7 @@ def render_explain(part: dict[str, Any]) -> list[str]:
              f"{part['opened']} candidates of a demo TEST question's pool ({part['candidates']} candidates) each in a "
              "fresh request, after one warm-up opening; the models listed (`--models`; default every registered one), trainable ones trained one epoch "
              "on the demo. Bold: the model's default explainer (chosen on DEV, `qa_core/explain/defaults.py`). "
-             f"Target (issue 38): the default < {EXPLAIN_TARGET_MS} ms (p50).{_load_note(part)}", "",
+             f"Target (issue 38): the default < {EXPLAIN_TARGET_MS} ms (p50).{load_note(part)}", "",
              "| model | explainer | p50 ms | p95 ms | default under target |", "|---|---|---|---|---|"]
     for model, by_explainer in sorted(part["models"].items()):
         for explainer, row in by_explainer.items():
@@ -219,281 +211,6 @@ def run_throughput() -> dict[str, Any]:
                 "machine": result.get("machine", {}),
             }
     return rows
-
-
-# ---------------------------------------------------------------------------- import time
-
-
-@contextlib.contextmanager
-def postgres_server() -> Iterator[str | None]:
-    """A throwaway PostgreSQL cluster as tests/conftest.py starts one; None when the binaries are missing."""
-    bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    if not bins:
-        yield None
-        return
-    bin_dir = bins[-1].parent
-    root = Path(tempfile.mkdtemp(prefix="speed_pg_"))
-    as_user = []
-    if os.geteuid() == 0:
-        as_user = ["runuser", "-u", "postgres", "--"]
-        shutil.chown(root, user="postgres")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    data = root / "data"
-    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1"
-    try:
-        subprocess.run([*as_user, bin_dir / "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"],
-                       check=True, capture_output=True)
-        subprocess.run([*as_user, bin_dir / "pg_ctl", "-D", data, "-l", root / "log", "-o", options, "-w", "start"],
-                       check=True, capture_output=True)
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}"
-    finally:
-        subprocess.run([*as_user, bin_dir / "pg_ctl", "-D", data, "-m", "immediate", "stop"], capture_output=True)
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def time_cli_import(url: str, env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "qa_core", "--db", url, "data", "import", str(wikiqa_path()), "--name", "wikiqa"],
-                   cwd=ROOT, env=env, check=True, capture_output=True)
-    return time.perf_counter() - started
-
-
-def run_import(repeats: int = 3) -> dict[str, Any]:
-    """``python -m qa_core data import`` of the WikiQA folder into a fresh store, process start included."""
-    from sqlalchemy import create_engine, text
-
-    env = {**os.environ}
-    folder = Path(env["RERANK_LAB_DATA"])
-    result: dict[str, Any] = {"sqlite_s": [time_cli_import(f"sqlite:///{folder / f'import{i}.sqlite'}", env)
-                                           for i in range(repeats)]}
-    with postgres_server() as server:
-        if server is None:
-            result["postgresql_s"] = None
-        else:
-            admin = create_engine(f"{server}/postgres", isolation_level="AUTOCOMMIT")
-            times = []
-            for i in range(repeats):
-                with admin.connect() as connection:
-                    connection.execute(text(f"CREATE DATABASE import{i}"))  # generated name, no user input
-                times.append(time_cli_import(f"{server}/import{i}", env))
-            admin.dispose()
-            result["postgresql_s"] = times
-    return result
-
-
-# ---------------------------------------------------------------------------- page render in Chromium
-
-
-@contextlib.contextmanager
-def app_server(folder: Path) -> Iterator[tuple[str, subprocess.Popen]]:
-    """The app as tests/conftest.py's running_app starts it (``make run PORT=...``, own data folder
-    and store in ``folder``): its URL and process (a session leader), stopped afterwards."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    folder.mkdir(parents=True, exist_ok=True)
-    env = {**app_environment(folder), "STREAMLIT_SERVER_HEADLESS": "true", "STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none",
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    log = (folder / "make-run.log").open("w")
-    server = subprocess.Popen(["make", "run", f"PORT={port}"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                              start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 900
-        while True:
-            with contextlib.suppress(OSError):
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).status == 200:
-                    break
-            if server.poll() is not None or time.monotonic() > deadline:
-                sys.exit(f"the app did not start; see {folder / 'make-run.log'}")
-            time.sleep(0.5)
-        yield url, server
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
-        log.close()
-
-
-def app_environment(folder: Path) -> dict[str, str]:
-    return {**os.environ, "RERANK_LAB_DATA": str(folder / "data"), "RERANK_LAB_DB": f"sqlite:///{folder / 'store.sqlite'}"}
-
-
-@contextlib.contextmanager
-def chromium() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                             args=["--no-sandbox", "--disable-gpu"])
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-def run_app(runs: int = APP_RUNS) -> dict[str, Any]:
-    """Timed in headless Chromium against ``app_server``: navigation to the Ask page's first widget,
-    and Rank click to the ranked list, each tab a fresh session; then a candidate opened, and Rank
-    clicked again in the same tab (its browser has loaded the code of the table and the plotly
-    charts, which Streamlit fetches and compiles in each new tab when first drawn). The first run is
-    cold (spaCy load, BM25 index)."""
-    from playwright.sync_api import expect
-
-    first_widget, ranked, opened, ranked_again = [], [], [], []
-    with app_server(Path(os.environ["RERANK_LAB_DATA"]).parent / "app") as (url, _), chromium() as browser:
-        for _ in range(runs):
-            page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
-            started = time.perf_counter()
-            page.goto(f"{url}/Ask")
-            question = page.get_by_role("textbox", name="Your question")
-            expect(question).to_be_visible(timeout=300_000)
-            first_widget.append((time.perf_counter() - started) * 1000)
-            page.get_by_test_id("stSelectbox").nth(1).click()
-            page.get_by_role("option", name="smcnn", exact=True).click()
-            question.fill("who discovered penicillin")
-            question.press("Enter")
-            button = page.get_by_role("button", name="Rank")
-            expect(button).to_be_enabled(timeout=300_000)
-            page.wait_for_timeout(500)  # let the Enter rerun settle before the click
-            started = time.perf_counter()
-            button.click()
-            expect(page.get_by_test_id("stDataFrame").first).to_be_visible(timeout=300_000)
-            ranked.append((time.perf_counter() - started) * 1000)
-            expect(page.get_by_text(re.compile(r"^#1 · score"))).to_be_visible(timeout=300_000)
-            page.wait_for_timeout(500)
-            page.get_by_test_id("stSelectbox").filter(has_text="Explain candidate").click()
-            started = time.perf_counter()
-            page.get_by_role("option").filter(has_text=re.compile(r"^#2 · ")).click()
-            expect(page.get_by_text(re.compile(r"^#2 · score"))).to_be_visible(timeout=300_000)
-            expect(page.locator(".rl-arcs", has_text="REL links").first).to_be_visible(timeout=300_000)
-            opened.append((time.perf_counter() - started) * 1000)
-            page.wait_for_timeout(500)
-            started = time.perf_counter()  # the same question again: the tab has loaded the table's and plotly's code
-            page.get_by_role("button", name="Rank", exact=True).click()
-            expect(page.locator(".st-key-r2-table").get_by_test_id("stDataFrame")).to_be_visible(timeout=300_000)
-            ranked_again.append((time.perf_counter() - started) * 1000)
-            page.context.close()
-    return {"model": "smcnn", "runs": runs, "first_widget_ms": first_widget, "rank_to_list_ms": ranked,
-            "open_explanation_ms": opened, "rank_again_ms": ranked_again}
-
-
-# ---------------------------------------------------------------------------- server memory (walk)
-
-
-def resident_mb(leader: int) -> float:
-    """Resident memory (VmRSS) of every process in ``leader``'s session (make, the Streamlit server
-    and anything it started), in MB."""
-    total_kb = 0
-    for status in Path("/proc").glob("[0-9]*/status"):
-        with contextlib.suppress(OSError, ValueError):
-            if os.getsid(int(status.parent.name)) != leader:
-                continue
-            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
-            total_kb += int(fields.get("VmRSS", "0 kB").split()[0])
-    return total_kb / 1024
-
-
-def run_walk(hold_seconds: int = 30) -> dict[str, Any]:
-    """WikiQA and TrecQA imported beside the demo, the app started, then one Chromium session walks
-    every page on each dataset as a user would (Ask ranks a TEST question from a link, Errors, a
-    whole-split Compare of three models: the demo's SM-CNN, promoted for every dataset, bm25 and
-    overlap; Label and its agreement dashboard, Train), and the server's resident memory is read after
-    each page and once more after ``hold_seconds`` idle. Target (issues 22, 32): under 1 GB."""
-    from playwright.sync_api import expect
-
-    from db.store import Store
-
-    folder = Path(os.environ["RERANK_LAB_DATA"]).parent / "walk"
-    shared = wikiqa_path().parent
-    env = app_environment(folder)
-    (folder / "data").mkdir(parents=True, exist_ok=True)
-    for name in ("wikiqa", "trecqa"):
-        subprocess.run([sys.executable, "-m", "qa_core", "data", "import", str(shared / name), "--name", name],
-                       cwd=ROOT, env=env, check=True, capture_output=True)
-    steps: list[dict[str, Any]] = []
-    with app_server(folder) as (url, server), chromium() as browser:
-        store = Store(env["RERANK_LAB_DB"])
-        first_test = {name: store.datasets.load_dataset(name).split("test")[0].qid for name in store.datasets.dataset_names()}
-        for name in ("wikiqa", "trecqa"):  # a trained model beside the baselines on each, for Compare's three
-            store.models.promote("smcnn", store.models.promoted_model("smcnn", "demo")["version"], name)
-        store.close()
-        page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
-
-        def visit(name: str, dataset: str, ready) -> None:
-            started = time.perf_counter()
-            expect(ready).to_be_visible(timeout=600_000)
-            steps.append({"page": name, "dataset": dataset, "seconds": time.perf_counter() - started,
-                          "resident_mb": resident_mb(server.pid)})
-            print(f"walk: {name} on {dataset}: {steps[-1]['resident_mb']:.0f} MB", file=sys.stderr)
-
-        for dataset in ("wikiqa", "trecqa", "demo"):
-            page.goto(f"{url}/Ask?dataset={dataset}&qid={first_test[dataset]}&model=bm25")
-            visit("Ask", dataset, page.get_by_text("Ranked candidates"))
-            page.get_by_role("link", name="Errors").click()
-            visit("Errors", dataset, page.get_by_text("Worst questions"))
-            page.get_by_role("link", name="Compare").click()
-            page.get_by_text("Whole split").click()
-            models = page.get_by_test_id("stMultiSelect")  # the defaults (smcnn, bm25) and a third: overlap
-            expect(models).to_be_visible(timeout=600_000)
-            models.click()
-            page.get_by_role("option", name="overlap", exact=True).click()
-            page.keyboard.press("Escape")
-            page.get_by_role("button", name="Compare on the split").click()
-            visit("Compare (3 models)", dataset, page.get_by_text("Means with 95% bootstrap intervals"))
-            page.get_by_role("link", name="Label").click()
-            visit("Label", dataset, page.get_by_text("Annotator").first)
-            page.get_by_text("Agreement", exact=True).click()
-            visit("Label dashboard", dataset, page.get_by_text("Share of pairs judged by two annotators"))
-            page.get_by_role("link", name="Train").click()
-            visit("Train", dataset, page.get_by_role("heading", name=re.compile("^Versions of")))
-        time.sleep(hold_seconds)
-        held = resident_mb(server.pid)
-    return {"steps": steps, "hold_seconds": hold_seconds, "held_resident_mb": held,
-            "peak_resident_mb": max([held, *(step["resident_mb"] for step in steps)])}
-
-
-# The "qid · doc_id" caption of the pair on screen.
-PAIR_CAPTION_JS = r"""[...document.querySelectorAll('[data-testid=stCaptionContainer]')]
-    .map(e => e.innerText).find(t => /^demo-\d+ · demo-\d+-\d+$/.test(t))"""
-
-
-def run_label(judgements: int = LABEL_JUDGEMENTS, warmup: int = LABEL_WARMUP) -> dict[str, Any]:
-    """Issue 21's target: from a grade key pressed on the Label page to the next pair shown, over
-    ``judgements`` keyboard-only judgements after ``warmup`` ones, in headless Chromium (random
-    order, demo corpus)."""
-    with app_server(Path(os.environ["RERANK_LAB_DATA"]).parent / "app") as (url, _):
-        return time_label_page(url, judgements, warmup)
-
-
-def time_label_page(url: str, judgements: int, warmup: int) -> dict[str, Any]:
-    """``run_label`` on an app already running at ``url``; the clock stops when the caption names
-    another pair (polled every 5 ms)."""
-    from playwright.sync_api import expect
-
-    with chromium() as browser:
-        page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
-        page.goto(f"{url}/Label")
-        expect(page.get_by_role("textbox", name="Your name")).to_be_visible(timeout=300_000)
-        page.wait_for_function("window.rerankLabKeysInstalled === true", timeout=300_000)
-        page.keyboard.press("n")
-        page.keyboard.type(f"speed-{os.getpid()}-{time.time_ns()}")
-        page.keyboard.press("Enter")
-        page.wait_for_function(PAIR_CAPTION_JS, timeout=300_000)
-        idle = page.get_by_test_id("stApp")
-        times = []
-        for i in range(warmup + judgements):
-            expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=300_000)
-            shown = page.evaluate(PAIR_CAPTION_JS)
-            started = time.perf_counter()
-            page.keyboard.press(str(i % 5))
-            page.wait_for_function(f"(() => {{ const t = {PAIR_CAPTION_JS}; return t && t !== {json.dumps(shown)}; }})()",
-                                   timeout=300_000, polling=5)
-            if i >= warmup:
-                times.append((time.perf_counter() - started) * 1000)
-    return {"judgements": judgements, "warmup": warmup, "key_to_next_pair_ms": times,
-            "median_ms": statistics.median(times), "p95_ms": percentile(times, 95)}
 
 
 # ---------------------------------------------------------------------------- GPU (mixed precision)
@@ -566,123 +283,72 @@ def fmt_ms(value: dict[str, float]) -> str:
     return f"{value['p50']:.0f} / {value['p95']:.0f}"
 
 
-def _load_note(part: dict[str, Any]) -> str:
-    load = part.get("load_average")
-    return f" Load average when it started: {load:.1f}." if load is not None else ""
-
-
 def render(results: dict[str, Any]) -> list[str]:
+    """The section: the machine, then each part measured, in ``PARTS`` order but for explain (after
+    import) and GPU (always: it says where it was not measured)."""
     lines = ["## Speed", ""]
     if "machine" in results:
         lines += [f"Machine: {machine_line(results['machine'])}. Timings depend on what else runs on these 2 "
                   "cores: the end-to-end and throughput parts ran while other engineers' tests and benchmarks did "
                   "(niced, `nice -n 10`); parts that recorded it give the 1-minute load average when they started.",
                   ""]
-    e2e = results.get("e2e", {})
-    if e2e:
-        lines += [
-            f"### End-to-end rerank, warm, CPU ({CANDIDATES} candidates)", "",
-            f"Question text -> BM25 top-{CANDIDATES} over WikiQA's unique sentences -> spaCy parse through the parse "
-            "cache (sentences cached, the question parsed afresh) -> SM-CNN scores -> ranked table, through "
-            "`qa_core.services.candidate_pools` as the Ask page calls it, one question at a time. Questions: the first "
-            f"{QUESTIONS} WikiQA TEST questions (BM25 top-100 pools, not their own pools). Target: p50 < 150 ms.", "",
-            "| run | questions | mean pool | total p50 / p95 (ms) | retrieval p50 / p95 | rerank p50 / p95 |",
-            "|---|---|---|---|---|---|",
-        ]
-        for tag, run in sorted(e2e.items()):
-            lines.append(f"| {tag} | {run['questions']} | {run['mean_candidates']:.0f} | {fmt_ms(run['total_ms'])} | "
-                         f"{fmt_ms(run['retrieval_ms'])} | {fmt_ms(run['rerank_ms'])} |")
-        lines += ["", NOTES, ""]
-        for tag, run in sorted(e2e.items()):
-            lines += [f"Profile of `{tag}` (cProfile, a second pass over the {run['questions']} questions with new "
-                      "question texts; cProfile's overhead inflates the totals): project functions by cumulative "
-                      "time, then any functions by own time.", "",
-                      "| function | calls | cumulative s | own s |", "|---|---|---|---|"]
-            own, by_own = run["profile"][:-1], run["profile"][-1]["by_tottime"]
-            for row in own[:PROFILE_ROWS] + [{"function": "…", "calls": "", "cumtime_s": None, "tottime_s": None}] \
-                    + by_own[:PROFILE_ROWS]:
-                if row["cumtime_s"] is None:
-                    lines.append("| *by own time:* | | | |")
-                    continue
-                lines.append(f"| `{row['function']}` | {row['calls']} | {row['cumtime_s']:.2f} | {row['tottime_s']:.2f} |")
-            lines.append("")
-    if results.get("throughput"):
-        lines += ["### Model cost on CPU (from `benchmarks/rankers.py`)", "",
-                  "Scoring throughput with texts already parsed, and training time (mean ± std over seeds), "
-                  "read from `benchmarks/results/ranker_*.json` rather than measured again.", "",
-                  "| model | dataset | seeds | pairs/s | training s |", "|---|---|---|---|---|"]
-        for row in results["throughput"].values():
-            rate = f"{row['pairs_per_second'][0]:,.0f} ± {row['pairs_per_second'][1]:,.0f}" if row["pairs_per_second"] else "-"
-            train = f"{row['train_seconds'][0]:.1f} ± {row['train_seconds'][1]:.1f}" if row["train_seconds"] else "-"
-            lines.append(f"| {row['model']} | {row['dataset']} | {row['seeds']} | {rate} | {train} |")
+    parts = (("e2e", render_e2e), ("throughput", render_throughput), ("import", render_import),
+             ("explain", render_explain), ("app", render_app), ("label", render_label), ("walk", render_walk),
+             ("batch", render_batch))
+    for part, render_part in parts:
+        if results.get(part):
+            lines += render_part(results[part])
+    return lines + render_gpu(results.get("gpu"))
+
+
+def render_e2e(e2e: dict[str, Any]) -> list[str]:
+    """End to end: the runs' latencies, what the profiles showed, each run's profile."""
+    lines = [
+        f"### End-to-end rerank, warm, CPU ({CANDIDATES} candidates)", "",
+        f"Question text -> BM25 top-{CANDIDATES} over WikiQA's unique sentences -> spaCy parse through the parse "
+        "cache (sentences cached, the question parsed afresh) -> SM-CNN scores -> ranked table, through "
+        "`qa_core.services.candidate_pools` as the Ask page calls it, one question at a time. Questions: the first "
+        f"{QUESTIONS} WikiQA TEST questions (BM25 top-100 pools, not their own pools). Target: p50 < 150 ms.", "",
+        "| run | questions | mean pool | total p50 / p95 (ms) | retrieval p50 / p95 | rerank p50 / p95 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for tag, run in sorted(e2e.items()):
+        lines.append(f"| {tag} | {run['questions']} | {run['mean_candidates']:.0f} | {fmt_ms(run['total_ms'])} | "
+                     f"{fmt_ms(run['retrieval_ms'])} | {fmt_ms(run['rerank_ms'])} |")
+    lines += ["", NOTES, ""]
+    for tag, run in sorted(e2e.items()):
+        lines += [f"Profile of `{tag}` (cProfile, a second pass over the {run['questions']} questions with new "
+                  "question texts; cProfile's overhead inflates the totals): project functions by cumulative "
+                  "time, then any functions by own time.", "",
+                  "| function | calls | cumulative s | own s |", "|---|---|---|---|"]
+        own, by_own = run["profile"][:-1], run["profile"][-1]["by_tottime"]
+        for row in own[:PROFILE_ROWS] + [{"function": "…", "calls": "", "cumtime_s": None, "tottime_s": None}] \
+                + by_own[:PROFILE_ROWS]:
+            if row["cumtime_s"] is None:
+                lines.append("| *by own time:* | | | |")
+                continue
+            lines.append(f"| `{row['function']}` | {row['calls']} | {row['cumtime_s']:.2f} | {row['tottime_s']:.2f} |")
         lines.append("")
-    imp = results.get("import")
-    if imp:
-        lines += ["### WikiQA import", "",
-                  "`python -m qa_core data import ../shared/data/wikiqa` into a fresh store (1,242 questions, "
-                  "12,153 candidates), process start included, WikiQA's case restored on import; median of the "
-                  f"runs (all runs in parentheses).{_load_note(imp)}", "",
-                  "| store | seconds |", "|---|---|"]
-        for name, key in (("SQLite (WAL)", "sqlite_s"), ("PostgreSQL (local, fsync on)", "postgresql_s")):
-            runs = imp.get(key)
-            cell = "not measured (no server)" if not runs else \
-                f"{statistics.median(runs):.1f} ({', '.join(f'{r:.1f}' for r in runs)})"
-            lines.append(f"| {name} | {cell} |")
-        lines.append("")
-    if results.get("explain"):
-        lines += render_explain(results["explain"])
-    app = results.get("app")
-    if app:
-        lines += ["### Ask page in Chromium", "",
-                  f"The app started with `make run` (as the end-to-end tests do), headless Chromium, {app['runs']} "
-                  f"fresh tabs, model {app['model']} on the demo corpus (50 BM25 candidates). Median of the warm runs "
-                  "(2nd onwards); the first (cold: spaCy load, BM25 index, model load) apart. The ranked list "
-                  "comes with the first candidate's explanation (computed when opened; earlier runs explained the "
-                  "top 5 up front); opening another candidate computes its own (a fragment: only the Why section "
-                  "reruns). Streamlit fetches and compiles an element type's code in each new tab when it first "
-                  "draws one (for the table and plotly about 1 s of the renderer's time on this machine); the Ask "
-                  "page asks for both once it has been drawn and stood still for 0.3 s (`pages/assets/preload.js`), "
-                  "so a first Rank click finds them loaded, where it took 1.5 s (warm median) before. The last row "
-                  "clicks Rank again in the same tab. Targets (issue 16): < 500 ms each, warm."
-                  f"{_load_note(app)}", "",
-                  "| step | first run (ms) | warm median (ms) | warm runs (ms) |", "|---|---|---|---|"]
-        steps = (("navigation -> first widget", "first_widget_ms"), ("Rank click -> ranked list", "rank_to_list_ms"),
-                 ("open candidate #2 -> its heatmap and arcs", "open_explanation_ms"),
-                 ("Rank click again in the same tab -> ranked list", "rank_again_ms"))
-        for name, key in (step for step in steps if step[1] in app):
-            values = app[key]
-            warm = values[1:] or values
-            lines.append(f"| {name} | {values[0]:.0f} | {statistics.median(warm):.0f} | "
-                         f"{', '.join(f'{v:.0f}' for v in warm)} |")
-        lines.append("")
-    label = results.get("label")
-    if label:
-        verdict = "meets" if label["p95_ms"] <= LABEL_TARGET_MS else "misses"
-        lines += ["### Label page: key press to the next pair", "",
-                  f"Issue 21's target: from a grade key pressed on the Label page to the next pair shown, p95 <= "
-                  f"{LABEL_TARGET_MS} ms over {label['judgements']} keyboard-only judgements after {label['warmup']} "
-                  "warm-up ones (headless Chromium, the app started with `make run`, random order over the demo "
-                  f"corpus). Median {label['median_ms']:.0f} ms, p95 {label['p95_ms']:.0f} ms: {verdict} the target "
-                  f"on this machine.{_load_note(label)}", ""]
-    walk = results.get("walk")
-    if walk:
-        lines += ["### Server memory after a walk of every page", "",
-                  "WikiQA and TrecQA imported beside the demo, the app started with `make run`, one Chromium session "
-                  "walks every page on each dataset (Ask ranks a TEST question with BM25 from a link, Errors with "
-                  "the default model, Compare of three models on the whole TEST split: the demo's SM-CNN, promoted "
-                  "for every dataset, bm25 and overlap; Label and its agreement dashboard, Train); "
-                  "resident memory (VmRSS) of the server's process session after each page and after "
-                  f"{walk['hold_seconds']} s idle. Target (issues 22, 32): under 1 GB.{_load_note(walk)}", "",
-                  "| page | dataset | seconds to ready | resident MB |", "|---|---|---|---|"]
-        lines += [f"| {s['page']} | {s['dataset']} | {s['seconds']:.1f} | {s['resident_mb']:.0f} |" for s in walk["steps"]]
-        if "machine" in walk:  # the walk may run on another day or machine than the parts above
-            lines += ["", f"Walk machine: {machine_line(walk['machine'])}."]
-        lines += ["", f"Held after the walk: {walk['held_resident_mb']:.0f} MB; peak {walk['peak_resident_mb']:.0f} MB "
-                  f"({'under' if walk['peak_resident_mb'] < 1024 else 'over'} 1 GB).", ""]
-    if results.get("batch"):
-        lines += render_batch(results["batch"])
-    lines += ["### GPU, mixed precision", ""]
-    gpu = results.get("gpu")
+    return lines
+
+
+def render_throughput(throughput: dict[str, Any]) -> list[str]:
+    """Model cost as read from the rankers benchmark's files."""
+    lines = ["### Model cost on CPU (from `benchmarks/rankers.py`)", "",
+             "Scoring throughput with texts already parsed, and training time (mean ± std over seeds), "
+             "read from `benchmarks/results/ranker_*.json` rather than measured again.", "",
+             "| model | dataset | seeds | pairs/s | training s |", "|---|---|---|---|---|"]
+    for row in throughput.values():
+        rate = f"{row['pairs_per_second'][0]:,.0f} ± {row['pairs_per_second'][1]:,.0f}" if row["pairs_per_second"] else "-"
+        train = f"{row['train_seconds'][0]:.1f} ± {row['train_seconds'][1]:.1f}" if row["train_seconds"] else "-"
+        lines.append(f"| {row['model']} | {row['dataset']} | {row['seeds']} | {rate} | {train} |")
+    lines.append("")
+    return lines
+
+
+def render_gpu(gpu: dict[str, Any] | None) -> list[str]:
+    """Mixed precision on a GPU, or where it was not measured (and the CPU's run of the same path)."""
+    lines = ["### GPU, mixed precision", ""]
     if gpu and gpu["device"].startswith("cuda"):
         lines += ["| device | autocast | pairs | fp32 pairs/s | autocast pairs/s | max abs score diff |",
                   "|---|---|---|---|---|---|",

@@ -165,93 +165,106 @@ def _number(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _render_speed(s: dict[str, Any]) -> list[str]:
+    """Kernel evaluations per second and the TRAIN Gram matrix's cost."""
+    lines = [
+        "### Kernel speed (TrecQA TRAIN shallow trees, REL-tagged)", "",
+        "Numba-compiled STK/PTK (lambda = mu = 0.4), unnormalised Gram matrix of the first "
+        f"{s['sample_trees']} distinct answer trees ({s['sample_mean_nodes']:.1f} nodes on average).", "",
+        "Wall-clock rates depend on what else the machine runs; per CPU-second (all threads of the "
+        "process) is the cost of the work itself.", "",
+        "| kernel | evaluations/s, 1 thread | evaluations/s, 2 threads | per CPU-second, 1 thread | "
+        "per CPU-second, 2 threads |", "|---|---|---|---|---|",
+        *(f"| {k.upper()} | " + " | ".join(
+            _number(s.get(f"{k}_evaluations_per_{unit}_{jobs}_threads"), ",.0f")
+            for unit in ("second", "cpu_second") for jobs in (1, 2)) + " |" for k in ("ptk", "stk")),
+        "",
+        f"TRAIN Gram matrices (normalised PTK, 2 threads): {s['train_gram_seconds']:.1f} s wall, "
+        f"{_number(s.get('train_gram_cpu_seconds'), '.1f')} CPU-s, for "
+        f"{s['train_pairs']:,} pairs = {s['train_unique_trees']['questions']:,} distinct question trees "
+        f"({s['train_mean_nodes']['questions']:.1f} nodes) and {s['train_unique_trees']['answers']:,} "
+        f"distinct answer trees ({s['train_mean_nodes']['answers']:.1f} nodes), "
+        f"{s['train_gram_evaluations']:,} kernel evaluations. REL tagging of a pair (`rel_tag`, wh-word rules): "
+        f"{s['links_ms_per_pair']:.2f} ms per pair (parses cached).", "",
+    ]
+    return lines
+
+
+def _render_ablation(ablation: dict[str, Any]) -> list[str]:
+    """The thesis's Table 6.4 rows beside the published numbers."""
+    lines = [
+        "### TrecQA TEST: the thesis's Table 6.4 rows", "",
+        "SVM (scikit-learn, precomputed kernel) on TRAIN (94 questions, 4,718 pairs); C and the feature-kernel "
+        "weight selected on DEV MAP, decays fixed at lambda = mu = 0.4 (SVM-light-TK's defaults); the SVM "
+        "is deterministic, so one run (no seeds). Train s: wall-clock of the whole grid on the shared "
+        "machine. Differences from the thesis: "
+        "spaCy `en_core_web_sm` chunks/NER instead of their UIMA pipeline; training on TrecQA TRAIN instead "
+        "of their 824 TREC 11-12 questions (8,730 examples); focus and class from the wh-word heuristic, "
+        "not their SVM classifiers; V = 21 similarity features (n-gram Jaccard/containment, lemma/POS "
+        "n-gram and dependency-triple cosines, LCS, SM-CNN word overlaps, NER relatedness, PTK(q, a)) instead "
+        "of their 43 (no DKPro/ESA/METEOR); a binary SVM, not the preference kernel. The thesis does not "
+        "say raw or clean: both are shown.", "",
+        "| system | dev MAP | TEST raw MAP | raw MRR | TEST clean MAP | clean MRR | train s | SVs | "
+        "published MAP / MRR |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in [n for n in ABLATIONS if n in ablation]:
+        row = ablation[name]
+        published = PUBLISHED[name]
+        lines.append(
+            f"| {name} | {row['dev_map']:.4f} | {row['raw']['map']:.4f} | {row['raw']['mrr']:.4f} | "
+            f"{row['clean']['map']:.4f} | {row['clean']['mrr']:.4f} | {row['train_seconds']:.0f} | "
+            f"{row['support_vectors']} | {published[0]:.4f} / {published[1]:.4f} |"
+        )
+    lines.append("")
+    return lines
+
+
+def _render_decays(d: dict[str, Any]) -> list[str]:
+    """The decays chosen on DEV and their TEST numbers."""
+    cells = ", ".join(f"{key}: {value:.4f}" for key, value in d["dev_map_by_decays"].items())
+    selected = d["selected"]
+    return [
+        "### Kernel decays selected on DEV (CH+V+F)", "",
+        f"Best dev MAP per lambda/mu (over C and feature weight): {cells}. Selected lambda = "
+        f"{selected['lam']}, mu = {selected['mu']}, C = {selected['c']}, feature weight = "
+        f"{selected['feature_weight']}: TEST raw MAP {d['raw']['map']:.4f} / MRR {d['raw']['mrr']:.4f}, "
+        f"clean MAP {d['clean']['map']:.4f} / MRR {d['clean']['mrr']:.4f}; {d['train_seconds']:.0f} s to "
+        "train the whole grid. The registered `tree_kernel` keeps lambda = mu = 0.4 by default (one Gram "
+        "computation per training run).", "",
+    ]
+
+
+def _render_pruning(p: dict[str, Any]) -> list[str]:
+    """Attention pruning: nodes pruned and MAP per threshold h."""
+    return [
+        "### Attention pruning (Romeo et al. 2016, Algorithm 1) on TrecQA", "",
+        f"Token weights: {p['weights']} (`explain` question/answer weights, scaled per text by their "
+        "maximum). Leaves under h are dropped unless REL; internal nodes left childless are dropped unless "
+        "REL-tagged. Both trees of every pair are pruned (train, dev and test); CH+V+F otherwise. "
+        f"h is chosen on DEV: **h = {p['chosen_threshold']}**. The paper prunes SemEval question trees "
+        "with its attention LSTM (SemEval is not in our data): here both TrecQA trees are pruned. "
+        "Focus and class for the +F links: the question classifiers registered in the store when this "
+        "ran (see the rankers section), so the h = 0 row differs from the CH+V+F row above (wh-word "
+        "rules).", "",
+        "| h | nodes pruned (TRAIN+DEV trees) | dev MAP | TEST raw MAP | TEST clean MAP | kernel s | SVM s |",
+        "|---|---|---|---|---|---|---|",
+        *(f"| {point['threshold']} | {100 * point['nodes_pruned']:.0f}% | {point['dev_map']:.4f} | "
+          f"{point['raw']['map']:.4f} | {point['clean']['map']:.4f} | {point['kernel_seconds']:.0f} | "
+          f"{point['svm_seconds']:.0f} |" for point in p["points"]),
+        "",
+    ]
+
+
 def render(result: dict[str, Any]) -> list[str]:
     lines = ["## Structure: tree kernels, REL-linked trees, attention pruning", ""]
     lines += [f"Script: `benchmarks/structure.py`. Machine: {machine_line(result['machine'])}; the machine was "
               "shared with other jobs, so timings are rough.", ""]
-    if "speed" in result:
-        s = result["speed"]
-        lines += [
-            "### Kernel speed (TrecQA TRAIN shallow trees, REL-tagged)", "",
-            "Numba-compiled STK/PTK (lambda = mu = 0.4), unnormalised Gram matrix of the first "
-            f"{s['sample_trees']} distinct answer trees ({s['sample_mean_nodes']:.1f} nodes on average).", "",
-            "Wall-clock rates depend on what else the machine runs; per CPU-second (all threads of the "
-            "process) is the cost of the work itself.", "",
-            "| kernel | evaluations/s, 1 thread | evaluations/s, 2 threads | per CPU-second, 1 thread | "
-            "per CPU-second, 2 threads |", "|---|---|---|---|---|",
-            *(f"| {k.upper()} | " + " | ".join(
-                _number(s.get(f"{k}_evaluations_per_{unit}_{jobs}_threads"), ",.0f")
-                for unit in ("second", "cpu_second") for jobs in (1, 2)) + " |" for k in ("ptk", "stk")),
-            "",
-            f"TRAIN Gram matrices (normalised PTK, 2 threads): {s['train_gram_seconds']:.1f} s wall, "
-            f"{_number(s.get('train_gram_cpu_seconds'), '.1f')} CPU-s, for "
-            f"{s['train_pairs']:,} pairs = {s['train_unique_trees']['questions']:,} distinct question trees "
-            f"({s['train_mean_nodes']['questions']:.1f} nodes) and {s['train_unique_trees']['answers']:,} "
-            f"distinct answer trees ({s['train_mean_nodes']['answers']:.1f} nodes), "
-            f"{s['train_gram_evaluations']:,} kernel evaluations. REL tagging of a pair (`rel_tag`, wh-word rules): "
-            f"{s['links_ms_per_pair']:.2f} ms per pair (parses cached).", "",
-        ]
-    if "ablation" in result:
-        lines += [
-            "### TrecQA TEST: the thesis's Table 6.4 rows", "",
-            "SVM (scikit-learn, precomputed kernel) on TRAIN (94 questions, 4,718 pairs); C and the feature-kernel "
-            "weight selected on DEV MAP, decays fixed at lambda = mu = 0.4 (SVM-light-TK's defaults); the SVM "
-            "is deterministic, so one run (no seeds). Train s: wall-clock of the whole grid on the shared "
-            "machine. Differences from the thesis: "
-            "spaCy `en_core_web_sm` chunks/NER instead of their UIMA pipeline; training on TrecQA TRAIN instead "
-            "of their 824 TREC 11-12 questions (8,730 examples); focus and class from the wh-word heuristic, "
-            "not their SVM classifiers; V = 21 similarity features (n-gram Jaccard/containment, lemma/POS "
-            "n-gram and dependency-triple cosines, LCS, SM-CNN word overlaps, NER relatedness, PTK(q, a)) instead "
-            "of their 43 (no DKPro/ESA/METEOR); a binary SVM, not the preference kernel. The thesis does not "
-            "say raw or clean: both are shown.", "",
-            "| system | dev MAP | TEST raw MAP | raw MRR | TEST clean MAP | clean MRR | train s | SVs | "
-            "published MAP / MRR |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for name in [n for n in ABLATIONS if n in result["ablation"]]:
-            row = result["ablation"][name]
-            published = PUBLISHED[name]
-            lines.append(
-                f"| {name} | {row['dev_map']:.4f} | {row['raw']['map']:.4f} | {row['raw']['mrr']:.4f} | "
-                f"{row['clean']['map']:.4f} | {row['clean']['mrr']:.4f} | {row['train_seconds']:.0f} | "
-                f"{row['support_vectors']} | {published[0]:.4f} / {published[1]:.4f} |"
-            )
-        lines.append("")
-    if "decays" in result:
-        d = result["decays"]
-        cells = ", ".join(f"{key}: {value:.4f}" for key, value in d["dev_map_by_decays"].items())
-        selected = d["selected"]
-        lines += [
-            "### Kernel decays selected on DEV (CH+V+F)", "",
-            f"Best dev MAP per lambda/mu (over C and feature weight): {cells}. Selected lambda = "
-            f"{selected['lam']}, mu = {selected['mu']}, C = {selected['c']}, feature weight = "
-            f"{selected['feature_weight']}: TEST raw MAP {d['raw']['map']:.4f} / MRR {d['raw']['mrr']:.4f}, "
-            f"clean MAP {d['clean']['map']:.4f} / MRR {d['clean']['mrr']:.4f}; {d['train_seconds']:.0f} s to "
-            "train the whole grid. The registered `tree_kernel` keeps lambda = mu = 0.4 by default (one Gram "
-            "computation per training run).", "",
-        ]
-    if "pruning" in result:
-        p = result["pruning"]
-        lines += [
-            "### Attention pruning (Romeo et al. 2016, Algorithm 1) on TrecQA", "",
-            f"Token weights: {p['weights']} (`explain` question/answer weights, scaled per text by their "
-            "maximum). Leaves under h are dropped unless REL; internal nodes left childless are dropped unless "
-            "REL-tagged. Both trees of every pair are pruned (train, dev and test); CH+V+F otherwise. "
-            f"h is chosen on DEV: **h = {p['chosen_threshold']}**. The paper prunes SemEval question trees "
-            "with its attention LSTM (SemEval is not in our data): here both TrecQA trees are pruned. "
-            "Focus and class for the +F links: the question classifiers registered in the store when this "
-            "ran (see the rankers section), so the h = 0 row differs from the CH+V+F row above (wh-word "
-            "rules).", "",
-            "| h | nodes pruned (TRAIN+DEV trees) | dev MAP | TEST raw MAP | TEST clean MAP | kernel s | SVM s |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for point in p["points"]:
-            lines.append(
-                f"| {point['threshold']} | {100 * point['nodes_pruned']:.0f}% | {point['dev_map']:.4f} | "
-                f"{point['raw']['map']:.4f} | {point['clean']['map']:.4f} | {point['kernel_seconds']:.0f} | "
-                f"{point['svm_seconds']:.0f} |"
-            )
-        lines.append("")
+    parts = (("speed", _render_speed), ("ablation", _render_ablation), ("decays", _render_decays),
+             ("pruning", _render_pruning))
+    for part, render_part in parts:
+        if part in result:
+            lines += render_part(result[part])
     return lines
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from common import ROOT, machine, machine_line, measure_or_render
+from common import ROOT, machine, measure_or_render
 
 from qa_core import config
 from qa_core.data.importers import load_wikiqa
@@ -115,8 +115,6 @@ def render(result: dict[str, Any]) -> list[str]:
         "",
         "The 2-core machine was shared with other jobs while this ran, so the milliseconds are noisy; the score "
         "equality is not.",
-        "",
-        f"Machine: {machine_line(result['machine'])}.",
     ]
 
 

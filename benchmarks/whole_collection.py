@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import machine, machine_line, measure_or_render, shared_datasets
+from common import machine, measure_or_render, shared_datasets
 
 from qa_core.retrieval import FIRST_STAGE, BM25Index
 from qa_core.services.candidate_pools import collection_passages, collection_sentences, dataset_rows, sentence_key
@@ -99,15 +99,8 @@ def render_section(results: dict) -> list[str]:
         "`qa_core.services.whole_collection.WHOLE_COLLECTION_LIMIT` (12,000) sentences: the wait measured here "
         "stays under 30 s (about 1 s at the 11,521 pairs/s of an idle machine, Model cost on CPU above), "
         "and the toggle's help says the wait and this result.",
-        "",
-        f"Machine: {machine_line(results['machine'])}.",
-        "",
     ]
 
 
-def main() -> None:
-    measure_or_render("whole_collection", __doc__, measure, render_section)
-
-
 if __name__ == "__main__":
-    main()
+    measure_or_render("whole_collection", __doc__, measure, render_section)

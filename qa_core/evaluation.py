@@ -124,15 +124,21 @@ class TieReport:
         if not self.tied_candidates:
             return "No tied scores: the scores alone decide the order."
         values = ", ".join(f"{METRIC_LABELS[m]} {self.range_text(m)}" for m in METRICS)
-        return (f"{self.tied_candidates:,} of {self.candidates:,} candidates (in {self.questions_with_ties:,} of "
-                f"{self.questions:,} questions) share their score with another; the metrics order them by doc id "
-                f"descending, as trec_eval does. Over all orders of the tied candidates (worst..best): {values}.")
+        counted = _counted(self.tied_candidates, self.candidates, self.questions_with_ties, self.questions)
+        return (f"{counted} share their score with another; the metrics order them by doc id descending, as "
+                f"trec_eval does. Over all orders of the tied candidates (worst..best): {values}.")
 
     def to_dict(self) -> dict[str, object]:
         """The report as plain data (the CLI's JSON)."""
         return {"tied_candidates": self.tied_candidates, "candidates": self.candidates,
                 "questions_with_ties": self.questions_with_ties, "questions": self.questions,
                 "tie_aware": {"expected": self.expected, "worst": self.worst, "best": self.best}}
+
+
+def _counted(part: int, candidates: int, part_questions: int, questions: int, what: str = "candidates") -> str:
+    """``part of candidates <what> (in part_questions of questions questions)``: how much of a run a
+    report's finding (ties, unjudged candidates) touches, in the words of its ``describe``."""
+    return f"{part:,} of {candidates:,} {what} (in {part_questions:,} of {questions:,} questions)"
 
 
 def tie_groups(scores: Mapping[str, float], grades: Mapping[str, int]) -> list[list[int]]:
@@ -270,9 +276,9 @@ class JudgementReport:
         warning = (f" Its top {JUDGED_DEPTH} is less than {JUDGED_FLAG:.0%} judged: its standard numbers may say more "
                    "about what was judged than about the system; judge more, or read the measures that skip "
                    "the unjudged." if self.flagged else "")
-        return (f"{self.judged_text()}: {self.unjudged:,} of {self.candidates:,} candidates ranked (in "
-                f"{self.questions_with_unjudged:,} of {self.questions:,} questions) have no judgement; the standard "
-                f"metrics count them as not relevant (trec_eval's rule). Skipping them instead: {values}.{warning}")
+        counted = _counted(self.unjudged, self.candidates, self.questions_with_unjudged, self.questions, "candidates ranked")
+        return (f"{self.judged_text()}: {counted} have no judgement; the standard metrics count them as not "
+                f"relevant (trec_eval's rule). Skipping them instead: {values}.{warning}")
 
     def to_dict(self) -> dict[str, object]:
         """The report as plain data (the CLI's JSON)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,19 +50,29 @@ def _file(folder: Path, name: str) -> Path:
     return path
 
 
+def _fit_held_out(
+    model: QuestionClassifier | FocusTagger, items: Sequence[T], fraction: float, inputs: str, target: str, seed: int,
+    progress: bool,
+) -> tuple[list[T], list[T], dict[str, Any]]:
+    """``model`` fitted on ``items`` minus a seeded held-out ``fraction`` that selects its state; each
+    item's ``inputs`` attribute is what the model reads, ``target`` what it predicts. Returns the
+    train and held-out items and the training loop's report."""
+    train, dev = split_off(items, fraction, seed)
+    read, gold = attrgetter(inputs), attrgetter(target)
+    report = model.fit([read(i) for i in train], [gold(i) for i in train], [read(i) for i in dev], [gold(i) for i in dev],
+                       seed=seed, progress=progress)  # fmt: skip
+    return train, dev, report
+
+
 def train_question_classifier(
     folder: str | Path, *, seed: int = 1, config: QuestionClassConfig | None = None, progress: bool = False
 ) -> ClassifierOutcome:
     """Class CNN on ``folder/train_5500.label`` (5% held out for selection); accuracy on
     ``folder/TREC_10.label`` when present."""
     folder = Path(folder)
-    train_all = load_question_classes(_file(folder, CLASS_TRAIN_FILE))
-    train, dev = split_off(train_all, CLASS_DEV_FRACTION, seed)
     classifier = QuestionClassifier(config)
-    report = classifier.fit(
-        [q.text for q in train], [q.coarse for q in train], [q.text for q in dev], [q.coarse for q in dev],
-        seed=seed, progress=progress,
-    )  # fmt: skip
+    train_all = load_question_classes(_file(folder, CLASS_TRAIN_FILE))
+    train, dev, report = _fit_held_out(classifier, train_all, CLASS_DEV_FRACTION, "text", "coarse", seed, progress)
     metrics = {"dev_accuracy": report["best_dev_map"], "train_questions": len(train), "dev_questions": len(dev)}
     if (folder / CLASS_TEST_FILE).is_file():
         test = load_question_classes(folder / CLASS_TEST_FILE)
@@ -90,12 +101,8 @@ def fit_focus_tagger(
     questions: Sequence[FocusQuestion], *, seed: int, config: FocusConfig | None = None, progress: bool = False
 ) -> tuple[FocusTagger, dict[str, Any]]:
     """A tagger trained on ``questions`` minus a seeded 10% held out for selection."""
-    train, dev = split_off(questions, FOCUS_DEV_FRACTION, seed)
     tagger = FocusTagger(config)
-    report = tagger.fit(
-        [q.tokens for q in train], [q.focus for q in train], [q.tokens for q in dev], [q.focus for q in dev],
-        seed=seed, progress=progress,
-    )  # fmt: skip
+    _, _, report = _fit_held_out(tagger, questions, FOCUS_DEV_FRACTION, "tokens", "focus", seed, progress)
     return tagger, report
 
 

@@ -139,6 +139,11 @@ def as_candidates(candidates: Sequence[CandidateInput]) -> list[Candidate]:
     return [c if isinstance(c, Candidate) else Candidate(str(i), c) for i, c in enumerate(candidates)]
 
 
+def candidate_texts(candidates: Sequence[CandidateInput]) -> list[str]:
+    """The pool's texts, in order (what a model that reads no record fields scores)."""
+    return [c.text for c in as_candidates(candidates)]
+
+
 def split_by_sizes(scores: np.ndarray, sizes: Sequence[int]) -> list[np.ndarray]:
     """Scores of pools scored in one flat batch, split back into one array per pool (in order)."""
     bounds = np.cumsum([0, *sizes])

@@ -13,8 +13,8 @@ from qa_core.rankers.base import (
     Explanation,
     Pool,
     Ranker,
-    as_candidates,
     candidate_at,
+    candidate_texts,
 )
 from qa_core.retrieval import bm25_scores
 from qa_core.text.features import FEATURE_NAMES, IdfTable, content_words, overlap_features
@@ -33,7 +33,7 @@ class BM25Ranker(Ranker):
     capabilities = Capabilities(pool_dependent=True, explains=frozenset({"answer_weights", "links"}))
 
     def score_pools(self, pools: Sequence[Pool]) -> list[np.ndarray]:
-        return [self._pool_scores(question, _texts(candidates)) for question, candidates in pools]
+        return [self._pool_scores(question, candidate_texts(candidates)) for question, candidates in pools]
 
     @staticmethod
     def _pool_scores(question: str, texts: list[str]) -> np.ndarray:
@@ -45,7 +45,7 @@ class BM25Ranker(Ranker):
         BM25 is a sum over query terms, so a term's share is the candidate's BM25 score for that
         term alone, with the IDF of the same pool the score used.
         """
-        texts = _texts(candidates)
+        texts = candidate_texts(candidates)
         candidate = candidate_at(candidates, index)
         q_parsed, a_parsed = parse_many([question, candidate.text])
         terms = {token.lower() for token in q_parsed.tokens}
@@ -61,10 +61,6 @@ class BM25Ranker(Ranker):
 
 
 IDF_OVERLAP_NONSTOP = FEATURE_NAMES.index("idf_overlap_nonstop")
-
-
-def _texts(candidates: Sequence[CandidateInput]) -> list[str]:
-    return [c.text for c in as_candidates(candidates)]
 
 
 def _words(parsed: Parsed) -> list[str]:
@@ -105,7 +101,7 @@ class WordOverlapRanker(Ranker):
         return {"idf_documents": self.idf.documents, "idf_words": len(self.idf.df)}
 
     def _parsed_pool(self, question: str, candidates: Sequence[CandidateInput]) -> tuple[Parsed, list[Parsed], IdfTable]:
-        q_parsed, *answers = parse_many([question, *_texts(candidates)])
+        q_parsed, *answers = parse_many([question, *candidate_texts(candidates)])
         idf = self.idf if self.idf is not None else IdfTable.fit(_words(parsed) for parsed in answers)
         return q_parsed, answers, idf
 

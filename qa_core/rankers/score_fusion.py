@@ -35,17 +35,7 @@ import numpy as np
 from qa_core.evaluation import evaluate, qrels_from_questions, run_from_scores
 from qa_core.fusion import METHODS, Fusion, apply_fusion, tune_fusion
 from qa_core.rankers import registry
-from qa_core.rankers.base import (
-    CandidateInput,
-    Capabilities,
-    Explanation,
-    Pool,
-    Ranker,
-    RankerConfig,
-    as_candidates,
-    candidate_at,
-    config_dict,
-)
+from qa_core.rankers.base import CandidateInput, Capabilities, Explanation, Pool, Ranker, RankerConfig, candidate_at
 from qa_core.rankers.compare_aggregate import CompareAggregateConfig
 from qa_core.training.events import ProgressCallback, TrainingEvent
 from qa_core.types import InputError, NotTrainedError, Question
@@ -173,7 +163,6 @@ class FusionRanker(Ranker):
         """Every member scores all pools; ranx fuses them pool by pool (pools keyed by position, so
         repeated questions or doc ids cannot collide)."""
         recipe = self._recipe()
-        pools = [(question, as_candidates(candidates)) for question, candidates in pools]
         runs = {name: _positional_run(member.score_pools(pools)) for name, member in self.members.items()}
         fused = apply_fusion(recipe, runs)
         return [
@@ -227,7 +216,7 @@ class FusionRanker(Ranker):
     def state(self) -> dict[str, Any]:
         recipe = self._recipe()
         return {
-            "config": config_dict(self.config),
+            **super().state(),
             "members": {name: member.state() for name, member in self.members.items()},
             "recipe": {"method": recipe.method, "members": list(recipe.members), "params": dict(recipe.params),
                        "dev_map": recipe.dev_map},

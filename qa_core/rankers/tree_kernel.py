@@ -43,9 +43,8 @@ from qa_core.rankers.base import (
     Pool,
     Ranker,
     RankerConfig,
-    as_candidates,
     candidate_at,
-    config_dict,
+    candidate_texts,
     split_by_sizes,
 )
 from qa_core.structure.kernels import Forest, KernelKind, gram_matrix, paired_kernel
@@ -183,7 +182,7 @@ class TreeKernelRanker(Ranker):
         cfg = self.config
         idf = self.idf or IdfTable()
         texts = [question for question, _ in pools]
-        candidates = [[c.text for c in as_candidates(pool)] for _, pool in pools]
+        candidates = [candidate_texts(pool) for _, pool in pools]
         parsed = parse_many(texts + [c for pool in candidates for c in pool])
         q_parsed, a_parsed = parsed[: len(texts)], iter(parsed[len(texts) :])
         out = PairStructures()
@@ -362,7 +361,7 @@ class TreeKernelRanker(Ranker):
     def state(self) -> dict[str, Any]:
         selected, support, dual_coef = self._require_trained()
         return {
-            "config": config_dict(self.config),
+            **super().state(),
             "selected": asdict(selected),
             "idf": self.idf.to_dict() if self.idf is not None else None,
             "support_questions": [tree.to_bracket() for tree in support.questions],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -40,6 +41,17 @@ def check_rows(inputs: dict[str, torch.Tensor], groups: torch.Tensor, labels: to
         raise ValueError(f"inputs, groups and labels differ in length: {sizes}, groups {len(groups)}, labels {len(labels)}")
 
 
+def batch_count(units: int, per_batch: int) -> int:
+    """Mini-batches in an epoch of ``units`` (rows, triples or questions) cut ``per_batch`` at a time."""
+    return -(-units // per_batch)
+
+
+def cut(order: Sequence[int] | torch.Tensor, per_batch: int) -> Iterator[Any]:
+    """An epoch's order of units cut into consecutive batches of ``per_batch`` (the last may be shorter)."""
+    for start in range(0, len(order), per_batch):
+        yield order[start : start + per_batch]
+
+
 @dataclass
 class TensorBatches:
     """Row-aligned input tensors and targets, cut into mini-batches in a fresh order each epoch.
@@ -59,13 +71,13 @@ class TensorBatches:
             raise ValueError(f"inputs and targets differ in length: {sizes}, targets {len(self.targets)}")
 
     def __len__(self) -> int:
-        return -(-len(self.targets) // self.batch_size)
+        return batch_count(len(self.targets), self.batch_size)
 
     def __call__(self, generator: torch.Generator) -> Iterator[Batch]:
         count = len(self.targets)
         order = torch.randperm(count, generator=generator) if self.shuffle else torch.arange(count)
-        for start in range(0, count, self.batch_size):
-            index = order[start : start + self.batch_size].to(self.targets.device)
+        for chosen in cut(order, self.batch_size):
+            index = chosen.to(self.targets.device)
             yield {name: tensor[index] for name, tensor in self.inputs.items()}, self.targets[index]
 
 
@@ -112,15 +124,14 @@ class PairwiseBatches:
         return len(self.positives)
 
     def __len__(self) -> int:
-        return -(-self.triples // self.batch_size)
+        return batch_count(self.triples, self.batch_size)
 
     def __call__(self, generator: torch.Generator) -> Iterator[Batch]:
         draw = torch.rand(self.triples, generator=generator, dtype=torch.float64)
         picked = self._negatives[self._starts + torch.minimum((draw * self._counts).long(), self._counts - 1)]
         order = torch.randperm(self.triples, generator=generator)
         device = next(iter(self.inputs.values())).device
-        for start in range(0, self.triples, self.batch_size):
-            chosen = order[start : start + self.batch_size]
+        for chosen in cut(order, self.batch_size):
             rows = torch.cat([self.positives[chosen], picked[chosen]]).to(device)
             targets = torch.ones(len(chosen), device=device)
             yield {name: tensor[rows] for name, tensor in self.inputs.items()}, targets

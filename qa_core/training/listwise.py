@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from qa_core.training.batching import Batch, check_rows
+from qa_core.training.batching import Batch, batch_count, check_rows, cut
 
 
 @dataclass
@@ -36,13 +36,13 @@ class QuestionBatches:
         return len(self._rows_of)
 
     def __len__(self) -> int:
-        return -(-self.questions // self.questions_per_batch)
+        return batch_count(self.questions, self.questions_per_batch)
 
     def __call__(self, generator: torch.Generator) -> Iterator[Batch]:
         order = torch.randperm(self.questions, generator=generator).tolist()
         device = next(iter(self.inputs.values())).device
-        for start in range(0, self.questions, self.questions_per_batch):
-            chosen = [self._rows_of[g] for g in order[start : start + self.questions_per_batch]]
+        for questions in cut(order, self.questions_per_batch):
+            chosen = [self._rows_of[g] for g in questions]
             rows = torch.cat(chosen)
             pool = torch.cat([torch.full((len(r),), k, dtype=torch.float32) for k, r in enumerate(chosen)])
             targets = torch.stack([pool, self.labels[rows].to(torch.float32)], dim=1)
