@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from sqlalchemy import create_engine, text
@@ -21,10 +22,10 @@ from db.store import Store
 from qa_core import ordering
 from qa_core.access import AccessDenied
 from qa_core.data.demo import load_demo
-from qa_core.rankers.service_client import ServiceError
+from qa_core.rankers.service_client import ServiceClient, ServiceError
 from qa_core.services import compare, model_loading, systems
 from qa_core.services.experiments import score_questions
-from qa_core.types import InputError
+from qa_core.types import Candidate, InputError
 from tests import ROOT
 from tests.cli import run_cli
 from tests.pages import ASK, LANDING, open_page
@@ -228,13 +229,38 @@ def faulty_service() -> Iterator[str]:
 ])
 def test_a_failing_service_is_one_sentence(demo_store: Store, faulty_service: str, route: str, sentence: str):
     from qa_core.rankers.external import ServiceRanker
-    from qa_core.rankers.service_client import ServiceClient
 
-    ranker = ServiceRanker("system:faulty", ServiceClient(f"{faulty_service}{route}", timeout=0.5))
+    ranker = ServiceRanker("system:faulty", ServiceClient(f"{faulty_service}{route}", timeout=0.5, retries=0))
     with pytest.raises(ServiceError) as caught:
         ranker.score("who wrote hamlet", ["Shakespeare", "a play", "Denmark"])
     assert sentence in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def _seen(faulty_service: str) -> dict[str, int]:
+    return httpx.get(f"{faulty_service}seen").json()
+
+
+@pytest.mark.parametrize(("route", "scored", "sent", "sentence"), [
+    ("flaky", True, 3, None),  # 503, 503, then scores
+    ("stalls", True, 2, None),  # no answer within the timeout, then scores
+    ("unavailable", False, 4, "answered HTTP 503: 'busy' (after 4 tries)"),  # the first try and 3 retries
+    ("refused", False, 1, "answered HTTP 400: 'bad request'"),  # a 4xx will not pass: sent once
+])
+def test_a_service_is_retried_only_for_what_may_pass(
+    faulty_service: str, route: str, scored: bool, sent: int, sentence: str | None
+):
+    """Bounded retries with backoff for 502-504 and timeouts, counted by the server; never a 4xx."""
+    client = ServiceClient(f"{faulty_service}{route}", timeout=1.0, retries=3, backoff=0.01)
+    question = f"retried on {route}?"
+    pools = [(question, [Candidate("a", "yes"), Candidate("b", "no")])]
+    if scored:
+        np.testing.assert_array_equal(client.score_pools(pools)[0], [1.0, 1.0])
+    else:
+        with pytest.raises(ServiceError) as caught:
+            client.score_pools(pools)
+        assert str(caught.value).endswith(sentence) and "\n" not in str(caught.value)
+    assert _seen(faulty_service)[f"{route} {question}"] == sent
 
 
 def test_cli_names_a_garbage_service_in_one_line(demo_store: Store, faulty_service: str, capsys: pytest.CaptureFixture):
