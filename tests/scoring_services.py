@@ -7,7 +7,8 @@ services that fail as real ones do, each started as its own uvicorn process on a
                                                        /flaky (HTTP 503 twice per question, then
                                                        scores), /unavailable (always 503), /refused
                                                        (always 400), /stalls (the first request per
-                                                       question answers after 5 s, the next at once);
+                                                       question answers after 5 s, the next at once),
+                                                       /words (a candidate's score: its word count);
                                                        GET /seen: requests per "route question"
     python -m tests.scoring_services dies --after N --port P
                                                        answers N requests, then its process exits
@@ -89,11 +90,15 @@ def faulty_app() -> Starlette:
             await asyncio.sleep(SLOW_S)
         return _scored(body)
 
+    async def word_counts(body: dict, tries: int) -> Response:
+        return JSONResponse({"scores": [len(c["text"].split()) for c in body["candidates"]]})
+
     async def counts(request: Request) -> Response:
         return JSONResponse(dict(seen))
 
     fixed = {"slow": _slow, "count": _count, "nan": _nan, "html": _html, "error": _error}
-    retried = {"flaky": flaky, "unavailable": unavailable, "refused": refused, "stalls": stalls}
+    retried = {"flaky": flaky, "unavailable": unavailable, "refused": refused, "stalls": stalls,
+               "words": word_counts}
     return Starlette(routes=[
         *(Route(f"/{name}", handler, methods=["POST"]) for name, handler in fixed.items()),
         *(Route(f"/{name}", counted(name, answer), methods=["POST"]) for name, answer in retried.items()),

@@ -12,9 +12,10 @@ instance carries the name the pages show (``system:<name>``).
   question, which no run can have ranked, is an ``InputError``. A static ranking cannot be
   explained word by word: ``explain`` says so.
 - ``ServiceRanker`` sends each pool to the service (``service_client``). Its word importance is
-  occlusion: each answer word dropped in turn, the edits scored through ``Ranker.score_edits``
-  (the path of counterfactual edits and of the faithfulness deletions), so one explanation is one
-  batched request.
+  occlusion (``qa_core.rankers.occlusion``, the ``occlusion`` explainer of every ranker): each
+  answer word dropped in turn, the edits scored through ``Ranker.score_edits`` (the path of
+  counterfactual edits and of the faithfulness deletions), so one explanation is one batched
+  request.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from qa_core.rankers.base import CandidateInput, Capabilities, Explanation, Pool, Ranker, as_candidates
+from qa_core.rankers.occlusion import OCCLUSION, occlude
 from qa_core.rankers.service_client import ServiceClient
-from qa_core.text.edits import without, words
 from qa_core.text.nlp import parse
 from qa_core.types import InputError
 
@@ -81,13 +82,7 @@ class ServiceRanker(Ranker):
 
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
         """Occlusion: each word's weight is how much the score drops without it (one batched request)."""
-        records = as_candidates(candidates)
-        score = float(self.score(question, records)[index])  # the pool's own score (cached: sent once)
-        tokens = list(parse(records[index].text).tokens)
-        positions = words(tokens)
-        edited = self.score_edits(question, records, index, [without(tokens, [i]) for i in positions])
-        weights = [0.0] * len(tokens)
-        for position, edited_score in zip(positions, edited, strict=True):
-            weights[position] = score - float(edited_score)
-        return Explanation(score=score, question_tokens=list(parse(question).tokens), answer_tokens=tokens,
-                           answer_weights=weights, weight_kind="occlusion")
+        tokens = list(parse(as_candidates(candidates)[index].text).tokens)
+        occluded = occlude(self, question, candidates, index, tokens)
+        return Explanation(score=occluded.score, question_tokens=list(parse(question).tokens), answer_tokens=tokens,
+                           answer_weights=occluded.weights, weight_kind=OCCLUSION)
