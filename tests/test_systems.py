@@ -97,6 +97,29 @@ def test_run_system_ranks_like_a_model_and_leaves_labels_alone(demo_store: Store
         ("add_system", "partial"), ("remove_system", "renamed"), ("rename_system", "partial")]
 
 
+def test_a_partial_run_adds_to_a_depth_k_pool_only_what_it_ranks(demo_store: Store, tmp_path: Path):
+    """A run of 20 TEST questions, one of them without its first candidate: the deepest pool holds
+    exactly the run's pairs (a floor score places the rest last, it does not rank them), and the
+    background scoring of the run still ends."""
+    from qa_core.services.labeling import BackgroundScores
+    from qa_core.services.labeling.strategies import model_scores, pool_order
+
+    path, run = _run_file(tmp_path, demo_store)
+    first = next(iter(run))
+    dropped = next(iter(run[first]))
+    path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                            if not line.startswith(f"{first} Q0 {dropped} ")))
+    systems.add_run(demo_store, path, "demo", "partial-pool")
+    ranker = model_loading.load_ranker(demo_store, "system:partial-pool", "demo")
+    records = demo_store.datasets.candidate_rows("demo", split="test")
+    pooled = pool_order(records, {"system:partial-pool": model_scores(ranker, records)}, depth=100, judged=(), seed=1)
+    in_run = {(qid, doc) for qid, docs in run.items() for doc in docs} - {(first, dropped)}
+    assert {(r.qid, r.doc_id) for r in records if r.candidate_id in set(pooled)} == in_run
+    progress = BackgroundScores(ranker, records).wait(timeout=60)
+    assert progress.done and progress.scored == progress.total == len(records) and progress.error is None
+    systems.remove(demo_store, "partial-pool")
+
+
 def test_team_mode_lets_only_admins_add_or_remove(demo_store: Store, tmp_path: Path):
     team = Store(demo_store.url, team=True)
     admin, annotator = sign_in(team, "root-admin"), sign_in(team, "annie")

@@ -8,7 +8,8 @@ instance carries the name the pages show (``system:<name>``).
 - ``RunRanker`` scores a dataset's questions from the run's scores. Candidates the run does not
   rank score below every candidate it ranks (as trec_eval counts unretrieved documents), and a
   question it does not cover scores all its candidates alike, so the tie rule
-  (``qa_core.ordering``) orders them; ``qa_core.services.systems`` reports its coverage. A typed
+  (``qa_core.ordering``) orders them; ``covered`` says which pairs it ranks (nothing else enters a
+  depth-k pool or an agreement) and ``qa_core.services.systems`` reports its coverage. A typed
   question, which no run can have ranked, is an ``InputError``. A static ranking cannot be
   explained word by word: ``explain`` says so.
 - ``ServiceRanker`` sends each pool to the service (``service_client``). Its word importance is
@@ -61,6 +62,11 @@ class RunRanker(Ranker):
             floor = min(scores.values(), default=0.0) - 1.0
             out.append(np.array([scores.get(c.doc_id, floor) for c in as_candidates(candidates)], dtype=np.float64))
         return out
+
+    def covered(self, pools: Sequence[Pool]) -> list[np.ndarray]:
+        """The pairs the run ranks: none of a question it lacks, nor a candidate it did not rank."""
+        return [np.array([c.doc_id in self._by_text.get(question, {}) for c in as_candidates(candidates)], dtype=bool)
+                for question, candidates in pools]
 
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
         raise InputError(f"{self.name}: {NO_WORD_EXPLANATION}")
