@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import pandas as pd
 import pytest
 from sqlalchemy import create_engine, text
 
@@ -28,7 +29,7 @@ from qa_core.services.experiments import score_questions
 from qa_core.types import Candidate, InputError
 from tests import ROOT
 from tests.cli import run_cli
-from tests.pages import ASK, LANDING, open_page
+from tests.pages import ASK, LABEL, LANDING, open_page
 from tests.scoring_services import serving
 from tests.teams import sign_in
 
@@ -120,6 +121,41 @@ def test_a_partial_run_adds_to_a_depth_k_pool_only_what_it_ranks(demo_store: Sto
     systems.remove(demo_store, "partial-pool")
 
 
+def test_a_run_as_one_more_annotator_in_the_agreement_view(demo_store: Store, tmp_path: Path):
+    """Its first-ranked candidate of each question is relevant, the rest not; Cohen's κ on relevance
+    against each annotator over the pairs both judged (a pair of a question the run lacks is not one),
+    as scikit-learn gives it; below ten pairs no κ."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from qa_core.services.labeling.strategies import model_scores
+    from qa_core.services.labeling.suggestions import store_annotator_agreement
+
+    store = demo_store
+    path, run = _run_file(tmp_path, store)
+    systems.add_run(store, path, "demo", "annotating")
+    test = store.datasets.load_dataset("demo").split("test")
+    gold = {q.qid: {c.doc_id: 3 * c.label for c in q.candidates} for q in test}
+    store.labels.import_qrels("demo", {q.qid: gold[q.qid] for q in [*test[:4], test[COVERED]]}, "carol")
+    store.labels.import_qrels("demo", {q.qid: dict.fromkeys(gold[q.qid], 0) for q in test[:2]}, "dave")
+    store.labels.import_qrels("demo", {test[0].qid: dict(list(gold[test[0].qid].items())[:3])}, "erin")
+    ranker = model_loading.load_ranker(store, "system:annotating", "demo")
+    table = store_annotator_agreement(store, "demo", model_scores(ranker, store.datasets.candidate_rows("demo")))
+    rows = table.set_index("annotator").loc[["carol", "dave", "erin"]]
+
+    def expected(grades: dict[str, dict[str, int]]) -> tuple[int, float]:
+        people = [int(g > 0) for qid in grades if qid in run for g in grades[qid].values()]
+        model = [int(doc == ordering.ranked(run[qid])[0][0]) for qid in grades if qid in run for doc in grades[qid]]
+        return len(people), cohen_kappa_score(people, model)
+
+    carol = expected({q.qid: gold[q.qid] for q in [*test[:4], test[COVERED]]})
+    assert (rows.loc["carol", "pairs both judged"], rows.loc["carol", "Cohen's κ (relevance)"]) == pytest.approx(carol)
+    assert rows.loc["carol", "pairs both judged"] == sum(len(q.candidates) for q in test[:4])  # not test[COVERED]'s
+    assert rows.loc["carol", "κ low"] <= rows.loc["carol", "Cohen's κ (relevance)"] <= rows.loc["carol", "κ high"]
+    assert rows.loc["dave", "Cohen's κ (relevance)"] == pytest.approx(0.0) and rows.loc["dave", "relevant: annotator"] == 0
+    assert rows.loc["erin", "note"] == "not enough overlap" and pd.isna(rows.loc["erin", "Cohen's κ (relevance)"])
+    systems.remove(store, "annotating")
+
+
 def test_team_mode_lets_only_admins_add_or_remove(demo_store: Store, tmp_path: Path):
     team = Store(demo_store.url, team=True)
     admin, annotator = sign_in(team, "root-admin"), sign_in(team, "annie")
@@ -174,6 +210,30 @@ def test_a_run_on_the_ask_and_errors_pages(store_url: str, tmp_path: Path):
     errors.selectbox(key="model").select("system:partial").run()
     assert not errors.exception, errors.exception
     assert len(errors.dataframe[0].value) == 28
+
+
+def test_the_agreement_view_judges_a_run_against_each_annotator(store_url: str, tmp_path: Path):
+    """Label's agreement view: with the toggle on, the run picked joins as an annotator, and the table
+    (scored in the background: rerun until it is done) gives its κ against carol's labels."""
+    store = Store(store_url)
+    store.datasets.import_dataset(load_demo())
+    systems.add_run(store, _run_file(tmp_path, store)[0], "demo", "partial")
+    test = store.datasets.load_dataset("demo").split("test")
+    store.labels.import_qrels("demo", {q.qid: {c.doc_id: 3 * c.label for c in q.candidates} for q in test[:4]}, "carol")
+    store.close()
+    app = open_page(LABEL)
+    app.radio(key="label_view").set_value("Agreement").run()
+    app.toggle(key="agreement_model_on").set_value(True).run()
+    app.selectbox(key="agreement_model").select("system:partial").run()
+    for _ in range(60):  # the run's scores fill in in the background
+        if not any(p.proto.text.startswith("Scoring with") for p in app.get("progress")):
+            break
+        app.run()
+    assert not app.exception, app.exception
+    (table,) = [t.value for t in app.dataframe if "Cohen's κ (relevance)" in t.value.columns]
+    assert table.to_dict("records")[0]["annotator"] == "carol"
+    assert table["pairs both judged"].tolist() == [sum(len(q.candidates) for q in test[:4])]
+    assert any("its first-ranked candidate of each question counts as relevant" in c.value for c in app.caption)
 
 
 def test_the_systems_page_names_a_runs_coverage(store_url: str, tmp_path: Path):
