@@ -148,11 +148,11 @@ def test_a_run_as_one_more_annotator_in_the_agreement_view(demo_store: Store, tm
         return len(people), cohen_kappa_score(people, model)
 
     carol = expected({q.qid: gold[q.qid] for q in [*test[:4], test[COVERED]]})
-    assert (rows.loc["carol", "pairs both judged"], rows.loc["carol", "Cohen's κ (relevance)"]) == pytest.approx(carol)
+    assert (rows.loc["carol", "pairs both judged"], rows.loc["carol", "Cohen's κ"]) == pytest.approx(carol)
     assert rows.loc["carol", "pairs both judged"] == sum(len(q.candidates) for q in test[:4])  # not test[COVERED]'s
-    assert rows.loc["carol", "κ low"] <= rows.loc["carol", "Cohen's κ (relevance)"] <= rows.loc["carol", "κ high"]
-    assert rows.loc["dave", "Cohen's κ (relevance)"] == pytest.approx(0.0) and rows.loc["dave", "relevant: annotator"] == 0
-    assert rows.loc["erin", "note"] == "not enough overlap" and pd.isna(rows.loc["erin", "Cohen's κ (relevance)"])
+    assert rows.loc["carol", "κ low"] <= rows.loc["carol", "Cohen's κ"] <= rows.loc["carol", "κ high"]
+    assert rows.loc["dave", "Cohen's κ"] == pytest.approx(0.0) and rows.loc["dave", "annotator: relevant"] == 0
+    assert rows.loc["erin", "note"] == "not enough overlap" and pd.isna(rows.loc["erin", "Cohen's κ"])
     systems.remove(store, "annotating")
 
 
@@ -230,7 +230,7 @@ def test_the_agreement_view_judges_a_run_against_each_annotator(store_url: str, 
             break
         app.run()
     assert not app.exception, app.exception
-    (table,) = [t.value for t in app.dataframe if "Cohen's κ (relevance)" in t.value.columns]
+    (table,) = [t.value for t in app.dataframe if "alike" in t.value.columns]
     assert table.to_dict("records")[0]["annotator"] == "carol"
     assert table["pairs both judged"].tolist() == [sum(len(q.candidates) for q in test[:4])]
     assert any("its first-ranked candidate of each question counts as relevant" in c.value for c in app.caption)

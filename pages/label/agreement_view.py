@@ -112,8 +112,11 @@ def model_as_annotator(desk: Desk) -> None:
         f"interval (not shown below {labeling.MIN_SHARED_PAIRS} pairs), and how often each said relevant."
     ))
     stamp = dashboard.dashboard_stamp(store, dataset)
+    shares = {name: st.column_config.NumberColumn(format="percent")
+              for name in ("alike", "annotator: relevant", "model: relevant")}
+    kappas = {name: st.column_config.NumberColumn(format="%.3f") for name in ("Cohen's κ", "κ low", "κ high")}
     st.dataframe(get_annotator_agreement(store, desk.url, dataset, stamp, job.snapshot()), hide_index=True,
-                 key="model_agreement")
+                 key="model_agreement", column_config={**shares, **kappas})
 
 
 def overlap_setting(desk: Desk) -> None:

@@ -105,8 +105,8 @@ def model_disagreements(store: Store, dataset: str, model: str, scores: Mapping[
     ]
 
 
-AGREEMENT_COLUMNS = ["annotator", "pairs both judged", "same relevance", "Cohen's κ (relevance)", "κ low", "κ high",
-                     "relevant: annotator", "relevant: model", "note"]
+AGREEMENT_COLUMNS = ["annotator", "pairs both judged", "alike", "Cohen's κ", "κ low", "κ high",
+                     "annotator: relevant", "model: relevant", "note"]
 
 
 def annotator_agreement(labels: Labels, grades: Mapping[int, int], seed: int = 0) -> pd.DataFrame:
@@ -122,9 +122,9 @@ def annotator_agreement(labels: Labels, grades: Mapping[int, int], seed: int = 0
         kappa, interval = kappa_with_interval(people, model, seed) if enough else (None, NO_INTERVAL)
         rows.append({
             "annotator": annotator, "pairs both judged": len(shared),
-            "same relevance": _share([a == b for a, b in zip(people, model, strict=True)]),
-            "Cohen's κ (relevance)": kappa, "κ low": interval.low, "κ high": interval.high,
-            "relevant: annotator": _share(people), "relevant: model": _share(model),
+            "alike": _share([a == b for a, b in zip(people, model, strict=True)]),
+            "Cohen's κ": kappa, "κ low": interval.low, "κ high": interval.high,
+            "annotator: relevant": _share(people), "model: relevant": _share(model),
             "note": "" if enough else NOT_ENOUGH,
         })
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
