@@ -8,6 +8,7 @@ services that fail as real ones do, each started as its own uvicorn process on a
                                                        scores), /unavailable (always 503), /refused
                                                        (always 400), /stalls (the first request per
                                                        question answers after 5 s, the next at once),
+                                                       /hangs (every request answers after 5 s),
                                                        /words (a candidate's score: its word count);
                                                        GET /seen: requests per "route question"
     python -m tests.scoring_services dies --after N --port P
@@ -90,6 +91,10 @@ def faulty_app() -> Starlette:
             await asyncio.sleep(SLOW_S)
         return _scored(body)
 
+    async def hangs(body: dict, tries: int) -> Response:
+        await asyncio.sleep(SLOW_S)
+        return _scored(body)
+
     async def word_counts(body: dict, tries: int) -> Response:
         return JSONResponse({"scores": [len(c["text"].split()) for c in body["candidates"]]})
 
@@ -98,7 +103,7 @@ def faulty_app() -> Starlette:
 
     fixed = {"slow": _slow, "count": _count, "nan": _nan, "html": _html, "error": _error}
     retried = {"flaky": flaky, "unavailable": unavailable, "refused": refused, "stalls": stalls,
-               "words": word_counts}
+               "hangs": hangs, "words": word_counts}
     return Starlette(routes=[
         *(Route(f"/{name}", handler, methods=["POST"]) for name, handler in fixed.items()),
         *(Route(f"/{name}", counted(name, answer), methods=["POST"]) for name, answer in retried.items()),

@@ -328,12 +328,14 @@ def _seen(faulty_service: str) -> dict[str, int]:
     ("flaky", True, 3, None),  # 503, 503, then scores
     ("stalls", True, 2, None),  # no answer within the timeout, then scores
     ("unavailable", False, 4, "answered HTTP 503: 'busy' (after 4 tries)"),  # the first try and 3 retries
+    ("hangs", False, 2, "did not answer within 1 s (after 2 tries)"),  # no retry after two timeouts
     ("refused", False, 1, "answered HTTP 400: 'bad request'"),  # a 4xx will not pass: sent once
 ])
 def test_a_service_is_retried_only_for_what_may_pass(
     faulty_service: str, route: str, scored: bool, sent: int, sentence: str | None
 ):
-    """Bounded retries with backoff for 502-504 and timeouts, counted by the server; never a 4xx."""
+    """Bounded retries with backoff for 502-504 and timeouts (none after two timeouts in all), counted
+    by the server; never a 4xx."""
     client = ServiceClient(f"{faulty_service}{route}", timeout=1.0, retries=3, backoff=0.01)
     question = f"retried on {route}?"
     pools = [(question, [Candidate("a", "yes"), Candidate("b", "no")])]

@@ -9,7 +9,8 @@ A service scores one question's candidates per request::
 
 Calls have a timeout and at most ``concurrency`` requests in flight. A request that fails for a
 reason that may pass (the connection fails, no answer within the timeout, HTTP 502, 503 or 504 from
-a proxy or an overloaded service) is sent again, at most ``retries`` more times, after exponential
+a proxy or an overloaded service) is sent again, at most ``retries`` more times and none once twice
+the timeout has passed (a service that hangs costs two timeouts, not four), after exponential
 backoff with jitter (tenacity: about 0.5 s, 1 s, 2 s, ...); an answer that will not change (any
 other HTTP error, a 4xx, a wrong number of scores, a score that is not a number) is not retried.
 What a service gets wrong in the end is one ``ServiceError`` sentence naming the service (and the
@@ -40,6 +41,7 @@ from tenacity import (
     retry_if_exception_type,
     retry_if_result,
     stop_after_attempt,
+    stop_after_delay,
     wait_random_exponential,
 )
 
@@ -48,6 +50,7 @@ from qa_core.types import Candidate, InputError
 CONTRACT_VERSION = 1
 TIMEOUT_S = 30.0
 RETRIES = 3  # sends after the first, for a failure that may pass
+TIMEOUTS_IN_ALL = 2  # no retry starts after this many timeouts: a hung service costs one retry, not three
 BACKOFF_S = 0.5  # the first wait before a retry (doubling, with jitter, up to BACKOFF_MAX_S)
 BACKOFF_MAX_S = 8.0
 RETRIED_STATUSES = frozenset({502, 503, 504})  # a gateway or an overloaded service: may pass
@@ -199,7 +202,7 @@ class ServiceClient:
         retrying = Retrying(
             retry=retry_if_exception_type(httpx.TransportError)
             | retry_if_result(lambda response: response.status_code in RETRIED_STATUSES),
-            stop=stop_after_attempt(self.retries + 1),
+            stop=stop_after_attempt(self.retries + 1) | stop_after_delay(TIMEOUTS_IN_ALL * self.timeout),
             wait=wait_random_exponential(multiplier=self.backoff, max=BACKOFF_MAX_S),
             retry_error_callback=_last_outcome,
         )
