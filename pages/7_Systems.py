@@ -28,9 +28,10 @@ names = require_datasets(store)
 st.caption("A system ranks like a model: it appears as system:<name> on Ask, Compare, Errors and Label. "
            "A run ranks its dataset's questions; a service scores any question (README: Scoring services).")
 
+notice_slot = st.empty()  # always drawn: the tabs below keep their place, so the open tab stays open
 notice = st.session_state.pop(NOTICE, None)
 if notice:
-    st.success(as_markdown(notice))
+    notice_slot.success(as_markdown(notice))
 
 
 def added(action) -> None:

@@ -3,7 +3,14 @@ services that fail as real ones do, each started as its own uvicorn process on a
 
     python -m tests.scoring_services faulty --port P   POST /slow (answers after 5 s), /count (one
                                                        score too few), /nan (a word for a score),
-                                                       /html (a page, not JSON), /error (HTTP 500)
+                                                       /html (a page, not JSON), /error (HTTP 500),
+                                                       /flaky (HTTP 503 twice per question, then
+                                                       scores), /unavailable (always 503), /refused
+                                                       (always 400), /stalls (the first request per
+                                                       question answers after 5 s, the next at once),
+                                                       /hangs (every request answers after 5 s),
+                                                       /words (a candidate's score: its word count);
+                                                       GET /seen: requests per "route question"
     python -m tests.scoring_services dies --after N --port P
                                                        answers N requests, then its process exits
 """
@@ -17,6 +24,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -55,9 +63,52 @@ async def _error(request: Request) -> Response:
     return Response("internal error", status_code=500)
 
 
+def _scored(body: dict) -> Response:
+    return JSONResponse({"scores": [1.0] * len(body["candidates"])})
+
+
 def faulty_app() -> Starlette:
-    return Starlette(routes=[Route(f"/{name}", handler, methods=["POST"]) for name, handler in
-                             {"slow": _slow, "count": _count, "nan": _nan, "html": _html, "error": _error}.items()])
+    seen: Counter[str] = Counter()  # requests per "route question", counted as they arrive
+
+    def counted(route: str, answer):
+        async def handler(request: Request) -> Response:
+            body = await request.json()
+            seen[f"{route} {body['question']}"] += 1
+            return await answer(body, seen[f"{route} {body['question']}"])
+        return handler
+
+    async def flaky(body: dict, tries: int) -> Response:
+        return Response("busy", status_code=503) if tries <= 2 else _scored(body)
+
+    async def unavailable(body: dict, tries: int) -> Response:
+        return Response("busy", status_code=503)
+
+    async def refused(body: dict, tries: int) -> Response:
+        return Response("bad request", status_code=400)
+
+    async def stalls(body: dict, tries: int) -> Response:
+        if tries == 1:
+            await asyncio.sleep(SLOW_S)
+        return _scored(body)
+
+    async def hangs(body: dict, tries: int) -> Response:
+        await asyncio.sleep(SLOW_S)
+        return _scored(body)
+
+    async def word_counts(body: dict, tries: int) -> Response:
+        return JSONResponse({"scores": [len(c["text"].split()) for c in body["candidates"]]})
+
+    async def counts(request: Request) -> Response:
+        return JSONResponse(dict(seen))
+
+    fixed = {"slow": _slow, "count": _count, "nan": _nan, "html": _html, "error": _error}
+    retried = {"flaky": flaky, "unavailable": unavailable, "refused": refused, "stalls": stalls,
+               "hangs": hangs, "words": word_counts}
+    return Starlette(routes=[
+        *(Route(f"/{name}", handler, methods=["POST"]) for name, handler in fixed.items()),
+        *(Route(f"/{name}", counted(name, answer), methods=["POST"]) for name, answer in retried.items()),
+        Route("/seen", counts, methods=["GET"]),
+    ])
 
 
 def dying_app(after: int) -> Starlette:
@@ -70,7 +121,7 @@ def dying_app(after: int) -> Starlette:
         if served >= after:
             os._exit(1)
         served += 1
-        return JSONResponse({"scores": [1.0] * len(body["candidates"])})
+        return _scored(body)
 
     return Starlette(routes=[Route("/", score, methods=["POST"])])
 

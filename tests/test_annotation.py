@@ -192,6 +192,9 @@ def test_background_scoring_reports_a_failure_and_keeps_what_it_scored(ann_store
                 raise InputError("the model refuses this text")
             return [[0.5] * len(candidates) for _, candidates in pools]
 
+        def covered(self, pools):  # the ranker contract: it ranks every pair
+            return [[True] * len(candidates) for _, candidates in pools]
+
     job = BackgroundScores(Refuses(), ann_store.datasets.candidate_rows("ann"), questions_per_step=1)
     final = job.wait(timeout=60)
     assert final.done and final.error == "the model refuses this text" and final.scored == 3
@@ -211,6 +214,8 @@ class Slow:
         with open(sys.argv[1], "a") as log:
             log.write("end\\n")
         return [[0.5] * len(candidates) for _, candidates in pools]
+    def covered(self, pools):
+        return [[True] * len(candidates) for _, candidates in pools]
 
 records = [SimpleNamespace(candidate_id=i, qid=f"q{i}", doc_id="d", question="q?", candidate="a") for i in range(50)]
 BackgroundScores(Slow(), records, questions_per_step=1)

@@ -1,7 +1,9 @@
 """External systems end to end (issue 36): the app started with `make run`, driven in Chromium. A run
-file is uploaded on the Systems page, then compared on a whole split on the Compare page beside a
-built-in model, as a model would be; then removed. With RERANK_LAB_SCREENSHOTS=docs/screenshots it
-refreshes docs/screenshots/systems.png."""
+file is uploaded and a scoring service (the example service, started by the test) is added on the
+Systems page; the run is compared on a whole split on the Compare page beside a built-in model, the
+service ranks a dataset question on Ask and its worst questions are listed on Errors, as a model's
+would be; then both are removed. With RERANK_LAB_SCREENSHOTS=docs/screenshots it refreshes
+docs/screenshots/systems*.png."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import re
 from pathlib import Path
 
 from qa_core.data.demo import load_demo
-from tests.conftest import BROWSER_TIMEOUT_MS, add_choice, page_screenshots, settled
+from tests.conftest import BROWSER_TIMEOUT_MS, add_choice, choose, page_screenshots, settled
+from tests.scoring_services import serving
 
 
 def shown(text: str) -> re.Pattern[str]:
@@ -18,7 +21,9 @@ def shown(text: str) -> re.Pattern[str]:
     return re.compile(re.escape(text).replace(":", ":\u2060?"))
 
 
-def test_a_run_added_on_the_systems_page_is_compared_like_a_model(running_app, page, screenshot_dir, tmp_path: Path):
+def test_a_run_and_a_service_added_on_the_systems_page_go_where_models_go(
+    running_app, page, screenshot_dir, tmp_path: Path
+):
     from playwright.sync_api import expect
 
     run = tmp_path / "lengths.test.run"
@@ -26,6 +31,20 @@ def test_a_run_added_on_the_systems_page_is_compared_like_a_model(running_app, p
                            for q in load_demo().split("test")[:20] for c in q.candidates))
     page.goto(f"{running_app.url}/Systems")
     expect(page.get_by_text("Add the run")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    settled(page)  # the first run has put the demo corpus in the store: the example service reads it
+    example = ["examples.scoring_service", "--model", "overlap", "--data", "demo", "--db", running_app.database_url]
+    with serving(example) as service_url:
+        _add_both(page, screenshot_dir, run, service_url)
+        _run_on_compare(running_app, page, screenshot_dir)
+        _service_on_ask_and_errors(running_app, page, service_url)
+    page.goto(f"{running_app.url}/Systems")
+    for system in ("system:lengths", "system:served"):
+        _remove(page, system)
+
+
+def _add_both(page, screenshot_dir, run: Path, service_url: str) -> None:
+    from playwright.sync_api import expect
+
     page.locator("input[type=file]").set_input_files(str(run))
     page.get_by_label("Name").first.fill("lengths")
     page.get_by_label("Name").first.press("Enter")
@@ -33,9 +52,24 @@ def test_a_run_added_on_the_systems_page_is_compared_like_a_model(running_app, p
     page.get_by_role("button", name="Add the run").click()
     expect(page.get_by_text(shown("Added system:lengths: ranks 20 questions; lacks 8 of test"))).to_be_visible(
         timeout=BROWSER_TIMEOUT_MS)
+
+    page.get_by_role("tab", name="Add a service").click()
+    page.get_by_label("Scoring URL (POST)").fill(service_url)
+    page.get_by_label("Scoring URL (POST)").press("Enter")
+    settled(page)
+    page.get_by_label("Name").nth(1).fill("served")
+    page.get_by_label("Name").nth(1).press("Enter")
+    settled(page)
+    page.get_by_role("button", name="Add the service").click()
+    expect(page.get_by_text(shown(f"Added system:served: a scoring service at {service_url} (overlap overlap)")))\
+        .to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_test_id("stDataFrame")).to_be_visible()
     assert "Traceback" not in page.content()
     page_screenshots(page, screenshot_dir, "systems")
+
+
+def _run_on_compare(running_app, page, screenshot_dir) -> None:
+    from playwright.sync_api import expect
 
     page.goto(f"{running_app.url}/Compare")
     expect(page.get_by_text("Whole split")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
@@ -50,8 +84,36 @@ def test_a_run_added_on_the_systems_page_is_compared_like_a_model(running_app, p
     assert "Traceback" not in page.content()
     page_screenshots(page, screenshot_dir, "systems-compare")
 
-    page.goto(f"{running_app.url}/Systems")
+
+def _service_on_ask_and_errors(running_app, page, service_url: str) -> None:
+    """The service ranks a linked question on Ask (the page names it and its /info) and lists its
+    worst questions on Errors."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{running_app.url}/Ask?dataset=demo&qid=demo-33&model=system:served")
+    expect(page.get_by_text(shown(f"system:served: a scoring service at {service_url} (overlap overlap)")))\
+        .to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_test_id("stDataFrame").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    settled(page)
+    assert "Traceback" not in page.content()
+
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Errors").click()  # no page load
+    expect(page.get_by_role("combobox", name="Model", exact=True)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    choose(page, "Model", "system:served")
+    expect(page.get_by_text(shown(f"system:served: a scoring service at {service_url}"))).to_be_visible(
+        timeout=BROWSER_TIMEOUT_MS)
+    worst = page.get_by_test_id("stDataFrame").first  # one row per question, worst first
+    expect(worst).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(worst).to_contain_text("demo-", timeout=BROWSER_TIMEOUT_MS)
+    settled(page)
+    assert "Traceback" not in page.content()
+
+
+def _remove(page, system: str) -> None:
+    from playwright.sync_api import expect
+
     page.get_by_role("tab", name="Remove").click()
+    choose(page, "System", system)
     page.get_by_role("button", name="Remove (labels stay)").click()
-    expect(page.get_by_text(shown("Removed system:lengths; no label was touched."))).to_be_visible(
+    expect(page.get_by_text(shown(f"Removed {system}; no label was touched."))).to_be_visible(
         timeout=BROWSER_TIMEOUT_MS)

@@ -13,7 +13,9 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import numpy as np
+import pandas as pd
 import pytest
 from sqlalchemy import create_engine, text
 
@@ -21,13 +23,13 @@ from db.store import Store
 from qa_core import ordering
 from qa_core.access import AccessDenied
 from qa_core.data.demo import load_demo
-from qa_core.rankers.service_client import ServiceError
+from qa_core.rankers.service_client import ServiceClient, ServiceError
 from qa_core.services import compare, model_loading, systems
 from qa_core.services.experiments import score_questions
-from qa_core.types import InputError
+from qa_core.types import Candidate, InputError
 from tests import ROOT
 from tests.cli import run_cli
-from tests.pages import ASK, LANDING, open_page
+from tests.pages import ASK, LABEL, LANDING, open_page
 from tests.scoring_services import serving
 from tests.teams import sign_in
 
@@ -96,6 +98,64 @@ def test_run_system_ranks_like_a_model_and_leaves_labels_alone(demo_store: Store
         ("add_system", "partial"), ("remove_system", "renamed"), ("rename_system", "partial")]
 
 
+def test_a_partial_run_adds_to_a_depth_k_pool_only_what_it_ranks(demo_store: Store, tmp_path: Path):
+    """A run of 20 TEST questions, one of them without its first candidate: the deepest pool holds
+    exactly the run's pairs (a floor score places the rest last, it does not rank them), and the
+    background scoring of the run still ends."""
+    from qa_core.services.labeling import BackgroundScores
+    from qa_core.services.labeling.strategies import model_scores, pool_order
+
+    path, run = _run_file(tmp_path, demo_store)
+    first = next(iter(run))
+    dropped = next(iter(run[first]))
+    path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                            if not line.startswith(f"{first} Q0 {dropped} ")))
+    systems.add_run(demo_store, path, "demo", "partial-pool")
+    ranker = model_loading.load_ranker(demo_store, "system:partial-pool", "demo")
+    records = demo_store.datasets.candidate_rows("demo", split="test")
+    pooled = pool_order(records, {"system:partial-pool": model_scores(ranker, records)}, depth=100, judged=(), seed=1)
+    in_run = {(qid, doc) for qid, docs in run.items() for doc in docs} - {(first, dropped)}
+    assert {(r.qid, r.doc_id) for r in records if r.candidate_id in set(pooled)} == in_run
+    progress = BackgroundScores(ranker, records).wait(timeout=60)
+    assert progress.done and progress.scored == progress.total == len(records) and progress.error is None
+    systems.remove(demo_store, "partial-pool")
+
+
+def test_a_run_as_one_more_annotator_in_the_agreement_view(demo_store: Store, tmp_path: Path):
+    """Its first-ranked candidate of each question is relevant, the rest not; Cohen's κ on relevance
+    against each annotator over the pairs both judged (a pair of a question the run lacks is not one),
+    as scikit-learn gives it; below ten pairs no κ."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from qa_core.services.labeling.strategies import model_scores
+    from qa_core.services.labeling.suggestions import store_annotator_agreement
+
+    store = demo_store
+    path, run = _run_file(tmp_path, store)
+    systems.add_run(store, path, "demo", "annotating")
+    test = store.datasets.load_dataset("demo").split("test")
+    gold = {q.qid: {c.doc_id: 3 * c.label for c in q.candidates} for q in test}
+    store.labels.import_qrels("demo", {q.qid: gold[q.qid] for q in [*test[:4], test[COVERED]]}, "carol")
+    store.labels.import_qrels("demo", {q.qid: dict.fromkeys(gold[q.qid], 0) for q in test[:2]}, "dave")
+    store.labels.import_qrels("demo", {test[0].qid: dict(list(gold[test[0].qid].items())[:3])}, "erin")
+    ranker = model_loading.load_ranker(store, "system:annotating", "demo")
+    table = store_annotator_agreement(store, "demo", model_scores(ranker, store.datasets.candidate_rows("demo")))
+    rows = table.set_index("annotator").loc[["carol", "dave", "erin"]]
+
+    def expected(grades: dict[str, dict[str, int]]) -> tuple[int, float]:
+        people = [int(g > 0) for qid in grades if qid in run for g in grades[qid].values()]
+        model = [int(doc == ordering.ranked(run[qid])[0][0]) for qid in grades if qid in run for doc in grades[qid]]
+        return len(people), cohen_kappa_score(people, model)
+
+    carol = expected({q.qid: gold[q.qid] for q in [*test[:4], test[COVERED]]})
+    assert (rows.loc["carol", "pairs both judged"], rows.loc["carol", "Cohen's κ"]) == pytest.approx(carol)
+    assert rows.loc["carol", "pairs both judged"] == sum(len(q.candidates) for q in test[:4])  # not test[COVERED]'s
+    assert rows.loc["carol", "κ low"] <= rows.loc["carol", "Cohen's κ"] <= rows.loc["carol", "κ high"]
+    assert rows.loc["dave", "Cohen's κ"] == pytest.approx(0.0) and rows.loc["dave", "annotator: relevant"] == 0
+    assert rows.loc["erin", "note"] == "not enough overlap" and pd.isna(rows.loc["erin", "Cohen's κ"])
+    systems.remove(store, "annotating")
+
+
 def test_team_mode_lets_only_admins_add_or_remove(demo_store: Store, tmp_path: Path):
     team = Store(demo_store.url, team=True)
     admin, annotator = sign_in(team, "root-admin"), sign_in(team, "annie")
@@ -150,6 +210,30 @@ def test_a_run_on_the_ask_and_errors_pages(store_url: str, tmp_path: Path):
     errors.selectbox(key="model").select("system:partial").run()
     assert not errors.exception, errors.exception
     assert len(errors.dataframe[0].value) == 28
+
+
+def test_the_agreement_view_judges_a_run_against_each_annotator(store_url: str, tmp_path: Path):
+    """Label's agreement view: with the toggle on, the run picked joins as an annotator, and the table
+    (scored in the background: rerun until it is done) gives its κ against carol's labels."""
+    store = Store(store_url)
+    store.datasets.import_dataset(load_demo())
+    systems.add_run(store, _run_file(tmp_path, store)[0], "demo", "partial")
+    test = store.datasets.load_dataset("demo").split("test")
+    store.labels.import_qrels("demo", {q.qid: {c.doc_id: 3 * c.label for c in q.candidates} for q in test[:4]}, "carol")
+    store.close()
+    app = open_page(LABEL)
+    app.radio(key="label_view").set_value("Agreement").run()
+    app.toggle(key="agreement_model_on").set_value(True).run()
+    app.selectbox(key="agreement_model").select("system:partial").run()
+    for _ in range(60):  # the run's scores fill in in the background
+        if not any(p.proto.text.startswith("Scoring with") for p in app.get("progress")):
+            break
+        app.run()
+    assert not app.exception, app.exception
+    (table,) = [t.value for t in app.dataframe if "alike" in t.value.columns]
+    assert table.to_dict("records")[0]["annotator"] == "carol"
+    assert table["pairs both judged"].tolist() == [sum(len(q.candidates) for q in test[:4])]
+    assert any("its first-ranked candidate of each question counts as relevant" in c.value for c in app.caption)
 
 
 def test_the_systems_page_names_a_runs_coverage(store_url: str, tmp_path: Path):
@@ -228,13 +312,55 @@ def faulty_service() -> Iterator[str]:
 ])
 def test_a_failing_service_is_one_sentence(demo_store: Store, faulty_service: str, route: str, sentence: str):
     from qa_core.rankers.external import ServiceRanker
-    from qa_core.rankers.service_client import ServiceClient
 
-    ranker = ServiceRanker("system:faulty", ServiceClient(f"{faulty_service}{route}", timeout=0.5))
+    ranker = ServiceRanker("system:faulty", ServiceClient(f"{faulty_service}{route}", timeout=0.5, retries=0))
     with pytest.raises(ServiceError) as caught:
         ranker.score("who wrote hamlet", ["Shakespeare", "a play", "Denmark"])
     assert sentence in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def _seen(faulty_service: str) -> dict[str, int]:
+    return httpx.get(f"{faulty_service}seen").json()
+
+
+@pytest.mark.parametrize(("route", "scored", "sent", "sentence"), [
+    ("flaky", True, 3, None),  # 503, 503, then scores
+    ("stalls", True, 2, None),  # no answer within the timeout, then scores
+    ("unavailable", False, 4, "answered HTTP 503: 'busy' (after 4 tries)"),  # the first try and 3 retries
+    ("hangs", False, 2, "did not answer within 1 s (after 2 tries)"),  # no retry after two timeouts
+    ("refused", False, 1, "answered HTTP 400: 'bad request'"),  # a 4xx will not pass: sent once
+])
+def test_a_service_is_retried_only_for_what_may_pass(
+    faulty_service: str, route: str, scored: bool, sent: int, sentence: str | None
+):
+    """Bounded retries with backoff for 502-504 and timeouts (none after two timeouts in all), counted
+    by the server; never a 4xx."""
+    client = ServiceClient(f"{faulty_service}{route}", timeout=1.0, retries=3, backoff=0.01)
+    question = f"retried on {route}?"
+    pools = [(question, [Candidate("a", "yes"), Candidate("b", "no")])]
+    if scored:
+        np.testing.assert_array_equal(client.score_pools(pools)[0], [1.0, 1.0])
+    else:
+        with pytest.raises(ServiceError) as caught:
+            client.score_pools(pools)
+        assert str(caught.value).endswith(sentence) and "\n" not in str(caught.value)
+    assert _seen(faulty_service)[f"{route} {question}"] == sent
+
+
+def test_a_services_occlusion_is_one_batched_request(faulty_service: str):
+    """A service scoring a candidate by its word count: deleting any word drops the score by 1, the
+    explanation's score is its pool score, and the server saw one request for the explanation."""
+    from qa_core.explain import explainers
+    from qa_core.rankers.external import ServiceRanker
+
+    ranker = ServiceRanker("system:words", ServiceClient(f"{faulty_service}words"))
+    question, pool = "one request?", ["Hamlet was written by Shakespeare.", "It was  1600 ,  roughly"]
+    explanation = explainers.explain(ranker, question, pool, 1, "occlusion")
+    assert _seen(faulty_service)[f"words {question}"] == 1
+    assert explanation.weight_kind == "occlusion" and explanation.score == 5.0 == ranker.score(question, pool)[1]
+    assert [w for t, w in zip(explanation.answer_tokens, explanation.answer_weights, strict=True) if t.strip()] == [
+        1.0] * 5  # It, was, 1600, the comma, roughly
 
 
 def test_cli_names_a_garbage_service_in_one_line(demo_store: Store, faulty_service: str, capsys: pytest.CaptureFixture):

@@ -1,16 +1,18 @@
 """The agreement dashboard: Krippendorff's α and Cohen's κ with bootstrap intervals, bias, disagreement
-by question class, timing, calibration results, and the share of double-annotated pairs."""
+by question class, timing, calibration results, the share of double-annotated pairs, and a model or
+an external system as one more annotator."""
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from pages.common.signin import current_actor
 from pages.judging import keyed_button
-from pages.label.shared import NOTICE, Desk, keys_help
+from pages.label.shared import NOTICE, Desk, keys_help, model_as_annotator_scores
 from pages.render.markdown import as_markdown
 from qa_core.services import analysis, labeling
-from qa_core.services.labeling import charts, dashboard, management
+from qa_core.services.labeling import charts, dashboard, management, suggestions
 from qa_core.types import InputError
 
 
@@ -19,6 +21,12 @@ def get_dashboard(_store, url: str, dataset: str, stamp: str) -> dashboard.Dashb
     """The agreement dashboard; ``stamp`` (labels, adjudications, timed judgements) says when it
     changed (the bootstrap takes about a second per annotator pair)."""
     return dashboard.store_dashboard(_store, dataset, analysis.question_analyzer(_store))
+
+
+@st.cache_data(show_spinner="Computing the model's agreement with each annotator…", max_entries=16)
+def get_annotator_agreement(_store, url: str, dataset: str, stamp: str, scores: dict[int, float]) -> pd.DataFrame:
+    """``suggestions.store_annotator_agreement``, again only when the labels or the scores so far change."""
+    return suggestions.store_annotator_agreement(_store, dataset, scores)
 
 
 def coefficient(value: float | None, items: int, enough: bool) -> str:
@@ -55,6 +63,7 @@ def agreement_view(desk: Desk) -> None:
         st.caption("Each annotator's calibration judgements against gold (not labels: they count neither in "
                    "training nor in the agreement above); exact agreement and quadratic-weighted κ (scikit-learn).")
         st.dataframe(board.calibration, hide_index=True, key="calibration_results")
+    model_as_annotator(desk)
     st.caption("Keys: E export the dashboard as CSV · " + keys_help(desk.views))
     if not report.pairs:
         st.info("Agreement needs pairs judged by two annotators; the queue hands a share of pairs to two.")
@@ -82,6 +91,32 @@ def agreement_view(desk: Desk) -> None:
         column.dataframe(table, hide_index=True)
     for name, figure in charts.dashboard_figures(board).items():
         st.plotly_chart(figure, key=f"chart-{name}")
+
+
+def model_as_annotator(desk: Desk) -> None:
+    """With the toggle on, a model or a system (a run, a service) judged against each annotator
+    (scored in the background, the table growing as it is scored)."""
+    chosen = model_as_annotator_scores(desk, "A model or system as one more annotator", "agreement_model")
+    if chosen is None:
+        return
+    model, job = chosen
+    store, dataset = desk.store, desk.dataset
+    error = job.progress().error
+    if error:
+        st.error(as_markdown(f"{model} could not score every pair (the table holds those it scored): {error}"))
+    st.caption(as_markdown(
+        f"{model} as an annotator: its first-ranked candidate of each question counts as relevant "
+        f"(grade {suggestions.MODEL_RELEVANT}), the rest as not (0); scores of different models share no scale, "
+        "a rank does. Against each annotator on relevance (their grade > 0) over the pairs both judged "
+        "(a run's unranked pairs are left out): the share judged alike, Cohen's κ with a 95% bootstrap "
+        f"interval (not shown below {labeling.MIN_SHARED_PAIRS} pairs), and how often each said relevant."
+    ))
+    stamp = dashboard.dashboard_stamp(store, dataset)
+    shares = {name: st.column_config.NumberColumn(format="percent")
+              for name in ("alike", "annotator: relevant", "model: relevant")}
+    kappas = {name: st.column_config.NumberColumn(format="%.3f") for name in ("Cohen's κ", "κ low", "κ high")}
+    st.dataframe(get_annotator_agreement(store, desk.url, dataset, stamp, job.snapshot()), hide_index=True,
+                 key="model_agreement", column_config={**shares, **kappas})
 
 
 def overlap_setting(desk: Desk) -> None:

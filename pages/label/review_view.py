@@ -6,14 +6,13 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages.common.caches import show_not_trained
 from pages.common.signin import current_actor
 from pages.judging import GRADE_NAMES, grade_buttons
-from pages.label.shared import NOTICE, Desk, keys_help, scoring_progress
+from pages.label.shared import NOTICE, Desk, keys_help, model_as_annotator_scores
 from pages.render.markdown import as_markdown
-from qa_core.services import labeling, model_loading
+from qa_core.services import labeling
 from qa_core.services.labeling import review, suggestions
-from qa_core.types import InputError, NotTrainedError
+from qa_core.types import InputError
 
 
 def settle(store, conflict: labeling.Conflict, grade: int, reviewer: str | None) -> None:
@@ -31,18 +30,11 @@ def settle(store, conflict: labeling.Conflict, grade: int, reviewer: str | None)
 def model_as_annotator(desk: Desk, conflicts: list[labeling.Conflict]) -> list[labeling.Conflict]:
     """With the toggle on, the chosen model's disagreements with the annotators' consensus join
     the conflicts to settle (scored in the background, queued as they are scored)."""
-    if not st.toggle("A model as one more annotator", key="review_model_on"):
+    chosen = model_as_annotator_scores(desk, "A model as one more annotator", "review_model")
+    if chosen is None:
         return conflicts
+    model, job = chosen
     store, dataset = desk.store, desk.dataset
-    model = st.selectbox("Model", model_loading.model_names(store, dataset), key="review_model")
-    try:
-        job = desk.scores(model)
-    except NotTrainedError as error:
-        show_not_trained(error, model, dataset)
-        return conflicts
-    state = job.progress()
-    if not state.done:
-        scoring_progress({model: job})
     disagreements = suggestions.model_disagreements(store, dataset, model, job.snapshot())
     st.caption(as_markdown(
         f"{len(disagreements)} pairs where {model} (its first-ranked candidate of each question counts as "

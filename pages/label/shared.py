@@ -92,6 +92,22 @@ def get_scores(_store, url: str, model: str, dataset: str, model_version: str | 
     return labeling.BackgroundScores.of_dataset(ranker, _store, dataset)
 
 
+def model_as_annotator_scores(desk: Desk, toggle: str, key: str) -> tuple[str, labeling.BackgroundScores] | None:
+    """With the ``toggle`` on, the model or system chosen in box ``key`` and its background scores
+    (their progress drawn while they fill in); ``None`` while it is off or the model is untrained."""
+    if not st.toggle(toggle, key=f"{key}_on"):
+        return None
+    model = st.selectbox("Model or system", model_loading.model_names(desk.store, desk.dataset), key=key)
+    try:
+        job = desk.scores(model)
+    except NotTrainedError as error:
+        show_not_trained(error, model, desk.dataset)
+        return None
+    if not job.progress().done:
+        scoring_progress({model: job})
+    return model, job
+
+
 @st.fragment(run_every=SCORING_REFRESH_SECONDS)
 def scoring_progress(jobs: dict[str, labeling.BackgroundScores]) -> None:
     """Scoring progress while the model-based order fills in; one full rerun when it is done."""

@@ -3,9 +3,10 @@ its class.
 
 - ``model``: the model's own ``explain`` weights (attention, saliency, BM25 shares, IDF, REL
   matches, fused shares), labelled with what they are (``Explanation.weight_kind``);
-- ``occlusion``: every ranker: the score drop when one answer word is deleted (Captum's
-  ``Occlusion`` over a word mask, the edited answers scored through ``Ranker.score_edits``, the path
-  of the faithfulness deletions and the Ask page's edits);
+- ``occlusion``: every ranker: the score drop when one answer word is deleted
+  (``qa_core.rankers.occlusion``: every deletion in one batch of ``Ranker.score_edits``, the path of
+  the faithfulness deletions and the Ask page's edits, so one request to a scoring service, whose
+  own weights are this occlusion);
 - ``integrated_gradients``, ``gradient_x_input``, ``embedding_occlusion``: neural rankers
   (``capabilities.neural``): Captum over the embedded question and answer words
   (``qa_core.nn.attribution``).
@@ -19,13 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-import torch
-from captum.attr import Occlusion
-
 from qa_core.nn import attribution
 from qa_core.nn.attribution import WordAttributions
 from qa_core.rankers.base import CandidateInput, Capabilities, EmbeddedPair, Explanation, Ranker
 from qa_core.rankers.neural import spread
+from qa_core.rankers.occlusion import OCCLUSION, occlude
 from qa_core.types import InputError
 
 MODEL = "model"
@@ -64,26 +63,13 @@ def _integrated_gradients(embedded: attribution.EmbeddedInputs) -> WordAttributi
 
 
 def _word_occlusion(ranker: Ranker, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
-    """Score drop per deleted answer word: Captum's ``Occlusion`` over a (1, words) mask, every
-    deletion in one batch of ``score_edits`` (kept words joined by single spaces, as the
-    faithfulness deletions edit an answer)."""
+    """Score drop per deleted answer word over the model's own explanation; a model whose own
+    weights already are this occlusion (a scoring service) is not asked twice."""
     own = ranker.explain(question, candidates, index)
-    tokens = own.answer_tokens
-    positions = [i for i, token in enumerate(tokens) if token.strip()]
-    if not positions:
-        return replace(own, answer_weights=[0.0] * len(tokens), question_weights=None, weight_kind="occlusion")
-
-    def forward(masks: torch.Tensor) -> torch.Tensor:
-        texts = [" ".join(tokens[p] for p, keep in zip(positions, row) if keep > 0.5) for row in masks.tolist()]
-        return torch.as_tensor(ranker.score_edits(question, candidates, index, texts))
-
-    mask = torch.ones(1, len(positions), dtype=torch.float64)
-    drops = Occlusion(forward).attribute(mask, sliding_window_shapes=(1,), baselines=0.0,
-                                         perturbations_per_eval=len(positions))
-    return replace(
-        own, answer_weights=spread(drops[0].tolist(), positions, len(tokens)), question_weights=None,
-        weight_kind="occlusion",
-    )
+    if own.weight_kind == OCCLUSION:
+        return own
+    occluded = occlude(ranker, question, candidates, index, own.answer_tokens)
+    return replace(own, answer_weights=occluded.weights, question_weights=None, weight_kind=OCCLUSION)
 
 
 def _own(ranker: Ranker, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
@@ -94,7 +80,7 @@ EXPLAINERS: dict[str, Explainer] = {
     e.name: e
     for e in (
         Explainer(MODEL, "the model's own weights", False, _own),
-        Explainer("occlusion", "occlusion: score drop when the word is deleted (Captum)", False, _word_occlusion),
+        Explainer(OCCLUSION, "occlusion: score drop when the word is deleted", False, _word_occlusion),
         Explainer(
             "integrated_gradients",
             f"Integrated Gradients over the word embeddings, {attribution.IG_STEPS} steps from zero vectors (Captum)",

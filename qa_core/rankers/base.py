@@ -195,6 +195,12 @@ class Ranker(ABC):
     def score(self, question: str, candidates: Sequence[CandidateInput]) -> np.ndarray:
         return self.score_pools([(question, candidates)])[0]
 
+    def covered(self, pools: Sequence[Pool]) -> list[np.ndarray]:
+        """Which candidates of each pool this ranker really ranks (one boolean array per pool): a
+        model, every one; a stored run, only the pairs in it. Its scores of the others only place
+        them last, so a depth-k pool, a queue order or an agreement leaves them out."""
+        return [np.ones(len(candidates), dtype=bool) for _, candidates in pools]
+
     def rank(self, question: str, candidates: Sequence[CandidateInput], top_k: int | None = None) -> list[ScoredCandidate]:
         """The pool best first (ties by ``qa_core.ordering``'s rule), each candidate with its score and rank."""
         records = as_candidates(candidates)

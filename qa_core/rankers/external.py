@@ -8,13 +8,15 @@ instance carries the name the pages show (``system:<name>``).
 - ``RunRanker`` scores a dataset's questions from the run's scores. Candidates the run does not
   rank score below every candidate it ranks (as trec_eval counts unretrieved documents), and a
   question it does not cover scores all its candidates alike, so the tie rule
-  (``qa_core.ordering``) orders them; ``qa_core.services.systems`` reports its coverage. A typed
+  (``qa_core.ordering``) orders them; ``covered`` says which pairs it ranks (nothing else enters a
+  depth-k pool or an agreement) and ``qa_core.services.systems`` reports its coverage. A typed
   question, which no run can have ranked, is an ``InputError``. A static ranking cannot be
   explained word by word: ``explain`` says so.
 - ``ServiceRanker`` sends each pool to the service (``service_client``). Its word importance is
-  occlusion: each answer word dropped in turn, the edits scored through ``Ranker.score_edits``
-  (the path of counterfactual edits and of the faithfulness deletions), so one explanation is one
-  batched request.
+  occlusion (``qa_core.rankers.occlusion``, the ``occlusion`` explainer of every ranker): each
+  answer word dropped in turn, the edits scored through ``Ranker.score_edits`` (the path of
+  counterfactual edits and of the faithfulness deletions), so one explanation is one batched
+  request.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from qa_core.rankers.base import CandidateInput, Capabilities, Explanation, Pool, Ranker, as_candidates
+from qa_core.rankers.occlusion import OCCLUSION, occlude
 from qa_core.rankers.service_client import ServiceClient
-from qa_core.text.edits import without, words
 from qa_core.text.nlp import parse
 from qa_core.types import InputError
 
@@ -61,6 +63,11 @@ class RunRanker(Ranker):
             out.append(np.array([scores.get(c.doc_id, floor) for c in as_candidates(candidates)], dtype=np.float64))
         return out
 
+    def covered(self, pools: Sequence[Pool]) -> list[np.ndarray]:
+        """The pairs the run ranks: none of a question it lacks, nor a candidate it did not rank."""
+        return [np.array([c.doc_id in self._by_text.get(question, {}) for c in as_candidates(candidates)], dtype=bool)
+                for question, candidates in pools]
+
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
         raise InputError(f"{self.name}: {NO_WORD_EXPLANATION}")
 
@@ -81,13 +88,7 @@ class ServiceRanker(Ranker):
 
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
         """Occlusion: each word's weight is how much the score drops without it (one batched request)."""
-        records = as_candidates(candidates)
-        score = float(self.score(question, records)[index])  # the pool's own score (cached: sent once)
-        tokens = list(parse(records[index].text).tokens)
-        positions = words(tokens)
-        edited = self.score_edits(question, records, index, [without(tokens, [i]) for i in positions])
-        weights = [0.0] * len(tokens)
-        for position, edited_score in zip(positions, edited, strict=True):
-            weights[position] = score - float(edited_score)
-        return Explanation(score=score, question_tokens=list(parse(question).tokens), answer_tokens=tokens,
-                           answer_weights=weights, weight_kind="occlusion")
+        tokens = list(parse(as_candidates(candidates)[index].text).tokens)
+        occluded = occlude(self, question, candidates, index, tokens)
+        return Explanation(score=occluded.score, question_tokens=list(parse(question).tokens), answer_tokens=tokens,
+                           answer_weights=occluded.weights, weight_kind=OCCLUSION)

@@ -7,11 +7,15 @@ A service scores one question's candidates per request::
     GET  <url>/../info (optional: "info" beside the scoring path)
                   -> {"name": "...", "version": "...", "max_batch": 64}
 
-Calls have a timeout, at most ``concurrency`` requests in flight, and retries with exponential
-backoff when the connection fails (httpx's transport retries; httpcore waits 0.5 s, 1 s, ... between
-tries). Anything else a service gets wrong (down, slow, an HTTP error, a wrong number of scores, a
-score that is not a number) is one ``ServiceError`` sentence naming the service, and a batch of
-pools is all or nothing: no pool's scores come back unless every pool's did.
+Calls have a timeout and at most ``concurrency`` requests in flight. A request that fails for a
+reason that may pass (the connection fails, no answer within the timeout, HTTP 502, 503 or 504 from
+a proxy or an overloaded service) is sent again, at most ``retries`` more times and none once twice
+the timeout has passed (a service that hangs costs two timeouts, not four), after exponential
+backoff with jitter (tenacity: about 0.5 s, 1 s, 2 s, ...); an answer that will not change (any
+other HTTP error, a 4xx, a wrong number of scores, a score that is not a number) is not retried.
+What a service gets wrong in the end is one ``ServiceError`` sentence naming the service (and the
+tries it took), and a batch of pools is all or nothing: no pool's scores come back unless every
+pool's did.
 
 Scores are cached per (system, its version from ``/info`` or else its URL, question, candidates),
 in this process, so a page that asks again (another view, the same question) sends nothing.
@@ -31,12 +35,25 @@ from typing import Any
 
 import httpx
 import numpy as np
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_random_exponential,
+)
 
 from qa_core.types import Candidate, InputError
 
 CONTRACT_VERSION = 1
 TIMEOUT_S = 30.0
-RETRIES = 3
+RETRIES = 3  # sends after the first, for a failure that may pass
+TIMEOUTS_IN_ALL = 2  # no retry starts after this many timeouts: a hung service costs one retry, not three
+BACKOFF_S = 0.5  # the first wait before a retry (doubling, with jitter, up to BACKOFF_MAX_S)
+BACKOFF_MAX_S = 8.0
+RETRIED_STATUSES = frozenset({502, 503, 504})  # a gateway or an overloaded service: may pass
 CONCURRENCY = 4
 DEFAULT_MAX_BATCH = 256
 CACHE_ENTRIES = 100_000
@@ -106,14 +123,16 @@ class ServiceClient:
 
     def __init__(
         self, url: str, *, cache_id: str | None = None, timeout: float = TIMEOUT_S, retries: int = RETRIES,
-        concurrency: int = CONCURRENCY, max_batch: int | None = None,
+        concurrency: int = CONCURRENCY, max_batch: int | None = None, backoff: float = BACKOFF_S,
     ) -> None:
         self.url = check_url(url)
         self.cache_id = cache_id or self.url
         self.timeout = timeout
+        self.retries = max(0, retries)
+        self.backoff = backoff
         self.concurrency = max(1, concurrency)
         self.max_batch = max(1, max_batch or DEFAULT_MAX_BATCH)
-        self._http = httpx.Client(timeout=timeout, transport=httpx.HTTPTransport(retries=retries))
+        self._http = httpx.Client(timeout=timeout)
 
     def close(self) -> None:
         self._http.close()
@@ -122,7 +141,7 @@ class ServiceClient:
         """The service's ``GET /info``; ``None`` when it has none (404, 405); ``ServiceError`` when
         it is down or slow, or its answer is not the contract's."""
         where = info_url(self.url)
-        response = self._send("GET", where)
+        response = self._send("GET", where, also_fine=(404, 405))
         if response.status_code in (404, 405):
             return None
         body = self._json(response, where)
@@ -176,22 +195,46 @@ class ServiceClient:
         CACHE.put(key, values)
         return values
 
-    def _send(self, method: str, url: str, payload: dict[str, Any] | None = None) -> httpx.Response:
+    def _send(self, method: str, url: str, payload: dict[str, Any] | None = None, *,
+              also_fine: tuple[int, ...] = ()) -> httpx.Response:
+        """The service's answer (HTTP 200 or a status in ``also_fine``), sent again (``retries`` times
+        at most, with backoff) while it fails in a way that may pass; else ``ServiceError``."""
+        retrying = Retrying(
+            retry=retry_if_exception_type(httpx.TransportError)
+            | retry_if_result(lambda response: response.status_code in RETRIED_STATUSES),
+            stop=stop_after_attempt(self.retries + 1) | stop_after_delay(TIMEOUTS_IN_ALL * self.timeout),
+            wait=wait_random_exponential(multiplier=self.backoff, max=BACKOFF_MAX_S),
+            retry_error_callback=_last_outcome,
+        )
         try:
-            return self._http.request(method, url, json=payload)
+            response = retrying(self._http.request, method, url, json=payload)
         except httpx.TimeoutException:
-            raise ServiceError(f"the service at {url} did not answer within {self.timeout:g} s") from None
+            raise ServiceError(f"the service at {url} did not answer within {self.timeout:g} s"
+                               f"{_tries(retrying)}") from None
         except httpx.TransportError as error:
             raise ServiceError(f"the service at {url} is down or unreachable ({type(error).__name__}: "
-                               f"{_excerpt(str(error) or 'no answer')})") from None
+                               f"{_excerpt(str(error) or 'no answer')}){_tries(retrying)}") from None
+        if response.status_code != 200 and response.status_code not in also_fine:
+            raise ServiceError(f"the service at {url} answered HTTP {response.status_code}: "
+                               f"{_excerpt(response.text)}{_tries(retrying)}")
+        return response
 
     def _json(self, response: httpx.Response, url: str) -> Any:
-        if response.status_code != 200:
-            raise ServiceError(f"the service at {url} answered HTTP {response.status_code}: {_excerpt(response.text)}")
         try:
             return response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise ServiceError(f"the service at {url} answered {_excerpt(response.text)}, which is not JSON") from None
+
+
+def _last_outcome(state: RetryCallState) -> httpx.Response:
+    """When the tries are spent: the last answer, or the last try's exception raised."""
+    return state.outcome.result()  # type: ignore[union-attr]  # set: tenacity calls this after a try
+
+
+def _tries(retrying: Retrying) -> str:
+    """' (after N tries)' when the request was sent more than once, for the error sentence."""
+    tries = retrying.statistics.get("attempt_number", 1)
+    return f" (after {tries} tries)" if tries > 1 else ""
 
 
 def _text_or_none(value: object) -> str | None:

@@ -1,5 +1,5 @@
 """Answers with words taken out: the edits of the faithfulness deletions (``qa_core.faithfulness``)
-and of a service's occlusion word importance (``qa_core.rankers.external``). Words are an answer's
+and of word occlusion (``qa_core.rankers.occlusion``). Words are an answer's
 non-whitespace tokens, and an edited answer is its kept words joined by single spaces.
 """
 

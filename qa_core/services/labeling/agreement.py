@@ -225,6 +225,15 @@ def report_from_labels(
     )
 
 
+def kappa_with_interval(y_a: Sequence[int], y_b: Sequence[int], seed: int = 0) -> tuple[float | None, Interval]:
+    """Unweighted Cohen's kappa of two graders' judgements of the same pairs, with its bootstrap interval."""
+
+    def kappa(a: np.ndarray, b: np.ndarray) -> float | None:
+        return cohen_kappa(list(a), list(b), None)
+
+    return cohen_kappa(y_a, y_b, None), _bootstrap((np.array(y_a), np.array(y_b)), kappa, seed)
+
+
 def _weighted_kappa(y_a: np.ndarray, y_b: np.ndarray) -> float:
     value = cohen_kappa(list(y_a), list(y_b), "quadratic")
     return math.nan if value is None else value

@@ -34,7 +34,7 @@ QUESTIONS_PER_STEP = 8  # small enough that the first pairs are ready within a s
 
 
 class ScoringProgress(NamedTuple):
-    scored: int  # pairs scored so far
+    scored: int  # pairs scored so far (a partial run's unranked pairs count once passed: they get no score)
     total: int
     error: str | None  # why scoring stopped early, for the page
 
@@ -54,6 +54,7 @@ class BackgroundScores:
     def __init__(self, ranker: Ranker, records: Sequence[TextRecord], questions_per_step: int = QUESTIONS_PER_STEP):
         self._lock = threading.Lock()
         self._scores: dict[int, float] = {}
+        self._passed = 0  # pairs of the steps done
         self._error: str | None = None
         self._total = len(records)
         groups: dict[str, list[TextRecord]] = {}
@@ -95,6 +96,7 @@ class BackgroundScores:
             return
         with self._lock:
             self._scores.update(scored)
+            self._passed += len(self._steps[step])
         self._queue_step(ranker, step + 1)
 
     def snapshot(self) -> dict[int, float]:
@@ -104,7 +106,7 @@ class BackgroundScores:
 
     def progress(self) -> ScoringProgress:
         with self._lock:
-            return ScoringProgress(len(self._scores), self._total, self._error)
+            return ScoringProgress(self._passed, self._total, self._error)
 
     def wait(self, timeout: float | None = None) -> ScoringProgress:
         """Block until scoring ends (tests, scripts) and return the final progress."""

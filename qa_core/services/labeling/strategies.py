@@ -210,12 +210,14 @@ def spread_across_questions(order: Sequence[int], records: Sequence[PairRecord])
 
 def model_scores(ranker: Ranker, records: Sequence[TextRecord]) -> dict[int, float]:
     """``{candidate_id: score}`` of ``ranker`` over records that carry their texts (e.g.
-    ``DatasetStore.candidate_rows``), one pool per question, batched with ``score_pools``."""
+    ``DatasetStore.candidate_rows``), one pool per question, batched with ``score_pools``; the pairs
+    it does not rank (``Ranker.covered``: a partial run's) have no score, so a depth-k pool gets
+    nothing from the system for them."""
     groups = _by_question(records)
     pools = [(group[0].question, [Candidate(r.doc_id, r.candidate) for r in group]) for group in groups.values()]
     result: dict[int, float] = {}
-    for group, pool_scores in zip(groups.values(), ranker.score_pools(pools)):
-        result.update({r.candidate_id: float(s) for r, s in zip(group, pool_scores)})
+    for group, pool_scores, covered in zip(groups.values(), ranker.score_pools(pools), ranker.covered(pools)):
+        result.update({r.candidate_id: float(s) for r, s, ranked in zip(group, pool_scores, covered) if ranked})
     return result
 
 

@@ -6,7 +6,10 @@ an annotator, a model judges a pair "answers" (``MODEL_RELEVANT``) when it ranks
 question's pool and "not relevant" (0) otherwise: scores of different models are not on one
 scale, a rank is. A pair whose consensus (the majority of its current labels; adjudicated pairs
 are settled already) says relevant (grade > 0) where the model says not, or the other way round,
-is a disagreement the review view queues beside the annotators' conflicts.
+is a disagreement the review view queues beside the annotators' conflicts. In the agreement view
+the same judgements meet each annotator's: Cohen's kappa on relevance (grade > 0: a model judges
+relevance, not a grade) over the pairs the annotator labelled and the model ranks (a run lacks the
+rest: ``Ranker.covered``), with a bootstrap interval, not shown below ``MIN_SHARED_PAIRS`` pairs.
 """
 
 from __future__ import annotations
@@ -16,8 +19,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
 from qa_core import ordering
-from qa_core.services.labeling.agreement import Conflict
+from qa_core.services.labeling.agreement import (
+    MIN_SHARED_PAIRS,
+    NO_INTERVAL,
+    NOT_ENOUGH,
+    Conflict,
+    Labels,
+    kappa_with_interval,
+)
 from qa_core.services.labeling.training_labels import training_labels
 
 if TYPE_CHECKING:
@@ -91,3 +103,39 @@ def model_disagreements(store: Store, dataset: str, model: str, scores: Mapping[
         for c, label in resolved.labels.items()
         if label.source == "labels" and c in grades and (label.value > 0) != (grades[c] > 0)
     ]
+
+
+AGREEMENT_COLUMNS = ["annotator", "pairs both judged", "alike", "Cohen's κ", "κ low", "κ high",
+                     "annotator: relevant", "model: relevant", "note"]
+
+
+def annotator_agreement(labels: Labels, grades: Mapping[int, int], seed: int = 0) -> pd.DataFrame:
+    """The model (``model_grades``) against each annotator's current labels, one row per annotator:
+    over the pairs both judged, the share judged alike, Cohen's kappa on relevance with its 95%
+    bootstrap interval (empty below ``MIN_SHARED_PAIRS`` pairs), and how often each said relevant."""
+    rows = []
+    for annotator in sorted({name for judged in labels.values() for name in judged}):
+        shared = [c for c, judged in labels.items() if annotator in judged and c in grades]
+        people = [int(labels[c][annotator] > 0) for c in shared]
+        model = [int(grades[c] > 0) for c in shared]
+        enough = len(shared) >= MIN_SHARED_PAIRS
+        kappa, interval = kappa_with_interval(people, model, seed) if enough else (None, NO_INTERVAL)
+        rows.append({
+            "annotator": annotator, "pairs both judged": len(shared),
+            "alike": _share([a == b for a, b in zip(people, model, strict=True)]),
+            "Cohen's κ": kappa, "κ low": interval.low, "κ high": interval.high,
+            "annotator: relevant": _share(people), "model: relevant": _share(model),
+            "note": "" if enough else NOT_ENOUGH,
+        })
+    return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
+
+
+def _share(marks: Sequence[int | bool]) -> float | None:
+    return sum(marks) / len(marks) if marks else None
+
+
+def store_annotator_agreement(store: Store, dataset: str, scores: Mapping[int, float]) -> pd.DataFrame:
+    """``annotator_agreement`` of the model whose ``scores`` (``model_scores``: a background job's
+    snapshot) these are, over the store's current labels of ``dataset``."""
+    labels = store.labels.current_labels(dataset)
+    return annotator_agreement(labels, model_grades(scores, store.datasets.candidate_rows(dataset)))
