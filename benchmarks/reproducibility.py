@@ -17,6 +17,8 @@ from typing import Any
 
 from common import ROOT, machine, machine_line, shared_datasets, write_result, write_section
 
+from db.base import NewVersion
+
 SEED = 3
 RERUNS = 3
 BUSY_PROCESSES = 2
@@ -83,8 +85,7 @@ def measure(folder: str) -> dict[str, Any]:
                                        dev_split="dev", extra={"labels": "gold", "trained_by": "cli"})
 
     stored, (training_data, metrics) = train(1)
-    store.models.register_model("smcnn", kind="smcnn", checkpoint_path=str(stored.checkpoint),
-                         training_data=training_data, metrics=metrics)
+    store.models.register_model("smcnn", NewVersion("smcnn", str(stored.checkpoint), training_data, metrics))
     idle = [_rerun(store) for _ in range(RERUNS)]
     stop = multiprocessing.Event()
     busy = [multiprocessing.Process(target=_spin, args=(stop,)) for _ in range(BUSY_PROCESSES)]

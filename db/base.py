@@ -13,6 +13,7 @@ import json
 import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -300,17 +301,22 @@ def serves(training_data: dict[str, Any] | None, scope: str) -> bool:
     return promotion_scope(training_data or {}) in (scope, ANY_DATASET) or scope == ANY_DATASET
 
 
-def insert_model_version(
-    session: Session,
-    name: str,
-    kind: str,
-    checkpoint_path: str | Path,
-    training_data: dict[str, Any],
-    metrics: dict[str, Any],
-    promote_for: str | None,
-) -> int:
-    """Insert the next version of ``name`` (promoting it for ``promote_for`` if given) in the
-    caller's transaction.
+@dataclass(frozen=True)
+class NewVersion:
+    """A trained model's next version, as both of its registrations record it: on its own
+    (``VersionStore.register_model``) or as a training job's result (``JobStore.finish_job``);
+    ``promote``: make it the version its dataset uses."""
+
+    kind: str
+    checkpoint_path: str | Path
+    training_data: dict[str, Any]
+    metrics: dict[str, Any]
+    promote: bool = False
+
+
+def insert_model_version(session: Session, name: str, new: NewVersion, promote_for: str | None) -> int:
+    """Insert ``new`` as the next version of ``name`` (promoting it for ``promote_for`` if given) in
+    the caller's transaction.
 
     Two concurrent callers can pick the same version number: the unique constraint rejects one,
     which retries (``REGISTER_ATTEMPTS``). The checkpoint file gets the version
@@ -319,12 +325,13 @@ def insert_model_version(
     that does not exist gets none. A file outside the data folder's models folder
     is refused (``InputError``), so nothing is registered or promoted.
     """
-    name, kind = check_name(name, "model name"), check_name(kind, "model kind")
+    name, kind = check_name(name, "model name"), check_name(new.kind, "model kind")
+    checkpoint_path = new.checkpoint_path
     config.inside_checkpoint_dir(checkpoint_path)
     version = 1 + (session.scalar(select(func.max(ModelVersionRow.version)).where(ModelVersionRow.name == name)) or 0)
     version_id = insert_id(
-        session, ModelVersionRow, name=name, kind=kind, version=version, training_data=jsonable(training_data),
-        metrics=jsonable(metrics), checkpoint_path=str(checkpoint_path),
+        session, ModelVersionRow, name=name, kind=kind, version=version, training_data=jsonable(new.training_data),
+        metrics=jsonable(new.metrics), checkpoint_path=str(checkpoint_path),
     )
     # A file another version registers already (under any spelling) keeps the id it was stamped with:
     # its hash binds it.

@@ -40,6 +40,7 @@ from sqlalchemy.orm import Session
 from db.audit import authorize, authorize_training, record
 from db.base import (
     REGISTER_ATTEMPTS,
+    NewVersion,
     StoreBase,
     check_annotator,
     insert_id,
@@ -244,29 +245,19 @@ class JobStore(StoreBase):
                 detail=jsonable(dict(event.detail)) if event.detail else None,
             )
 
-    def finish_job(
-        self,
-        job_id: int,
-        *,
-        kind: str,
-        checkpoint_path: str | Path,
-        training_data: dict[str, Any],
-        metrics: dict[str, Any],
-        promote: bool = False,
-        claim: str | None = None,
-        actor: Actor | None = None,
-    ) -> int:
-        """Register the job's model as the next version of its name (promoted for the job's dataset
-        only if asked) and mark the job succeeded, in ONE transaction; returns the ``model_versions`` id.
-        The ``actor`` running the job needs the right to train (and to promote, with ``promote``);
-        the registration, and the promotion, are audited like ``VersionStore.register_model``'s.
+    def finish_job(self, job_id: int, new: NewVersion, *, claim: str | None = None, actor: Actor | None = None) -> int:
+        """Register the job's model as its next version, ``new`` (promoted for the job's dataset
+        only if ``new.promote``), and mark the job succeeded, in ONE transaction; returns the
+        ``model_versions`` id. The ``actor`` running the job needs the right to train (and to
+        promote); the registration, and the promotion, are audited like
+        ``VersionStore.register_model``'s.
 
         ``InputError`` (and nothing registered) when the job is no longer running (with ``claim``:
         under that attempt), e.g. a reader declared it dead or gave it back to the queue.
         """
 
         def finish(session: Session) -> int:
-            who = authorize_training(session, actor, promote=promote, team=self.team)
+            who = authorize_training(session, actor, promote=new.promote, team=self.team)
             job = session.get(TrainingJobRow, job_id)
             if job is None:
                 raise InputError(f"training job {job_id} does not exist")
@@ -278,10 +269,8 @@ class JobStore(StoreBase):
             )
             if result.rowcount != 1:
                 raise InputError(f"training job {job_id} is no longer running; its model is not registered")
-            promoted_for = job.dataset if promote else None
-            version_id = insert_model_version(
-                session, job.model, kind, checkpoint_path, training_data, metrics, promoted_for
-            )
+            promoted_for = job.dataset if new.promote else None
+            version_id = insert_model_version(session, job.model, new, promoted_for)
             session.execute(
                 update(TrainingJobRow).where(TrainingJobRow.id == job_id).values(model_version_id=version_id)
             )

@@ -84,6 +84,20 @@ class QueueProgress(NamedTuple):
     judgements: int  # current labels on the queue's pairs, all annotators together
 
 
+@dataclass(frozen=True)
+class QueueScope:
+    """Which queue a claim (``claim_next``) or a count (``queue_progress``) is about: ``annotator``'s
+    view of ``order``, the dataset's candidate ids best first
+    (``qa_core.services.labeling.order_candidates``), shown in one app session (``holder``, default
+    the annotator), a pair wanting ``targets[candidate_id]`` annotators (1 when absent)."""
+
+    dataset: str
+    order: Sequence[int]
+    annotator: str
+    holder: str | None = None
+    targets: Mapping[int, int] = field(default_factory=dict)
+
+
 class _NoLongerEligible(Exception):
     """Raised inside a claim's (or a renewal's) transaction to roll it back."""
 
@@ -112,27 +126,18 @@ class LabelingStore(StoreBase):
     # ------------------------------------------------------------------ queue claims
 
     def claim_next(
-        self,
-        dataset: str,
-        order: Sequence[int],
-        annotator: str,
-        holder: str | None = None,
-        *,
-        targets: Mapping[int, int] | None = None,
-        lease_seconds: float = DEFAULT_LEASE_SECONDS,
-        actor: Actor | None = None,
+        self, scope: QueueScope, *, lease_seconds: float = DEFAULT_LEASE_SECONDS, actor: Actor | None = None
     ) -> Claim | None:
-        """The pair ``holder`` should show ``annotator`` next, leased to it; ``None`` when the
-        queue has nothing left for this annotator (see the module docstring for the rule). A
-        signed-in ``actor`` claims only in their own name; every write checks the right to label.
+        """The pair ``scope.holder`` should show ``scope.annotator`` next, leased to it; ``None``
+        when the queue has nothing left for this annotator (see the module docstring for the rule).
+        A signed-in ``actor`` claims only in their own name; every write checks the right to label.
 
         Idempotent for a page that reruns: while the holder's claim is open and its pair still
         wants this annotator's label, the same claim comes back with its lease renewed.
-        ``order`` lists the dataset's candidate ids best first (``qa_core.services.labeling.order_candidates``).
         """
-        annotator = self._claimant(actor, annotator)
-        holder = check_annotator(holder or annotator, "holder")
-        targets = targets or {}
+        annotator = self._claimant(actor, scope.annotator)
+        holder = check_annotator(scope.holder or annotator, "holder")
+        dataset, order, targets = scope.dataset, scope.order, scope.targets
         with self.session_scope() as session:
             state = _read_state(session, dataset, annotator)
         position: dict[int, int] = {}
@@ -303,19 +308,11 @@ class LabelingStore(StoreBase):
             )
             return [_claim(row) for row in rows]
 
-    def queue_progress(
-        self,
-        dataset: str,
-        order: Sequence[int],
-        annotator: str,
-        holder: str | None = None,
-        *,
-        targets: Mapping[int, int] | None = None,
-    ) -> QueueProgress:
-        """Done/total counts of the queue ``order`` for ``annotator`` (see ``QueueProgress``)."""
-        annotator = check_annotator(annotator)
-        holder = holder or annotator
-        targets = targets or {}
+    def queue_progress(self, scope: QueueScope) -> QueueProgress:
+        """Done/total counts of the queue ``scope.order`` for ``scope.annotator`` (see ``QueueProgress``)."""
+        annotator = check_annotator(scope.annotator)
+        holder = scope.holder or annotator
+        dataset, order, targets = scope.dataset, scope.order, scope.targets
         with self.session_scope() as session:
             state = _read_state(session, dataset, annotator)
         at = now()

@@ -3,7 +3,6 @@ dataset, ``*``), and roll backs (a stack of promotions per scope)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -13,6 +12,7 @@ from db.audit import authorize, authorize_training, record
 from db.base import (
     ANY_DATASET,
     REGISTER_ATTEMPTS,
+    NewVersion,
     StoreBase,
     insert_model_version,
     insert_promotion,
@@ -31,29 +31,18 @@ class VersionStore(StoreBase):
     """The model registry: which versions exist and which one each dataset uses."""
 
 
-    def register_model(
-        self,
-        name: str,
-        kind: str,
-        checkpoint_path: str | Path,
-        training_data: dict[str, Any],
-        metrics: dict[str, Any],
-        promote: bool = False,
-        scope: str | None = None,
-        *,
-        actor: Actor | None = None,
-    ) -> int:
-        """Record the next version of model ``name`` and return its ``model_versions`` id; with
-        ``promote``, make it the version used for ``scope`` (default: the dataset it was trained on,
-        ``training_data["dataset"]``, else every dataset, ``*``). Training needs the right to train,
-        promoting also the right to promote."""
-        promote_for = (scope or promotion_scope(training_data)) if promote else None
+    def register_model(self, name: str, new: NewVersion, scope: str | None = None, *, actor: Actor | None = None) -> int:
+        """Record ``new`` as the next version of model ``name`` and return its ``model_versions`` id;
+        with ``new.promote``, make it the version used for ``scope`` (default: the dataset it was
+        trained on, ``training_data["dataset"]``, else every dataset, ``*``). Training needs the
+        right to train, promoting also the right to promote."""
+        promote_for = (scope or promotion_scope(new.training_data)) if new.promote else None
 
         def register(session: Session) -> int:
             who = authorize_training(session, actor, promote=promote_for is not None, team=self.team)
-            version_id = insert_model_version(session, name, kind, checkpoint_path, training_data, metrics, promote_for)
+            version_id = insert_model_version(session, name, new, promote_for)
             record(session, who, "register", name, {"version_id": version_id, "promoted_for": promote_for,
-                                                    "dataset": training_data.get("dataset")})
+                                                    "dataset": new.training_data.get("dataset")})
             return version_id
 
         return self.retrying(register, REGISTER_ATTEMPTS)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from db.base import NewVersion
 from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.retrieval import FIRST_STAGE, FIRST_STAGE_FEEDBACK
@@ -74,7 +75,7 @@ def tiny_tree_kernel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def register(store_url: str, checkpoint: Path, model: str = "smcnn") -> None:
     store = Store(store_url)
-    store.models.register_model(model, model, copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True)
+    store.models.register_model(model, NewVersion(model, copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True))
     store.close()
 
 

@@ -26,6 +26,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from streamlit.testing.v1 import AppTest
 
+from db.base import NewVersion
 from db.store import Store
 from qa_core import config
 from qa_core.cli import main
@@ -529,7 +530,7 @@ def test_ask_reports_a_corrupt_checkpoint_and_keeps_the_store(env: Env):
     Rank button off, the registry and labels as they were."""
     corrupt = _corrupt_checkpoint(config.checkpoint_dir())  # registered only from the data folder
     store = Store(env.url)
-    store.models.register_model("smcnn", kind="smcnn", checkpoint_path=str(corrupt), training_data={}, metrics={})
+    store.models.register_model("smcnn", NewVersion("smcnn", str(corrupt), {}, {}))
     store.close()
     before = snapshot(env.url)
 
@@ -689,8 +690,8 @@ STORE_CASES: dict[str, tuple[Callable[[Store, int], object], str]] = {
     "annotator-with-nul": (lambda s, c: s.labels.add_label(c, "ann\x00", 1), "NUL"),
     "note-with-nul": (lambda s, c: s.labels.add_label(c, "ann", 1, note="fine\x00"), "NUL"),
     "adjudicator-too-long": (lambda s, c: s.labels.adjudicate(c, 1, "r" * 300), "too long"),
-    "model-name-too-long": (lambda s, c: s.models.register_model("m" * 300, "smcnn", model_file("x.pt"), {}, {}), "too long"),
-    "model-name-with-nul": (lambda s, c: s.models.register_model("m\x00", "smcnn", model_file("x.pt"), {}, {}), "NUL"),
+    "model-name-too-long": (lambda s, c: s.models.register_model("m" * 300, NewVersion("smcnn", model_file("x.pt"), {}, {})), "too long"),
+    "model-name-with-nul": (lambda s, c: s.models.register_model("m\x00", NewVersion("smcnn", model_file("x.pt"), {}, {})), "NUL"),
     "queue-holder-too-long": (lambda s, c: s.queue.claim_candidate(c, "ann", holder="h" * 300), "too long"),
     "job-dataset-name-too-long": (lambda s, c: s.jobs.create_job("smcnn", "d" * 300, {}), "too long"),
     "qrels-annotator-with-nul": (lambda s, c: s.labels.import_qrels("demo", {"demo-01": {"demo-01-0": 1}}, "a\x00"), "NUL"),
@@ -895,7 +896,7 @@ def test_a_database_that_refuses_writes_is_one_sentence(refusing_store: str, cap
     try:
         candidate = store.datasets.find_candidate_id("demo", "demo-01", "demo-01-1")
         for write in (lambda: store.labels.add_label(candidate, "bob", 1), lambda: store.datasets.import_dataset(load_demo(), replace=True),
-                      lambda: store.models.register_model("smcnn", "smcnn", model_file("x.pt"), {}, {})):
+                      lambda: store.models.register_model("smcnn", NewVersion("smcnn", model_file("x.pt"), {}, {}))):
             with pytest.raises(StorageError, match="read-only, so nothing was saved"):
                 write()
         assert store.labels.current_labels("demo") == {store.datasets.find_candidate_id("demo", "demo-01", "demo-01-0"): {"alice": 2}}

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from db.base import NewVersion
 from db.store import Store
 from qa_core.cli import main
 from qa_core.data.demo import load_demo
@@ -127,7 +128,7 @@ def test_cli_scores_a_trec_run_from_the_store_on_a_cluster_it_starts_and_stops(c
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     store = Store(url)
     store.datasets.import_dataset(load_demo())
-    store.models.register_model("attention_lstm", "attention_lstm", copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True)
+    store.models.register_model("attention_lstm", NewVersion("attention_lstm", copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True))
     store.close()
     first_stage = tmp_path / "bm25.run"
     first_stage.write_text("".join(f"{q.qid} Q0 {c.doc_id} {i} {20 - i} bm25\n"

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from db.base import NewVersion
 from db.store import Store
 from qa_core.cli import main
 from qa_core.data.demo import load_demo
@@ -133,7 +134,7 @@ def test_a_trained_model_scores_with_the_version_in_use_for_data(env: Path, chec
 
     store = Store(f"sqlite:///{env / 'store.sqlite'}")
     store.datasets.import_dataset(load_demo())
-    store.models.register_model("smcnn", "smcnn", copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True)
+    store.models.register_model("smcnn", NewVersion("smcnn", copy_to_models(checkpoint), {"dataset": "demo"}, {}, promote=True))
     pairs, out = write_pairs(env / "pairs.jsonl"), env / "smcnn.run"
     assert main(["batch-score", str(pairs), "--model", "smcnn", "--data", "demo", "--out", str(out), "--workers", "0",
                  "--quiet"]) == 0, capsys.readouterr().err

@@ -20,6 +20,7 @@ from unittest import mock
 import numpy as np
 import pytest
 
+from db.base import NewVersion
 from db.store import Store
 from qa_core import config
 from qa_core.checkpoints import collect_garbage, new_checkpoint_path
@@ -132,9 +133,9 @@ def test_gc_cleans_what_killed_trainings_leave_and_nothing_else(database_url: st
     try:
         models = data_dir / "models"
         registered = registry.save(registry.create("overlap"), new_checkpoint_path("overlap", "demo", owner=store.store_id))
-        store.models.register_model("overlap", "overlap", registered, {"dataset": "demo"}, {}, promote=True)
+        store.models.register_model("overlap", NewVersion("overlap", registered, {"dataset": "demo"}, {}, promote=True))
         legacy_registered = registry.save(registry.create("overlap"), models / "overlap-demo-job1.pt")
-        store.models.register_model("overlap", "overlap", legacy_registered, {}, {})
+        store.models.register_model("overlap", NewVersion("overlap", legacy_registered, {}, {}))
         orphan = new_checkpoint_path("smcnn", "demo", "job2", owner=store.store_id)
         overlap = registry.create("overlap")
         run_killed(killed_before_registering, orphan, overlap.name, overlap.state())

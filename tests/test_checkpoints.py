@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from db.base import insert_model_version
+from db.base import NewVersion, insert_model_version
 from db.store import Store
 from qa_core.checkpoints import CHECKPOINT_FORMAT, Registration, load_checkpoint
 from qa_core.data.demo import load_demo
@@ -152,8 +152,8 @@ def test_the_previous_version_is_used_when_the_promoted_one_is_refused(
     state = smcnn_state(smcnn_file)
     bad_state = {"config": RunsCode(marker)} if fault == "runs-code" else UNFITTING[fault][0](state)
     bad = write_payload(models_dir / "v2.pt", {"format": CHECKPOINT_FORMAT, "kind": "smcnn", "state": bad_state})
-    store.models.register_model("smcnn", "smcnn", shutil.copy(smcnn_file, models_dir), {"dataset": "demo"}, {}, promote=True)
-    store.models.register_model("smcnn", "smcnn", bad, {"dataset": "demo"}, {}, promote=True)
+    store.models.register_model("smcnn", NewVersion("smcnn", shutil.copy(smcnn_file, models_dir), {"dataset": "demo"}, {}, promote=True))
+    store.models.register_model("smcnn", NewVersion("smcnn", bad, {"dataset": "demo"}, {}, promote=True))
 
     loaded = load_promoted(store, "smcnn", "demo")
     assert loaded.version["version"] == 1 and loaded.wanted["version"] == 2
@@ -192,10 +192,10 @@ def test_a_file_that_is_not_the_registered_model_is_refused_and_only_its_own_kin
     other_kind = {"format": CHECKPOINT_FORMAT, "kind": "cnn_wo", "name": "cnn_wo", "state": smcnn_state(smcnn_file)}
     copied = models_dir / "v2.pt"
     copied.write_bytes(smcnn_file.read_bytes())
-    store.models.register_model("smcnn", "smcnn", shutil.copy(smcnn_file, models_dir), {"dataset": "demo"}, {}, promote=True)
-    store.models.register_model("smcnn", "smcnn", models_dir / "stray.pt", {"dataset": "demo"}, {})  # another kind's file
-    store.models.register_model("smcnn", "smcnn", models_dir / "elsewhere.pt", {"dataset": "other"}, {})
-    store.models.register_model("smcnn", "smcnn", copied, {"dataset": "demo"}, {}, promote=True)
+    store.models.register_model("smcnn", NewVersion("smcnn", shutil.copy(smcnn_file, models_dir), {"dataset": "demo"}, {}, promote=True))
+    store.models.register_model("smcnn", NewVersion("smcnn", models_dir / "stray.pt", {"dataset": "demo"}, {}))  # another kind's file
+    store.models.register_model("smcnn", NewVersion("smcnn", models_dir / "elsewhere.pt", {"dataset": "other"}, {}))
+    store.models.register_model("smcnn", NewVersion("smcnn", copied, {"dataset": "demo"}, {}, promote=True))
     write_payload(models_dir / "stray.pt", other_kind)  # after its registration: no hash kept for it
     write_payload(models_dir / "elsewhere.pt", {**other_kind, "kind": "smcnn", "name": "smcnn"})
     write_payload(copied, other_kind)
@@ -225,10 +225,10 @@ def test_a_registered_checkpoint_records_its_version_id_and_another_versions_fil
 ) -> None:
     first = models_dir / "v1.pt"
     first.write_bytes(smcnn_file.read_bytes())
-    v1 = store.models.register_model("smcnn", "smcnn", first, {"dataset": "demo"}, {}, promote=True)
+    v1 = store.models.register_model("smcnn", NewVersion("smcnn", first, {"dataset": "demo"}, {}, promote=True))
     assert torch.load(first, weights_only=True)["version_id"] == v1
     late = models_dir / "v2.pt"
-    v2 = store.models.register_model("smcnn", "smcnn", late, {"dataset": "demo"}, {})  # its file comes later: no hash
+    v2 = store.models.register_model("smcnn", NewVersion("smcnn", late, {"dataset": "demo"}, {}))  # its file comes later: no hash
     late.write_bytes(first.read_bytes())
     with pytest.raises(InputError, match=f"v2.pt is version id {v1} of model 'smcnn', but the store registered it "
                                          f"as version id {v2} of model 'smcnn'"):
@@ -247,14 +247,14 @@ def test_a_registration_that_does_not_commit_leaves_the_checkpoint_as_it_was(
     store.jobs.start_job(job_id)
     assert store.jobs.fail_job(job_id, "declared dead") is True
     with pytest.raises(InputError, match="no longer running"):
-        store.jobs.finish_job(job_id, kind="smcnn", checkpoint_path=path, training_data={}, metrics={})
+        store.jobs.finish_job(job_id, NewVersion("smcnn", path, {}, {}))
     assert path.read_bytes() == smcnn_file.read_bytes()
     with pytest.raises(RuntimeError, match="after the insert"), store.session_scope() as session:
-        insert_model_version(session, "smcnn", "smcnn", path, {}, {}, None)
+        insert_model_version(session, "smcnn", NewVersion("smcnn", path, {}, {}), None)
         raise RuntimeError("after the insert")
     assert path.read_bytes() == smcnn_file.read_bytes()
     assert sorted(p.name for p in models_dir.iterdir()) == ["job.pt"]
-    version_id = store.models.register_model("smcnn", "smcnn", path, {}, {})
+    version_id = store.models.register_model("smcnn", NewVersion("smcnn", path, {}, {}))
     assert torch.load(path, weights_only=True)["version_id"] == version_id
     assert registry.load(path, Registration.of(store.models.model_version(version_id))).name == "smcnn"
 
@@ -264,10 +264,10 @@ def test_a_file_registered_again_under_another_spelling_keeps_its_first_stamp(
 ) -> None:
     first = models_dir / "v1.pt"
     first.write_bytes(smcnn_file.read_bytes())
-    v1 = store.models.register_model("smcnn", "smcnn", first, {}, {})
+    v1 = store.models.register_model("smcnn", NewVersion("smcnn", first, {}, {}))
     (models_dir / "link.pt").symlink_to(first)
-    v2 = store.models.register_model("smcnn", "smcnn", models_dir / "link.pt", {}, {})
-    v3 = store.models.register_model("smcnn", "smcnn", f"{models_dir}/./v1.pt", {}, {})
+    v2 = store.models.register_model("smcnn", NewVersion("smcnn", models_dir / "link.pt", {}, {}))
+    v3 = store.models.register_model("smcnn", NewVersion("smcnn", f"{models_dir}/./v1.pt", {}, {}))
     assert torch.load(first, weights_only=True)["version_id"] == v1
     for version_id in (v1, v2, v3):
         assert registry.load(first, Registration.of(store.models.model_version(version_id))).name == "smcnn"

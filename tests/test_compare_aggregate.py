@@ -148,7 +148,7 @@ def test_question_batches_hold_whole_pools_in_a_seeded_order():
     groups = torch.tensor([7, 7, 3, 3, 3, 9, 5, 5])
     labels = torch.tensor([1, 0, 0, 1, 0, 1, 0, 1])
     inputs = {"row": torch.arange(8)}
-    batches = QuestionBatches(inputs, groups, labels, questions_per_batch=3)
+    batches = QuestionBatches(inputs, groups, labels, per_batch=3)
     assert batches.questions == 4 and len(batches) == 2
     epoch = list(batches(torch.Generator().manual_seed(1)))
     seen = torch.cat([batch["row"] for batch, _ in epoch]).sort().values

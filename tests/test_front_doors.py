@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from db.base import NewVersion
 from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.services import models, users
@@ -26,7 +27,7 @@ def registry(tmp_path: Path) -> Iterator[Store]:
     store = open_store(f"sqlite:///{tmp_path / 'doors.sqlite'}")
     store.datasets.import_dataset(load_demo())
     for _ in range(3):  # versions 1, 2, 3 trained on the demo; 1 promoted
-        store.models.register_model("smcnn", "smcnn", model_file("v.pt"), {"dataset": "demo"}, {})
+        store.models.register_model("smcnn", NewVersion("smcnn", model_file("v.pt"), {"dataset": "demo"}, {}))
     store.models.promote("smcnn", 1, "demo")
     yield store
     store.close()

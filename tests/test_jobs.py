@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select, update
 
-from db.base import now
+from db.base import NewVersion, now
 from db.models import LabelRow, TrainingJobRow
 from db.store import Store
 from qa_core.cli import main
@@ -52,7 +52,7 @@ def promote_v1(store: Store, checkpoint: Path) -> dict:
     """Version 1 of smcnn, promoted, on its own copy of the trained checkpoint (in the data folder)."""
     path = model_file("smcnn-v1.pt")
     shutil.copy(checkpoint, path)
-    store.models.register_model("smcnn", "smcnn", path, {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
+    store.models.register_model("smcnn", NewVersion("smcnn", path, {"dataset": "demo"}, {"dev_map": 0.5}, promote=True))
     return store.models.promoted_model("smcnn", "demo")
 
 
@@ -170,14 +170,14 @@ def test_cancel_stops_the_process_and_fails_the_job(demo_store: Store) -> None:
 def test_finish_is_one_transaction_that_a_dead_verdict_blocks(store: Store) -> None:
     """A job declared dead (here: marked failed) cannot register its model afterwards, and the
     rolled-back registration leaves the promoted flag where it was."""
-    store.models.register_model("smcnn", "smcnn", model_file("1.pt"), {"dataset": "demo"}, {}, promote=True)
+    store.models.register_model("smcnn", NewVersion("smcnn", model_file("1.pt"), {"dataset": "demo"}, {}, promote=True))
     job_id = store.jobs.create_job("smcnn", "demo", {"promote": True})
     store.jobs.start_job(job_id)
     store.jobs.add_job_event(job_id, TrainingEvent(1, 2, batch=3, loss=float("nan"), dev_map=0.5))
     assert store.jobs.job_events(job_id)[0].event.loss is None
     assert store.jobs.fail_job(job_id, "declared dead") is True
     with pytest.raises(InputError, match="no longer running"):
-        store.jobs.finish_job(job_id, kind="smcnn", checkpoint_path=model_file("2.pt"), training_data={}, metrics={}, promote=True)
+        store.jobs.finish_job(job_id, NewVersion("smcnn", model_file("2.pt"), {}, {}, promote=True))
     assert [(v["version"], v["promoted_for"]) for v in store.models.model_versions("smcnn")] == [(1, ["demo"])]
     assert store.jobs.job(job_id)["status"] == "failed"
     with pytest.raises(InputError, match="only a queued job"):
@@ -234,7 +234,7 @@ def test_loading_a_model_asks_the_store_for_its_version_once(
         model_loading.load_ranker(store, "smcnn", "demo")
     assert asked == [("smcnn", "demo")]
     shutil.copy(trained_checkpoint, models_dir / "v1.pt")
-    store.models.register_model("smcnn", "smcnn", models_dir / "v1.pt", {"dataset": "demo"}, {})
+    store.models.register_model("smcnn", NewVersion("smcnn", models_dir / "v1.pt", {"dataset": "demo"}, {}))
     asked.clear()
     model_loading.load_ranker(store, "smcnn", "demo")
     assert asked == [("smcnn", "demo")]
@@ -254,7 +254,7 @@ def test_corrupt_or_missing_checkpoint_falls_back_to_the_previous_version(
     paths = {v: models_dir / f"v{v}.pt" for v in (1, 2, 3, 4)}
     for version, path in paths.items():
         shutil.copy(trained_checkpoint, path)
-        store.models.register_model("smcnn", "smcnn", path, {"dataset": "other" if version == 4 else "demo"}, {})
+        store.models.register_model("smcnn", NewVersion("smcnn", path, {"dataset": "other" if version == 4 else "demo"}, {}))
     store.models.promote("smcnn", 1, "demo")
     store.models.promote("smcnn", 2, "demo")  # version 3 is newer but was never promoted; 4 is another dataset's
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select, text
 
+from db.base import NewVersion
 from db.models import LabelRow, RunRow
 from db.session import downgrade, make_engine, upgrade
 from db.store import Store
@@ -31,7 +32,7 @@ def populated(store: Store) -> tuple[int, int]:
     candidate = store.datasets.find_candidate_id("d", "q1", "a")
     store.labels.add_label(candidate, "alice", 2)
     store.labels.add_label(candidate, "bob", 1)
-    version_id = store.models.register_model("smcnn", "smcnn", model_file("m.pt"), {}, {"dev_map": 0.5}, promote=True)
+    version_id = store.models.register_model("smcnn", NewVersion("smcnn", model_file("m.pt"), {}, {"dev_map": 0.5}, promote=True))
     run_id = store.runs.save_run("d", None, {"q1": {"a": 1.0, "b": 0.5}}, {"map": 1.0}, model_version_id=version_id)
     return version_id, run_id
 

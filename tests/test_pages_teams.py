@@ -5,6 +5,7 @@ view, promotion on Train); and local mode without any configuration, as before."
 
 from __future__ import annotations
 
+from db.base import NewVersion
 from db.store import Store
 from qa_core.access import SYSTEM, Role
 from tests.conftest import model_file
@@ -58,7 +59,7 @@ def test_the_pages_write_as_the_signed_in_user(store_url) -> None:
         store.labels.add_label(candidate, "x", 1)  # a conflict, written in local mode by two typed names
         store.labels.add_label(candidate, "y", 3)
         for _ in range(2):
-            store.models.register_model("smcnn", "smcnn", model_file("m.pt"), {"dataset": "demo"}, {}, promote=True, actor=SYSTEM)
+            store.models.register_model("smcnn", NewVersion("smcnn", model_file("m.pt"), {"dataset": "demo"}, {}, promote=True), actor=SYSTEM)
         review = team_page(LABEL, claims("rita"))
         review.radio(key="label_view").set_value("Review conflicts").run()
         review.button(key="settle-3").click().run()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from db.base import NewVersion
 from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.services import store_setup
@@ -41,7 +42,7 @@ def store(store_url: str, two_checkpoints) -> Store:
     store_setup.ensure_demo(store)
     store.datasets.import_dataset(dataclasses.replace(load_demo(), name=OTHER))
     for dataset, path in zip(("demo", OTHER), two_checkpoints):
-        store.models.register_model("smcnn", "smcnn", copy_to_models(path), {"dataset": dataset, "seed": 1}, {}, promote=True)
+        store.models.register_model("smcnn", NewVersion("smcnn", copy_to_models(path), {"dataset": dataset, "seed": 1}, {}, promote=True))
     yield store
     store.close()
 

@@ -10,6 +10,7 @@ import sys
 
 import torch
 
+from db.base import NewVersion
 from db.store import Store
 from qa_core.checkpoints import new_checkpoint_path
 from qa_core.services import jobs
@@ -27,8 +28,7 @@ def _register(store: Store, seed: int, recorded_seed: int, training_hash: bool =
                                             train_split="train", dev_split="dev", extra={"labels": "gold"})
     if not training_hash:
         del training_data["reproducibility"]["checkpoint_sha256"]
-    store.models.register_model("smcnn", kind="smcnn", checkpoint_path=str(outcome.checkpoint),
-                         training_data=training_data, metrics=metrics)
+    store.models.register_model("smcnn", NewVersion("smcnn", str(outcome.checkpoint), training_data, metrics))
 
 
 def test_training_paths_agree_and_reproduce_says_what_differs(cli_env, capsys, monkeypatch):

@@ -13,6 +13,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import func, inspect, select, text
 
+from db.base import NewVersion
 from db.models import Base, CandidateRow, LabelRow, RunScoreRow
 from db.session import downgrade, make_engine, upgrade
 from db.store import Store
@@ -281,9 +282,9 @@ def test_export_labels_jsonl(store: Store, tmp_path: Path) -> None:
 
 def test_model_registry(store: Store) -> None:
     assert store.models.promoted_model("smcnn", "demo") is None
-    first = store.models.register_model("smcnn", "smcnn", model_file("1.pt"), {"dataset": "demo"}, {"map": 0.5})
-    store.models.register_model("smcnn", "smcnn", model_file("2.pt"), {"dataset": "demo"}, {"map": 0.6})
-    store.models.register_model("question_class", "question_class", model_file("qc"), {"path": "x"}, {})
+    first = store.models.register_model("smcnn", NewVersion("smcnn", model_file("1.pt"), {"dataset": "demo"}, {"map": 0.5}))
+    store.models.register_model("smcnn", NewVersion("smcnn", model_file("2.pt"), {"dataset": "demo"}, {"map": 0.6}))
+    store.models.register_model("question_class", NewVersion("question_class", model_file("qc"), {"path": "x"}, {}))
     assert [v["version"] for v in store.models.model_versions("smcnn")] == [1, 2]
     newest = store.models.promoted_model("smcnn", "demo")
     assert (newest["version"], newest["promoted"]) == (2, False)  # newest trained on demo when none is promoted
@@ -291,7 +292,7 @@ def test_model_registry(store: Store) -> None:
     store.models.promote("smcnn", 1, "demo")
     promoted = store.models.promoted_model("smcnn", "demo")
     assert (promoted["id"], promoted["version"], promoted["metrics"], promoted["promoted"]) == (first, 1, {"map": 0.5}, True)
-    store.models.register_model("smcnn", "smcnn", model_file("3.pt"), {"dataset": "demo"}, {}, promote=True)
+    store.models.register_model("smcnn", NewVersion("smcnn", model_file("3.pt"), {"dataset": "demo"}, {}, promote=True))
     assert [(v["version"], v["promoted_for"]) for v in store.models.model_versions("smcnn")] == [(1, []), (2, []), (3, ["demo"])]
     assert store.models.promoted_model("question_class")["version"] == 1  # models without a dataset serve every one ("*")
     with pytest.raises(InputError):
@@ -302,13 +303,13 @@ def test_model_registry(store: Store) -> None:
 def test_a_model_name_is_promoted_per_dataset(store: Store) -> None:
     """Issue 22: training on TrecQA must not change what WikiQA's pages use, and roll back stays
     within the dataset."""
-    wiki = store.models.register_model("smcnn", "smcnn", model_file("w1.pt"), {"dataset": "wikiqa"}, {}, promote=True)
-    trec = store.models.register_model("smcnn", "smcnn", model_file("t2.pt"), {"dataset": "trecqa"}, {}, promote=True)
+    wiki = store.models.register_model("smcnn", NewVersion("smcnn", model_file("w1.pt"), {"dataset": "wikiqa"}, {}, promote=True))
+    trec = store.models.register_model("smcnn", NewVersion("smcnn", model_file("t2.pt"), {"dataset": "trecqa"}, {}, promote=True))
     assert store.models.promoted_model("smcnn", "wikiqa")["id"] == wiki
     assert store.models.promoted_model("smcnn", "trecqa")["id"] == trec
     assert store.models.promoted_model("smcnn", "demo") is None  # nothing trained on or promoted for it
     assert store.models.rollback_target("smcnn", "trecqa") is None  # wikiqa's version was never promoted for trecqa
-    store.models.register_model("smcnn", "smcnn", model_file("w3.pt"), {"dataset": "wikiqa"}, {}, promote=True)
+    store.models.register_model("smcnn", NewVersion("smcnn", model_file("w3.pt"), {"dataset": "wikiqa"}, {}, promote=True))
     assert store.models.rollback_target("smcnn", "wikiqa")["id"] == wiki
     store.models.promote("smcnn", 2, "demo")  # a model trained on one dataset, explicitly promoted for another
     assert store.models.promoted_model("smcnn", "demo")["checkpoint_path"] == model_file("t2.pt")
@@ -321,7 +322,7 @@ def test_concurrent_registrations_get_distinct_versions(store: Store) -> None:
 
     def register() -> None:
         try:
-            store.models.register_model("m", "k", model_file("x"), {}, {})
+            store.models.register_model("m", NewVersion("k", model_file("x"), {}, {}))
         except BaseException as error:  # noqa: BLE001 - reported by the assertion below
             errors.append(error)
 
@@ -336,7 +337,7 @@ def test_concurrent_registrations_get_distinct_versions(store: Store) -> None:
 
 def test_save_and_load_run(store: Store) -> None:
     store.datasets.import_dataset(small_dataset())
-    model_id = store.models.register_model("bm25", "bm25", model_file("bm25"), {}, {})
+    model_id = store.models.register_model("bm25", NewVersion("bm25", model_file("bm25"), {}, {}))
     scores = {"q1": {"d1": 0.5, "d2": 2.0, "d3": -1.0}, "q2": {"d1": 1.0, "d4": 1.0}}
     run_id = store.runs.save_run("demo", "train", scores, {"map": 0.75}, model_version_id=model_id, tag="first")
     assert store.runs.load_run(run_id) == scores
@@ -495,7 +496,7 @@ def test_adjudications_and_replace_carry_work_over(store: Store) -> None:
 
 def test_rollback_promotes_the_previously_promoted_version(store: Store) -> None:
     for version in (1, 2, 3):
-        store.models.register_model("smcnn", "smcnn", model_file(f"{version}.pt"), {"dataset": "demo"}, {"dev_map": version / 10})
+        store.models.register_model("smcnn", NewVersion("smcnn", model_file(f"{version}.pt"), {"dataset": "demo"}, {"dev_map": version / 10}))
     with pytest.raises(InputError, match="no earlier version promoted"):
         store.models.rollback("smcnn", "demo")
     assert store.models.rollback_target("smcnn", "demo") is None

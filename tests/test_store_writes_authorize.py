@@ -20,7 +20,8 @@ import pytest
 from sqlalchemy import event
 
 import db.labeling
-from db.base import StoreBase
+from db.base import NewVersion, StoreBase
+from db.labeling import QueueScope
 from db.store import Store
 from qa_core.access import SYSTEM, AccessDenied, operator
 from qa_core.types import InputError
@@ -126,14 +127,13 @@ def test_a_job_promotes_only_for_an_actor_that_may_and_the_promotion_is_audited(
     job_id = store.jobs.create_job("smcnn", "d", {"promote": True}, runner="worker", actor=ada)
     runner = operator("trainer")
     job = store.jobs.claim_job(actor=runner)
-    finish = {"kind": "smcnn", "checkpoint_path": model_file("m.pt"), "training_data": {"dataset": "d"}, "metrics": {},
-              "promote": True, "claim": job["claim"]}
+    new = NewVersion("smcnn", model_file("m.pt"), {"dataset": "d"}, {}, promote=True)
     with pytest.raises(AccessDenied, match="sign in first"):
-        store.jobs.finish_job(job_id, **finish)
+        store.jobs.finish_job(job_id, new, claim=job["claim"])
     with pytest.raises(AccessDenied, match="may not train models"):
-        store.jobs.finish_job(job_id, **finish, actor=anna)
+        store.jobs.finish_job(job_id, new, claim=job["claim"], actor=anna)
     assert store.models.model_versions("smcnn") == []
-    version_id = store.jobs.finish_job(job_id, **finish, actor=runner)
+    version_id = store.jobs.finish_job(job_id, new, claim=job["claim"], actor=runner)
     assert store.models.promoted_model("smcnn", "d")["id"] == version_id
     events = {e["action"]: e for e in store.users.audit_events(["register", "promote"])}
     assert events["promote"]["actor"] == "cli:trainer"
@@ -145,7 +145,7 @@ def test_a_checkpoint_outside_the_data_folders_models_folder_is_never_registered
     promoted it, so the pages would load that file. Refused by path, by ``..`` and by a symlink in
     the models folder, through a job and directly; nothing registered, promoted or stamped."""
     store, ada, _, _ = team
-    in_use = store.models.register_model("smcnn", "smcnn", model_file("v1.pt"), {"dataset": "d"}, {}, promote=True, actor=ada)
+    in_use = store.models.register_model("smcnn", NewVersion("smcnn", model_file("v1.pt"), {"dataset": "d"}, {}, promote=True), actor=ada)
     job_id = store.jobs.create_job("smcnn", "d", {"promote": True}, runner="worker", actor=ada)
     runner = operator("trainer")
     job = store.jobs.claim_job(actor=runner)
@@ -155,10 +155,9 @@ def test_a_checkpoint_outside_the_data_folders_models_folder_is_never_registered
     for path in (outside, models_dir / ".." / ".." / "elsewhere.pt", models_dir / "link.pt"):
         refused = f"refused to register checkpoint {path}: it is outside the data folder's models folder"
         with pytest.raises(InputError, match=re.escape(refused)):
-            store.jobs.finish_job(job_id, kind="smcnn", checkpoint_path=path, training_data={"dataset": "d"}, metrics={},
-                             promote=True, claim=job["claim"], actor=runner)
+            store.jobs.finish_job(job_id, NewVersion("smcnn", path, {"dataset": "d"}, {}, promote=True), claim=job["claim"], actor=runner)
         with pytest.raises(InputError, match=re.escape(refused)):
-            store.models.register_model("smcnn", "smcnn", path, {"dataset": "d"}, {}, promote=True, actor=ada)
+            store.models.register_model("smcnn", NewVersion("smcnn", path, {"dataset": "d"}, {}, promote=True), actor=ada)
     assert [v["id"] for v in store.models.model_versions("smcnn")] == [in_use]
     assert store.models.promoted_model("smcnn", "d")["id"] == in_use
     assert store.jobs.job(job_id)["status"] == "running"
@@ -170,10 +169,10 @@ def test_claims_are_made_and_ended_only_in_the_signed_in_annotators_name(team) -
     store, _, anna, mallory = team
     order = [record.candidate_id for record in store.datasets.candidate_rows("d")]
     with pytest.raises(AccessDenied, match="sign in first"):
-        store.queue.claim_next("d", order, "anna@example.org")
+        store.queue.claim_next(QueueScope("d", order, "anna@example.org"))
     with pytest.raises(AccessDenied, match="cannot record a judgement as annotator 'anna@example.org'"):
-        store.queue.claim_next("d", order, "anna@example.org", actor=mallory)
-    claim = store.queue.claim_next("d", order, "anna@example.org", holder="tab-1", actor=anna)
+        store.queue.claim_next(QueueScope("d", order, "anna@example.org"), actor=mallory)
+    claim = store.queue.claim_next(QueueScope("d", order, "anna@example.org", holder="tab-1"), actor=anna)
     with pytest.raises(AccessDenied, match="cannot record a judgement as annotator 'anna@example.org'"):
         store.queue.end_claim(claim.claim_id, "skipped", actor=mallory)
     assert store.queue.release_claims("d", "tab-1", actor=mallory) == 0
@@ -268,7 +267,7 @@ def test_a_claim_is_timed_after_its_transaction_took_the_write_lock(tmp_path, mo
     monkeypatch.setattr(db.labeling, "now", clock)
     event.listen(store.engine, "before_cursor_execute",
                  lambda conn, cursor, statement, *rest: events.append(("sql", statement.split()[0].upper())))
-    claim = store.queue.claim_next("d", order, "ann")
+    claim = store.queue.claim_next(QueueScope("d", order, "ann"))
     first_write = next(i for i, (kind, what) in enumerate(events) if kind == "sql" and what in ("UPDATE", "INSERT"))
     assert events.index(("now", claim.claimed_at)) > first_write
     store.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from db.base import NewVersion
 from qa_core.data.demo import load_demo
 from qa_core.data.exporters import write_trec_run
 from qa_core.evaluation import qrels_from_questions
@@ -37,8 +38,7 @@ def test_seed_groups_from_files_and_evaluate_runs(demo_store, tmp_path):
     test = load_demo().split("test")
     run = score_questions(registry.create("overlap"), test)
     write_trec_run(run, tmp_path / "cnn_wo.seed1.test.run.gz", tag="x")
-    version = demo_store.models.register_model("smcnn", kind="smcnn", checkpoint_path=model_file("nowhere.pt"), training_data={},
-                                        metrics={})
+    version = demo_store.models.register_model("smcnn", NewVersion("smcnn", model_file("nowhere.pt"), {}, {}))
     demo_store.runs.save_run("demo", "test", run, {}, model_version_id=version, tag="smcnn")
     newer = demo_store.runs.save_run("demo", "test", run, {}, model_version_id=version, tag="smcnn")
     demo_store.runs.save_run("demo", "dev", score_questions(registry.create("overlap"), load_demo().split("dev")), {},

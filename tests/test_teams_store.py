@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from db.base import NewVersion
 from db.store import Store
 from qa_core.access import LOCAL, SYSTEM, AccessDenied, Actor, Role, operator
 from qa_core.cli import main
@@ -36,7 +37,7 @@ def team(database_url: str):
     rita, anna = sign_in(store, "rita"), sign_in(store, "anna")
     store.users.grant_role("rita@example.org", "reviewer", actor=ada)
     for _ in range(2):
-        store.models.register_model("smcnn", "smcnn", model_file("m.pt"), {"dataset": "d"}, {}, promote=True, actor=ada)
+        store.models.register_model("smcnn", NewVersion("smcnn", model_file("m.pt"), {"dataset": "d"}, {}, promote=True), actor=ada)
     yield store, {"ada": ada, "rita": rita.with_role(Role.REVIEWER), "anna": anna}
     store.close()
 
@@ -69,7 +70,7 @@ def test_an_annotator_cannot_do_what_reviewers_and_admins_do_and_nothing_is_writ
     with pytest.raises(AccessDenied, match="may not import or delete data"):
         store.datasets.delete_dataset("d", actor=anna)
     with pytest.raises(AccessDenied, match="may not train models"):
-        store.models.register_model("smcnn", "smcnn", model_file("x.pt"), {"dataset": "d"}, {}, actor=anna)
+        store.models.register_model("smcnn", NewVersion("smcnn", model_file("x.pt"), {"dataset": "d"}, {}), actor=anna)
     assert table_rows(database_url, TABLES) == before
     assert store.models.promoted_model("smcnn", "d")["version"] == 2
 

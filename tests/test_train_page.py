@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from db.base import NewVersion
 from db.store import Store
 from tests import ROOT
 from tests.conftest import model_file
@@ -74,7 +75,7 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     # A second version (the same checkpoint, registered directly: the page treats it alike).
     copy = Path(version["checkpoint_path"]).with_name("copy.pt")
     shutil.copy(version["checkpoint_path"], copy)
-    store.models.register_model("smcnn", "smcnn", copy, {"dataset": "demo", "train_labels": 10}, {"dev_map": 0.1})
+    store.models.register_model("smcnn", NewVersion("smcnn", copy, {"dataset": "demo", "train_labels": 10}, {"dev_map": 0.1}))
     app.run()
     assert app.selectbox(key="train_version_smcnn").value == 2, "a new version is shown first"
     assert app.button(key="train_rollback").disabled, "no version was ever promoted: nothing to roll back to"
@@ -103,7 +104,7 @@ def test_failed_job_keeps_the_promoted_model_and_says_why(
     monkeypatch.setenv("RERANK_LAB_JOB_RUNNER", runner)
     app = open_page(TRAIN)
     store = Store(store_url)
-    store.models.register_model("smcnn", "smcnn", model_file("v1.pt"), {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
+    store.models.register_model("smcnn", NewVersion("smcnn", model_file("v1.pt"), {"dataset": "demo"}, {"dev_map": 0.5}, promote=True))
     start_job(app, gold="none", store_labels=True)  # the demo has no stored labels: nothing to train on
     if runner == "worker":
         assert "queued (waiting for a worker" in app.get("progress")[0].proto.text

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from db.base import NewVersion
 from db.store import Store
 from qa_core.data.demo import load_demo
 from qa_core.services import retraining, store_setup
@@ -44,8 +45,8 @@ def test_a_worse_version_is_compared_on_dev_and_its_promotion_confirmed(store_ur
     store = Store(store_url)
     store_setup.ensure_demo(store)
     good, bad = good_and_bad
-    store.models.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
-    store.models.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
+    store.models.register_model("smcnn", NewVersion("smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True))
+    store.models.register_model("smcnn", NewVersion("smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3}))
 
     check = retraining.check_against_promoted(store, "smcnn", 2, "demo")
     assert (check.version, check.promoted, check.questions) == (2, 1, 28)  # the demo's DEV split
@@ -84,8 +85,8 @@ def test_the_card_loads_each_checkpoint_as_registered(store_url, good_and_bad):
     store = Store(store_url)
     store_setup.ensure_demo(store)
     good, bad = good_and_bad
-    store.models.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
-    second = store.models.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
+    store.models.register_model("smcnn", NewVersion("smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True))
+    second = store.models.register_model("smcnn", NewVersion("smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3}))
     shutil.copy(good, store.models.model_version(second)["checkpoint_path"])  # the good model passed off as version 2
     with pytest.raises(InputError, match="not the file registered"):
         retraining.check_against_promoted(store, "smcnn", 2, "demo")
@@ -101,8 +102,8 @@ def test_cards_are_per_store_and_an_unchecked_version_needs_a_confirmation(store
     good, bad = good_and_bad
     store = Store(store_url)
     store_setup.ensure_demo(store)
-    store.models.register_model("smcnn", "smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True)
-    store.models.register_model("smcnn", "smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3})
+    store.models.register_model("smcnn", NewVersion("smcnn", copy_to_models(good), {"dataset": "demo", "seed": 1}, {"dev_map": 0.8}, promote=True))
+    store.models.register_model("smcnn", NewVersion("smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3}))
     store.close()
     app = open_page(TRAIN)
     assert [w for w in app.warning if "significantly worse" in w.value]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select, update
 
-from db.base import now
+from db.base import NewVersion, now
 from db.jobs import MAX_ATTEMPTS, WAITING_FOR_WORKER, ClaimLost
 from db.models import TrainingJobRow
 from db.store import Store
@@ -84,7 +84,7 @@ def test_claims_are_exclusive_when_processes_race(store: Store, tmp_path: Path) 
 
 
 def test_a_lost_claim_writes_nothing_more_and_the_job_goes_back(store: Store) -> None:
-    store.models.register_model("smcnn", "smcnn", model_file("1.pt"), {"dataset": "demo"}, {}, promote=True)
+    store.models.register_model("smcnn", NewVersion("smcnn", model_file("1.pt"), {"dataset": "demo"}, {}, promote=True))
     job_id = store.jobs.create_job("smcnn", "demo", {"promote": True}, runner="worker")
     old = store.jobs.job(job_id)
     assert (old["status"], old["phase"], old["attempts"]) == ("queued", WAITING_FOR_WORKER, 0)
@@ -111,13 +111,12 @@ def test_a_lost_claim_writes_nothing_more_and_the_job_goes_back(store: Store) ->
     with pytest.raises(ClaimLost):
         store.jobs.add_job_event(job_id, TrainingEvent(2, 3), claim=first["claim"])
     with pytest.raises(InputError, match="no longer running"):
-        store.jobs.finish_job(job_id, kind="smcnn", checkpoint_path=model_file("2.pt"), training_data={}, metrics={},
-                         promote=True, claim=first["claim"])
+        store.jobs.finish_job(job_id, NewVersion("smcnn", model_file("2.pt"), {}, {}, promote=True), claim=first["claim"])
     assert not store.jobs.fail_job(job_id, "late failure of the lost attempt", claim=first["claim"])
     assert [(v["version"], v["promoted_for"]) for v in store.models.model_versions("smcnn")] == [(1, ["demo"])]
     assert store.jobs.job(job_id)["status"] == "running" and store.jobs.job_events(job_id) == []
 
-    store.jobs.finish_job(job_id, kind="smcnn", checkpoint_path=model_file("2.pt"), training_data={}, metrics={}, claim=second["claim"])
+    store.jobs.finish_job(job_id, NewVersion("smcnn", model_file("2.pt"), {}, {}), claim=second["claim"])
     assert store.jobs.job(job_id)["status"] == "succeeded"
 
 
@@ -155,7 +154,7 @@ def test_a_killed_worker_leaves_its_job_to_the_other_and_the_promoted_model_alon
     promoted_bytes = os.urandom(64)  # the promoted version's checkpoint: nothing may touch it
     promoted_file = Path(model_file("killed-worker-v1.pt"))
     promoted_file.write_bytes(promoted_bytes)
-    store.models.register_model("smcnn", "smcnn", promoted_file, {"dataset": "demo"}, {"dev_map": 0.5}, promote=True)
+    store.models.register_model("smcnn", NewVersion("smcnn", promoted_file, {"dataset": "demo"}, {"dev_map": 0.5}, promote=True))
     promoted = store.models.promoted_model("smcnn", "demo")
 
     def queue(config: dict) -> int:

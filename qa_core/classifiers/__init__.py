@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, Self
+from typing import Any, ClassVar, Self
 
 import torch
 from torch import nn
@@ -34,16 +34,23 @@ from qa_core.types import InputError, NotTrainedError
 PREDICT_BATCH = 256
 
 
-class TrainingConfig(Protocol):
-    """Fields every classifier config dataclass has (the optimisation settings of ``_fit``)."""
+@dataclass(frozen=True)
+class ClassifierConfig:
+    """What both classifiers' configs hold: the sizes of the convolutions' ``filters`` and of the
+    ``hidden`` ReLU layer before the output, the token inputs, and the optimisation settings of
+    ``_fit``. Each model's config subclasses it, adding its own settings and changing only the
+    defaults that differ (the focus tagger's are these). A checkpoint stores ``asdict(config)``,
+    read back by name, so the field order a subclass gets does not matter."""
 
-    trainable_embeddings: bool
-    syntax_dim: int  # 0: words only
-    lr: float
-    weight_decay: float
-    batch_size: int
-    max_epochs: int
-    patience: int
+    filters: int = 100
+    hidden: int = 100
+    trainable_embeddings: bool = False
+    syntax_dim: int = 10  # 0: words only
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    batch_size: int = 16
+    max_epochs: int = 40
+    patience: int = 15
 
 
 def syntax_labels() -> dict[str, tuple[str, ...]]:
@@ -109,7 +116,7 @@ class EmbeddingModel(nn.Module):
     embedding: WordEmbedding
     syntax: SyntaxEmbedding | None
 
-    def embed_tokens(self, vectors: torch.Tensor, config: TrainingConfig, syntax: SyntaxLabels | None) -> None:
+    def embed_tokens(self, vectors: torch.Tensor, config: ClassifierConfig, syntax: SyntaxLabels | None) -> None:
         """Create the token input layers: the GloVe table, and syntax embeddings (over the
         ``syntax`` label lists, default the pipeline's) if configured."""
         self.embedding = WordEmbedding(vectors, trainable=config.trainable_embeddings)
@@ -129,12 +136,12 @@ class TokenModelClassifier(ABC):
     """Shared life cycle of a classifier over normalised word tokens: build vocabulary and GloVe
     table from the training tokens, train, compute logits in batches, save and load.
 
-    Subclasses set ``kind`` (checked on load), ``config_class`` (a dataclass with the
-    ``TrainingConfig`` fields) and ``_build_model``.
+    Subclasses set ``kind`` (checked on load), ``config_class`` (a ``ClassifierConfig``
+    subclass) and ``_build_model``.
     """
 
     kind: ClassVar[str]
-    config_class: ClassVar[type]
+    config_class: ClassVar[type[ClassifierConfig]]
 
     def __init__(self, config: Any = None) -> None:
         self.config = config if config is not None else self.config_class()
@@ -186,7 +193,7 @@ class TokenModelClassifier(ABC):
         kept state. The loop reports it under its ranking name: ``best_dev_map`` is dev accuracy."""
         if not train_tokens or not dev_tokens:
             raise InputError("training needs at least one training and one dev example")
-        config: TrainingConfig = self.config
+        config: ClassifierConfig = self.config
         seed_everything(seed)
         self._init_model(train_tokens, seed)
         model = self._trained_model()

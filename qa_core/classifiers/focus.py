@@ -26,25 +26,16 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from qa_core.classifiers import EmbeddingModel, SyntaxLabels, TokenModelClassifier
+from qa_core.classifiers import ClassifierConfig, EmbeddingModel, SyntaxLabels, TokenModelClassifier
 from qa_core.nn.encoders import PAD_ID
 from qa_core.training.events import ProgressCallback
 from qa_core.types import InputError
 
 
 @dataclass(frozen=True)
-class FocusConfig:
+class FocusConfig(ClassifierConfig):
     layers: int = 4
     width: int = 10
-    filters: int = 100
-    hidden: int = 100
-    syntax_dim: int = 10
-    trainable_embeddings: bool = False
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    batch_size: int = 16
-    max_epochs: int = 40
-    patience: int = 15
 
 
 class FocusCNN(EmbeddingModel):

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from qa_core.classifiers import EmbeddingModel, SyntaxLabels, TokenModelClassifier
+from qa_core.classifiers import ClassifierConfig, EmbeddingModel, SyntaxLabels, TokenModelClassifier
 from qa_core.data.questions import COARSE_CLASSES
 from qa_core.nn.encoders import PAD_ID, ConvEncoder
 from qa_core.text.nlp import get_nlp
@@ -34,17 +34,15 @@ from qa_core.types import InputError
 
 
 @dataclass(frozen=True)
-class QuestionClassConfig:
+class QuestionClassConfig(ClassifierConfig):
     widths: tuple[int, ...] = (1, 2, 3)
-    filters: int = 300
-    hidden: int = 100
     dropout: float = 0.3
+    # Where the class CNN's settings differ from the focus tagger's (``ClassifierConfig``'s defaults):
+    filters: int = 300
     trainable_embeddings: bool = True
-    syntax_dim: int = 10
     lr: float = 5e-4
     weight_decay: float = 1e-5
     batch_size: int = 32
-    max_epochs: int = 40
     patience: int = 10
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from qa_core import config
 from qa_core.checkpoints import GC_GRACE_MINUTES, collect_garbage
-from qa_core.cli.common import actor, emit, open_store
+from qa_core.cli.common import actor, add_command, emit, open_store
 from qa_core.types import InputError
 
 
@@ -95,14 +95,13 @@ def cmd_audit(args: argparse.Namespace) -> None:
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """The ``models``, ``gc``, ``users`` and ``audit`` commands."""
-    models = commands.add_parser("models", help="registered models and their versions")
+    models = add_command(commands, "models", cmd_models, help="registered models and their versions")
     models.add_argument("--table", action="store_true", help="print the markdown table of models (README) instead")
     models.add_argument("--write", nargs="?", type=Path, const=config.PROJECT_ROOT / "README.md", metavar="MARKDOWN",
                         help="with --table: replace the table between the model table markers of the README (or MARKDOWN)")
-    models.set_defaults(func=cmd_models)
 
-    gc = commands.add_parser(
-        "gc",
+    gc = add_command(
+        commands, "gc", cmd_gc,
         help="delete stale temporary and unregistered checkpoint files of this store in data/models",
         description=(
             "Deletes, in data/models, temporary files (.NAME.RANDOM.tmp) older than --older-than minutes, "
@@ -117,24 +116,20 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     help=f"grace period: newer files are kept (default {GC_GRACE_MINUTES:.0f})")
     gc.add_argument("--unmarked", action="store_true",
                     help="also unregistered files without a store mark: only when no other store shares the folder")
-    gc.set_defaults(func=cmd_gc)
 
 
     users = commands.add_parser("users", help="the team's users and roles (team mode)").add_subparsers(
         dest="users_command", required=True
     )
-    grant = users.add_parser("grant", help="give a user who has signed in once a role: annotator, reviewer or admin")
+    grant = add_command(users, "grant", cmd_users_grant, help="give a user who has signed in once a role: annotator, reviewer or admin")
     grant.add_argument("email", help="the user's email (or their provider subject)")
     grant.add_argument("role", help="annotator, reviewer or admin")
-    grant.set_defaults(func=cmd_users_grant)
-    users.add_parser("list", help="every user with their role").set_defaults(func=cmd_users_list)
-    merge = users.add_parser("merge", help="make two users one person (a second sign-in identity of the same "
-                                           "person): MERGE's identity signs in as KEEP, its labels become KEEP's")
+    add_command(users, "list", cmd_users_list, help="every user with their role")
+    merge = add_command(users, "merge", cmd_users_merge, help="make two users one person (a second sign-in identity of "
+                        "the same person): MERGE's identity signs in as KEEP, its labels become KEEP's")
     merge.add_argument("keep", type=int, help="the id of the user to keep (users list)")
     merge.add_argument("merge", type=int, help="the id of the user merged into KEEP")
-    merge.set_defaults(func=cmd_users_merge)
 
-    audit = commands.add_parser("audit", help="who imported, trained, promoted, rolled back, adjudicated, changed roles")
+    audit = add_command(commands, "audit", cmd_audit, help="who imported, trained, promoted, rolled back, adjudicated, changed roles")
     audit.add_argument("--action", nargs="+", default=None, help="only these actions (import, promote, rollback, ...)")
     audit.add_argument("--out", default=None, help="write CSV here instead of JSON lines")
-    audit.set_defaults(func=cmd_audit)

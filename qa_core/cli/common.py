@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from qa_core.services.experiments import ScoringProgress
@@ -39,6 +39,16 @@ def progress_bar(description: str, quiet: bool) -> Iterator[ScoringProgress | No
     finally:
         for bar in bars:
             bar.close()
+
+
+def add_command(
+    commands: argparse._SubParsersAction, name: str, func: Callable[[argparse.Namespace], None], **options: Any
+) -> argparse.ArgumentParser:
+    """The subcommand ``name`` (``options`` as ``add_parser`` takes them: help, description), run by
+    ``func``: each command's parser is bound to its handler where it is declared, in one call."""
+    parser = commands.add_parser(name, **options)
+    parser.set_defaults(func=func)
+    return parser
 
 
 def add_label_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from qa_core.cli.common import ORPHAN_EXAMPLES, actor, emit, open_store
+from qa_core.cli.common import ORPHAN_EXAMPLES, actor, add_command, emit, open_store
 from qa_core.services import store_setup
 
 
@@ -78,29 +78,24 @@ def cmd_data_list(args: argparse.Namespace) -> None:
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """The ``data`` command group."""
     data = commands.add_parser("data", help="import, export and list datasets").add_subparsers(dest="data_command", required=True)
-    imp = data.add_parser("import", help="import a dataset (WikiQA folder, TrecQA XML, SemEval XML, CSV, JSONL)")
+    imp = add_command(data, "import", cmd_data_import, help="import a dataset (WikiQA folder, TrecQA XML, SemEval XML, CSV, JSONL)")
     imp.add_argument("path")
     imp.add_argument("--format", default="auto")
     imp.add_argument("--name", default=None)
     imp.add_argument("--replace", action="store_true", help="replace a dataset of the same name")
-    imp.set_defaults(func=cmd_data_import)
-    data.add_parser("demo", help="import the bundled demo corpus").set_defaults(func=cmd_data_demo)
-    run = data.add_parser("import-run", help="set first-stage ranks and scores from a TREC run file")
+    add_command(data, "demo", cmd_data_demo, help="import the bundled demo corpus")
+    run = add_command(data, "import-run", cmd_data_import_run, help="set first-stage ranks and scores from a TREC run file")
     run.add_argument("path")
     run.add_argument("--data", required=True)
-    run.set_defaults(func=cmd_data_import_run)
-    qrels = data.add_parser("import-qrels", help="add relevance labels from a TREC qrels file")
+    qrels = add_command(data, "import-qrels", cmd_data_import_qrels, help="add relevance labels from a TREC qrels file")
     qrels.add_argument("path")
     qrels.add_argument("--data", required=True)
     qrels.add_argument("--annotator", default=None)
-    qrels.set_defaults(func=cmd_data_import_qrels)
-    exp = data.add_parser("export", help="export labels as TREC qrels or JSONL")
+    exp = add_command(data, "export", cmd_data_export, help="export labels as TREC qrels or JSONL")
     exp.add_argument("--data", required=True)
     exp.add_argument("--format", choices=["qrels", "jsonl"], default="qrels")
     exp.add_argument("--source", choices=["labels", "gold"], default="labels")
     exp.add_argument("--out", required=True)
-    exp.set_defaults(func=cmd_data_export)
-    data.add_parser("list", help="datasets in the store").set_defaults(func=cmd_data_list)
-    orphans = data.add_parser("orphans", help="labels kept on candidates that a re-import no longer holds")
+    add_command(data, "list", cmd_data_list, help="datasets in the store")
+    orphans = add_command(data, "orphans", cmd_data_orphans, help="labels kept on candidates that a re-import no longer holds")
     orphans.add_argument("--data", required=True)
-    orphans.set_defaults(func=cmd_data_orphans)

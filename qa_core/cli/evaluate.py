@@ -7,7 +7,15 @@ import json
 import sys
 from pathlib import Path
 
-from qa_core.cli.common import EXIT_NOT_REPRODUCED, actor, add_label_arguments, emit, open_store, progress_bar
+from qa_core.cli.common import (
+    EXIT_NOT_REPRODUCED,
+    actor,
+    add_command,
+    add_label_arguments,
+    emit,
+    open_store,
+    progress_bar,
+)
 from qa_core.services import candidate_pools, model_loading
 from qa_core.types import Dataset, InputError
 
@@ -123,8 +131,9 @@ def cmd_batch_score(args: argparse.Namespace) -> None:
 def _add_batch_score_parser(commands) -> None:
     from qa_core.services.batch_chunks import CHUNK_PAIRS, ENGINES
 
-    run = commands.add_parser(
-        "batch-score", help="score every pair of a JSONL file or a first-stage TREC run with a model; writes a TREC run",
+    run = add_command(
+        commands, "batch-score", cmd_batch_score,
+        help="score every pair of a JSONL file or a first-stage TREC run with a model; writes a TREC run",
         description=(
             "INPUT is JSONL ({\"qid\", \"question\", \"docid\", \"text\"}, optional \"rank\" and \"url\") or a "
             "TREC run whose texts are in the store (--data). The pairs of a query must be contiguous. "
@@ -147,15 +156,15 @@ def _add_batch_score_parser(commands) -> None:
     run.add_argument("--amp", action="store_true", help="score under torch.autocast (float16 on CUDA)")
     run.add_argument("--tag", default=None, help="run tag (default: the model's name)")
     run.add_argument("--quiet", action="store_true", help="no progress notes or Ray logs on stderr")
-    run.set_defaults(func=cmd_batch_score)
 
 
 def _add_compare_parser(commands) -> None:
     from qa_core.evaluation import METRICS
     from qa_core.significance import FORMATS
 
-    compare = commands.add_parser(
-        "compare", help="compare runs and models on a split: means with 95%% CIs, randomisation and t-tests "
+    compare = add_command(
+        commands, "compare", cmd_compare,
+        help="compare runs and models on a split: means with 95%% CIs, randomisation and t-tests "
         "(Holm-adjusted), W/T/L, minimum detectable difference"
     )
     compare.add_argument("runs", nargs="+", metavar="RUN_OR_MODEL", help="TREC run files (.gz too) or registered models: {models}")
@@ -165,22 +174,21 @@ def _add_compare_parser(commands) -> None:
     compare.add_argument("--clean", action="store_true", help="drop questions with no or only correct candidates")
     compare.add_argument("--format", choices=FORMATS, default="table")
     add_label_arguments(compare)
-    compare.set_defaults(func=cmd_compare)
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """The ``evaluate``, ``reproduce``, ``rank``, ``compare`` and ``batch-score`` commands."""
-    ev = commands.add_parser("evaluate", help="evaluate a model on a split; prints one JSON line")
+    ev = add_command(commands, "evaluate", cmd_evaluate, help="evaluate a model on a split; prints one JSON line")
     ev.add_argument("--model", required=True, help="a checkpoint path or one of: {models}")
     ev.add_argument("--data", required=True)
     ev.add_argument("--split", default="test")
     ev.add_argument("--clean", action="store_true", help="drop questions with no or only correct candidates")
     ev.add_argument("--run-out", default=None, help="also write the TREC run file here")
     add_label_arguments(ev)
-    ev.set_defaults(func=cmd_evaluate)
 
-    again = commands.add_parser(
-        "reproduce", help="train a stored model version again from its record; says whether weights and metrics match",
+    again = add_command(
+        commands, "reproduce", cmd_reproduce,
+        help="train a stored model version again from its record; says whether weights and metrics match",
         description="Retrains version N (same seed, splits, settings, thread count and label rule; not registered) "
         "and prints one JSON line: identical or not, the largest weight difference, every stored metric against "
         "the retrained one. Exit status 1 when anything differs.",
@@ -189,15 +197,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     again.add_argument("--data", required=True)
     again.add_argument("--version", type=int, required=True)
     again.add_argument("--quiet", action="store_true", help="no progress bars (the JSON line still prints)")
-    again.set_defaults(func=cmd_reproduce)
 
-    rank = commands.add_parser("rank", help="rank BM25 candidates of a dataset's collection for a question")
+    rank = add_command(commands, "rank", cmd_rank, help="rank BM25 candidates of a dataset's collection for a question")
     rank.add_argument("question")
     rank.add_argument("--data", default="demo")
     rank.add_argument("--model", default="overlap", help="a checkpoint path or one of: {models}")
     rank.add_argument("--candidates", type=int, default=50, help="BM25 candidates to rerank")
     rank.add_argument("--top", type=int, default=10)
-    rank.set_defaults(func=cmd_rank)
 
     _add_compare_parser(commands)
     _add_batch_score_parser(commands)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from qa_core import config
 from qa_core.checkpoints import new_checkpoint_path
-from qa_core.cli.common import actor, emit, open_store
+from qa_core.cli.common import actor, add_command, emit, open_store
 from qa_core.types import InputError
 
 
@@ -70,7 +70,7 @@ def cmd_train_classifier(args: argparse.Namespace) -> None:
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """The ``train``, ``worker`` and ``train-classifier`` commands."""
-    train = commands.add_parser("train", help="train a model and register it in the store")
+    train = add_command(commands, "train", cmd_train, help="train a model and register it in the store")
     train.add_argument("--model", required=True, help="one of: {trainable}")
     train.add_argument("--data", required=True)
     train.add_argument("--seed", type=int, default=1)
@@ -78,13 +78,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     train.add_argument("--dev-split", default="dev")
     train.add_argument("--no-promote", action="store_true", help="register without making it the version the app uses")
     train.add_argument("--quiet", action="store_true", help="no progress bars (the final JSON line still prints)")
-    train.set_defaults(func=cmd_train)
 
     from qa_core.services.jobs import LEASE_SECONDS
     from qa_core.services.worker import POLL_SECONDS
 
-    worker = commands.add_parser(
-        "worker", help="run the training jobs queued in the store (the app queues them with RERANK_LAB_JOB_RUNNER=worker)",
+    worker = add_command(
+        commands, "worker", cmd_worker,
+        help="run the training jobs queued in the store (the app queues them with RERANK_LAB_JOB_RUNNER=worker)",
         description="Claims the oldest queued training job, runs it, and goes on, until stopped (SIGTERM or Ctrl-C "
         "give the running job back to the queue; after a SIGKILL or a crash its lease runs out and another worker "
         "takes it). Run as many as you like, on any machine that reaches the store and the data folder.",
@@ -94,14 +94,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     worker.add_argument("--lease", type=float, default=LEASE_SECONDS,
                         help="seconds a claim lasts without a heartbeat (heartbeats come every 5 s)")
     worker.add_argument("--poll", type=float, default=POLL_SECONDS, help="seconds between looks at an empty queue")
-    worker.set_defaults(func=cmd_worker)
 
-    classify = commands.add_parser(
-        "train-classifier", help="train the question class CNN or focus tagger and register it in the store"
+    classify = add_command(
+        commands, "train-classifier", cmd_train_classifier,
+        help="train the question class CNN or focus tagger and register it in the store"
     )
     classify.add_argument("classifier", choices=["question_class", "question_focus"])
     classify.add_argument("--path", default=None, help="folder of the label files (default: the shared data's)")
     classify.add_argument("--seed", type=int, default=1)
     classify.add_argument("--quiet", action="store_true", help="no progress bars (the final JSON line still prints)")
     classify.add_argument("--no-promote", action="store_true", help="register without making it the version models use")
-    classify.set_defaults(func=cmd_train_classifier)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from db.base import NewVersion
 from qa_core.services.analysis import analyzer_for
 from qa_core.services.experiments import EVAL_SPLIT, TrainingOutcome, train_ranker, version_record
 
@@ -67,11 +68,11 @@ def register_version(
     dataset it was trained on with ``promote``; returns its ``model_versions`` id. With ``job``, the
     same transaction marks the job succeeded, and nothing is registered when the attempt no longer
     holds it (``InputError``). ``actor`` needs the right to train (and to promote)."""
+    new = NewVersion(kind=model, checkpoint_path=str(checkpoint), training_data=training_data, metrics=metrics,
+                     promote=promote)
     if job is None:
-        return store.models.register_model(model, kind=model, checkpoint_path=str(checkpoint), training_data=training_data,
-                                    metrics=metrics, promote=promote, actor=actor)
-    return store.jobs.finish_job(job.job_id, kind=model, checkpoint_path=checkpoint, training_data=training_data,
-                            metrics=metrics, promote=promote, claim=job.claim, actor=actor)
+        return store.models.register_model(model, new, actor=actor)
+    return store.jobs.finish_job(job.job_id, new, claim=job.claim, actor=actor)
 
 
 def train_and_register(

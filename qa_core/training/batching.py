@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,9 @@ from qa_core.nn.encoders import PAD_ID
 
 Batch = tuple[dict[str, torch.Tensor], torch.Tensor]
 """Model inputs by keyword (``model(**inputs)``) and the targets of the loss."""
+
+BatchRows = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+"""A batch's units (triples, questions) -> its candidate rows and the targets of the loss."""
 
 
 def pad_ids(sequences: Sequence[Sequence[int]], max_len: int | None = None) -> torch.Tensor:
@@ -82,25 +86,61 @@ class TensorBatches:
 
 
 @dataclass
-class PairwiseBatches:
-    """Triples (question, relevant candidate, sampled irrelevant candidate) for a ranking loss.
+class GroupedBatches(ABC):
+    """Candidate rows grouped by question, cut each epoch into batches of ``per_batch`` units (a
+    triple, a whole question) in a fresh order drawn with the epoch's generator, so reproducible
+    under a seed: the epoch arithmetic and the rows' inputs of ``PairwiseBatches`` and
+    ``listwise.QuestionBatches``, which say what a unit is.
 
-    ``inputs`` hold one row per candidate; ``groups`` says which rows belong to one question and
-    ``labels`` which are relevant (label > 0). Each epoch pairs every relevant row with one
-    irrelevant row of its own group, drawn uniformly with the epoch's generator (so the
-    distractors are resampled every epoch, reproducibly under a seed), and yields batches of
-    ``batch_size`` triples in a fresh order. A batch's inputs are ``2n`` rows: the n relevant rows,
-    then their n distractors; its targets are n ones (see ``qa_core.nn.losses.PairwiseHingeLoss``).
-    A group without a relevant or without an irrelevant row gives no triple.
+    ``inputs`` hold one row per candidate, ``groups`` the question of each row (any ids) and
+    ``labels`` its grade.
     """
 
     inputs: dict[str, torch.Tensor]
     groups: torch.Tensor
     labels: torch.Tensor
-    batch_size: int
+    per_batch: int
 
     def __post_init__(self) -> None:
         check_rows(self.inputs, self.groups, self.labels)
+
+    @property
+    @abstractmethod
+    def units(self) -> int:
+        """Units an epoch cuts into batches."""
+
+    @abstractmethod
+    def _epoch(self, generator: torch.Generator) -> BatchRows:
+        """Draw what the epoch needs before its order (nothing, or a pairwise epoch's distractors);
+        returns how a batch's units become its candidate rows and targets."""
+
+    def __len__(self) -> int:
+        return batch_count(self.units, self.per_batch)
+
+    def __call__(self, generator: torch.Generator) -> Iterator[Batch]:
+        batch_of = self._epoch(generator)
+        order = torch.randperm(self.units, generator=generator)
+        device = next(iter(self.inputs.values())).device
+        for chosen in cut(order, self.per_batch):
+            rows, targets = batch_of(chosen)
+            rows = rows.to(device)
+            yield {name: tensor[rows] for name, tensor in self.inputs.items()}, targets.to(device)
+
+
+@dataclass
+class PairwiseBatches(GroupedBatches):
+    """Triples (question, relevant candidate, sampled irrelevant candidate) for a ranking loss.
+
+    ``labels`` > 0 mark the relevant rows. Each epoch pairs every relevant row with one
+    irrelevant row of its own group, drawn uniformly with the epoch's generator (so the
+    distractors are resampled every epoch, reproducibly under a seed), and yields batches of
+    ``per_batch`` triples in a fresh order. A batch's inputs are ``2n`` rows: the n relevant rows,
+    then their n distractors; its targets are n ones (see ``qa_core.nn.losses.PairwiseHingeLoss``).
+    A group without a relevant or without an irrelevant row gives no triple.
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         rows = list(enumerate(zip(self.groups.tolist(), self.labels.tolist())))
         negatives_of: dict[int, list[int]] = {}
         for row, (group, label) in rows:
@@ -123,15 +163,9 @@ class PairwiseBatches:
         """Triples per epoch: the relevant rows whose group has an irrelevant row."""
         return len(self.positives)
 
-    def __len__(self) -> int:
-        return batch_count(self.triples, self.batch_size)
+    units = triples  # what GroupedBatches cuts into batches
 
-    def __call__(self, generator: torch.Generator) -> Iterator[Batch]:
+    def _epoch(self, generator: torch.Generator) -> BatchRows:
         draw = torch.rand(self.triples, generator=generator, dtype=torch.float64)
         picked = self._negatives[self._starts + torch.minimum((draw * self._counts).long(), self._counts - 1)]
-        order = torch.randperm(self.triples, generator=generator)
-        device = next(iter(self.inputs.values())).device
-        for chosen in cut(order, self.batch_size):
-            rows = torch.cat([self.positives[chosen], picked[chosen]]).to(device)
-            targets = torch.ones(len(chosen), device=device)
-            yield {name: tensor[rows] for name, tensor in self.inputs.items()}, targets
+        return lambda chosen: (torch.cat([self.positives[chosen], picked[chosen]]), torch.ones(len(chosen)))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from db.base import check_annotator
-from db.labeling import DEFAULT_LEASE_SECONDS, Claim, QueueProgress
+from db.labeling import DEFAULT_LEASE_SECONDS, Claim, QueueProgress, QueueScope
 from qa_core.services.labeling.strategies import DEFAULT_POOL_DEPTH, POOL, Scores, order_candidates
 from qa_core.types import InputError
 
@@ -123,6 +123,11 @@ class LabelingSession:
         self.targets = self.policy.targets(self.order)
         self.actor = actor
 
+    @property
+    def scope(self) -> QueueScope:
+        """The store's name for this session's queue (what it claims from and counts)."""
+        return QueueScope(self.dataset, self.order, self.annotator, self.holder, self.targets)
+
     @classmethod
     def build(
         cls,
@@ -149,15 +154,7 @@ class LabelingSession:
     def current(self) -> QueueItem | None:
         """The pair to show now (the same one on every call until it is finished), or ``None``
         when nothing is left for this annotator."""
-        claim = self.store.queue.claim_next(
-            self.dataset,
-            self.order,
-            self.annotator,
-            self.holder,
-            targets=self.targets,
-            lease_seconds=self.policy.lease_seconds,
-            actor=self.actor,
-        )
+        claim = self.store.queue.claim_next(self.scope, lease_seconds=self.policy.lease_seconds, actor=self.actor)
         return None if claim is None else QueueItem(claim, self.records[claim.candidate_id])
 
     def label(self, item: QueueItem, value: int, note: str | None = None) -> int:
@@ -191,4 +188,4 @@ class LabelingSession:
     def progress(self) -> QueueProgress:
         """Counts for the progress bar: ``labelled_by_me`` of ``labelled_by_me + available_to_me``
         for the annotator, ``complete`` of ``total`` for the queue."""
-        return self.store.queue.queue_progress(self.dataset, self.order, self.annotator, self.holder, targets=self.targets)
+        return self.store.queue.queue_progress(self.scope)
