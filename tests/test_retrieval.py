@@ -220,3 +220,19 @@ def test_a_sentence_is_indexed_with_its_documents_context_and_the_saved_index_is
     rebuilt = saved_index(tmp_path, "v1", lambda: plain_docs, FIRST_STAGE)  # another context: built again
     assert [doc for doc, _ in rebuilt.search("Lovelace")] == ["p0"]
     assert is_saved(tmp_path, "v1", FIRST_STAGE) and not is_saved(tmp_path, "v1", with_lead)  # the stale one deleted
+
+
+def test_a_url_document_cited_by_several_pools_holds_each_sentence_once() -> None:
+    """A CSV's URL may stand in several questions' pools: the repeat of a sentence is not its own
+    neighbour, and the document's first row in the file is its first sentence."""
+    from qa_core.services.candidate_pools import collection_passages
+
+    url = "https://example.org/paris"
+    rows = [("q1", "a", "Paris is big.", "csv", url), ("q1", "b", "It is the capital.", "csv", url),
+            ("q2", "c", "It is the capital.", "csv", url), ("q2", "d", "It has a river.", "csv", url + "#geo")]
+    indexed = dict(collection_passages(rows, FIRST_STAGE))
+    assert indexed == {
+        "q1/a": "Paris is big. It is the capital.",
+        "q1/b": "It is the capital. Paris is big. It has a river.",
+        "q2/d": "It has a river. Paris is big. It is the capital.",
+    }

@@ -89,15 +89,23 @@ def collection_passages(rows: Iterable[CollectionRow], analysis: Analysis) -> li
     """``(qid/doc_id, text as indexed)`` of each unique sentence (``unique_sentences``), its text with its
     document's context when ``analysis`` asks for it (``retrieval.in_context``). A sentence in several
     documents is indexed with the context of its first occurrence, as it is named by it; the context
-    is read from every row, repeats included (a document's first sentence may be a repeat)."""
+    is read from every row in the store's order (a document's first sentence may be a repeat of
+    another document's). A sentence repeated within one document (a URL cited by several pools) is
+    a member of it once, so it is never its own neighbour."""
     from qa_core.retrieval import in_context
 
     passages: list[tuple[str, str | None]] = []  # every row's text and document, read in the same one pass
+    members: set[tuple[str, str]] = set()
 
     def reading() -> Iterator[CollectionRow]:
         for row in rows:
             qid, _, text, source, url = row
-            passages.append((text, document_of(qid, source, url)))
+            document = document_of(qid, source, url)
+            if document is not None:
+                member = (document, sentence_key(text))
+                document = None if member in members else document
+                members.add(member)
+            passages.append((text, document))
             yield row
 
     kept = [(position, name) for position, name, _ in _first_occurrences(reading())]
