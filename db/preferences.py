@@ -12,12 +12,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import exists, insert, select, update
+from sqlalchemy import exists, insert, select
 from sqlalchemy.orm import Session
 
 from db.annotation import guideline_in_force
 from db.audit import authorize
-from db.base import StoreBase, check_annotator, dataset_row, insert_id, now
+from db.base import StoreBase, check_annotator, dataset_row, insert_id
+from db.labeling import end_open_claims
 from db.models import CandidateRow, PreferenceJudgementRow, PreferenceRetractionRow, QuestionRow, QueueClaimRow
 from qa_core.access import Actor, Permission, acting_name
 from qa_core.types import InputError
@@ -77,12 +78,7 @@ class PreferenceStore(StoreBase):
             annotator = check_annotator(acting_name(who, annotator))
             question_id = _one_question(session, shown)
             if holder is not None:  # the item's leases (``LabelingStore.claim_group``) end with its judgement
-                session.execute(
-                    update(QueueClaimRow)
-                    .where(QueueClaimRow.holder == holder, QueueClaimRow.candidate_id.in_(shown),
-                           QueueClaimRow.ended_at.is_(None))
-                    .values(ended_at=now(), outcome="labelled")
-                )
+                end_open_claims(session, "labelled", QueueClaimRow.holder == holder, QueueClaimRow.candidate_id.in_(shown))
             return insert_id(
                 session, PreferenceJudgementRow, question_id=question_id, mode=mode, shown=shown, outcome=outcome,
                 picked=picked, annotator=annotator, user_id=who.user_id, holder=holder,

@@ -24,7 +24,10 @@ RUNS_KEPT = 32  # whole-split runs the server keeps, per (model version, dataset
 def get_store(url: str, team: bool = False) -> Store:
     """One store per URL (and mode) for the whole server; the demo corpus is imported into an empty one."""
     store = store_setup.open_store(url, team=team)
-    store_setup.ensure_demo(store)
+    try:
+        store_setup.ensure_demo(store)
+    except InputError as error:  # e.g. a full or read-only disk: say which store, as opening does
+        raise InputError(f"cannot import the demo corpus into the store at {store_setup.masked_url(url)}: {error}") from None
     return store
 
 

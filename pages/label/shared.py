@@ -14,7 +14,7 @@ from pages.render.markdown import as_markdown
 from qa_core.services import candidate_pools, labeling, model_loading
 from qa_core.services.datasets import Store
 from qa_core.services.labeling import suggestions
-from qa_core.types import NotTrainedError
+from qa_core.types import InputError, NotTrainedError
 
 LABEL, AGREEMENT, REVIEW, GUIDELINES = "Label", "Agreement", "Review conflicts", "Guidelines"
 NEW_NAME = "New annotator…"
@@ -102,6 +102,9 @@ def model_as_annotator_scores(desk: Desk, toggle: str, key: str) -> tuple[str, l
         job = desk.scores(model)
     except NotTrainedError as error:
         show_not_trained(error, model, desk.dataset)
+        return None
+    except InputError as error:  # e.g. a system removed since the box was drawn
+        st.error(as_markdown(str(error)))
         return None
     if not job.progress().done:
         scoring_progress({model: job})

@@ -87,7 +87,8 @@ class ServiceRanker(Ranker):
         return self.client.score_pools([(question, as_candidates(candidates)) for question, candidates in pools])
 
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
-        """Occlusion: each word's weight is how much the score drops without it (one batched request)."""
+        """Occlusion: each word's weight is how much the score of its words, joined, drops without it (one
+        batched request: ``occlude``)."""
         tokens = list(parse(as_candidates(candidates)[index].text).tokens)
         occluded = occlude(self, question, candidates, index, tokens)
         return Explanation(score=occluded.score, question_tokens=list(parse(question).tokens), answer_tokens=tokens,

@@ -11,7 +11,7 @@ Calls have a timeout and at most ``concurrency`` requests in flight. A request t
 reason that may pass (the connection fails, no answer within the timeout, HTTP 502, 503 or 504 from
 a proxy or an overloaded service) is sent again, at most ``retries`` more times and none once twice
 the timeout has passed (a service that hangs costs two timeouts, not four), after exponential
-backoff with jitter (tenacity: about 0.5 s, 1 s, 2 s, ...); an answer that will not change (any
+backoff with full jitter (tenacity: a random wait of up to 0.5 s, 1 s, 2 s, ...); an answer that will not change (any
 other HTTP error, a 4xx, a wrong number of scores, a score that is not a number) is not retried.
 What a service gets wrong in the end is one ``ServiceError`` sentence naming the service (and the
 tries it took), and a batch of pools is all or nothing: no pool's scores come back unless every
@@ -54,6 +54,9 @@ TIMEOUTS_IN_ALL = 2  # no retry starts after this many timeouts: a hung service 
 BACKOFF_S = 0.5  # the first wait before a retry (doubling, with jitter, up to BACKOFF_MAX_S)
 BACKOFF_MAX_S = 8.0
 RETRIED_STATUSES = frozenset({502, 503, 504})  # a gateway or an overloaded service: may pass
+# Transport failures that may pass on another try; a bad URL scheme, a proxy or protocol mistake of ours will not.
+TRANSIENT_ERRORS = (httpx.ConnectError, httpx.TimeoutException, httpx.ReadError, httpx.WriteError,
+                    httpx.RemoteProtocolError)
 CONCURRENCY = 4
 DEFAULT_MAX_BATCH = 256
 CACHE_ENTRIES = 100_000
@@ -200,7 +203,7 @@ class ServiceClient:
         """The service's answer (HTTP 200 or a status in ``also_fine``), sent again (``retries`` times
         at most, with backoff) while it fails in a way that may pass; else ``ServiceError``."""
         retrying = Retrying(
-            retry=retry_if_exception_type(httpx.TransportError)
+            retry=retry_if_exception_type(TRANSIENT_ERRORS)
             | retry_if_result(lambda response: response.status_code in RETRIED_STATUSES),
             stop=stop_after_attempt(self.retries + 1) | stop_after_delay(TIMEOUTS_IN_ALL * self.timeout),
             wait=wait_random_exponential(multiplier=self.backoff, max=BACKOFF_MAX_S),

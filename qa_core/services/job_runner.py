@@ -7,8 +7,9 @@ settings come from the store. It acts as the operator running it (``access.proce
 CLI and the workers, so its writes are checked and audited under that name.
 
 Exit status: 0 the version is registered (one JSON line on stdout); 2 the job could not run or
-failed on its input, or was cancelled meanwhile (one ``error:`` line on stderr, the job marked
-failed by ``jobs.run_claimed``); 130 interrupted; 1 a bug (its traceback goes to the job's log).
+failed on its input, or was cancelled meanwhile (one ``error:`` line on stderr; the job marked
+failed by ``jobs.run_claimed``, except when the store cannot be opened at all: then nothing can be
+written and the job stays as the store holds it); 130 interrupted; 1 a bug (its traceback goes to the job's log).
 SIGTERM (a cancel from the Train page) ends it at once: the job is already marked failed, and
 nothing is registered before the job's last transaction.
 """
