@@ -227,8 +227,9 @@ def render_section(results: dict[str, Any]) -> list[str]:
         "the shared WikiQA and TrecQA questions and sentences (each candidate splices two of their sentences); each "
         "step in its own process: CSV import into a fresh SQLite store (`python -m qa_core data import`), the first "
         "typed question's BM25 index build and save (one streamed pass over the store's candidate texts), then a "
-        "new process as a restarted server: index load (memory-mapped), 100 WikiQA TEST questions typed: BM25 "
-        "retrieval of the top 50 (after 5 warm-up questions), then retrieval + SM-CNN rerank + the ranked table, "
+        "new process as a restarted server: index load (memory-mapped), 100 WikiQA TEST questions typed: Ask's "
+        "first stage (`retrieval.FIRST_STAGE` with RM3, `FIRST_STAGE_FEEDBACK`; the synthetic sentences belong to no "
+        "document, so none is indexed with context) retrieving the top 50 (after 5 warm-up questions), then retrieval + SM-CNN rerank + the ranked table, "
         "second pass timed (candidates' parses cached, the question parsed afresh; SM-CNN trained one epoch on the demo corpus; `OMP_NUM_THREADS=1`, as docs/scaling.md advises for replicas on shared cores); resident memory of that process after it (without Streamlit's own).",
         "",
         "| candidates | " + " | ".join(label for label, _, _ in COLUMNS) + " |",
