@@ -350,17 +350,21 @@ def test_a_service_is_retried_only_for_what_may_pass(
 
 def test_a_services_occlusion_is_one_batched_request(faulty_service: str):
     """A service scoring a candidate by its word count: deleting any word drops the score by 1, the
-    explanation's score is its pool score, and the server saw one request for the explanation."""
+    explanation's score is its pool score, and the server saw one request for the explanation. Its
+    own explanation is that occlusion: the picker offers it once, as occlusion."""
     from qa_core.explain import explainers
     from qa_core.rankers.external import ServiceRanker
+    from qa_core.services import explaining
 
     ranker = ServiceRanker("system:words", ServiceClient(f"{faulty_service}words"))
+    assert list(explaining.choices(ranker)) == ["occlusion"]  # not also "the model's own weights"
     question, pool = "one request?", ["Hamlet was written by Shakespeare.", "It was  1600 ,  roughly"]
     explanation = explainers.explain(ranker, question, pool, 1, "occlusion")
     assert _seen(faulty_service)[f"words {question}"] == 1
     assert explanation.weight_kind == "occlusion" and explanation.score == 5.0 == ranker.score(question, pool)[1]
     assert [w for t, w in zip(explanation.answer_tokens, explanation.answer_weights, strict=True) if t.strip()] == [
         1.0] * 5  # It, was, 1600, the comma, roughly
+    assert explainers.explain(ranker, question, pool, 1).answer_weights == explanation.answer_weights  # its own
 
 
 def test_cli_names_a_garbage_service_in_one_line(demo_store: Store, faulty_service: str, capsys: pytest.CaptureFixture):

@@ -27,12 +27,13 @@ def pick_dataset(container, datasets: Sequence[str], key: str, store: Store | No
     session (pages keep their own widget keys, which Streamlit forgets on leaving the page), else,
     in a fresh tab, the one a model was last trained on or promoted for (docs/architecture.md,
     "What a page shows")."""
-    if key not in st.session_state:
+    chosen = st.session_state.get(key)
+    if chosen not in datasets:
         remembered = st.session_state.get(LAST_DATASET)
         if remembered not in datasets and store is not None:
             remembered = model_loading.last_used_dataset(store, datasets)
-        if remembered in datasets:
-            st.session_state[key] = remembered
+        chosen = remembered if remembered in datasets else datasets[0]
+    _keep_choice(key, chosen)
     dataset = container.selectbox("Dataset", datasets, key=key)
     st.session_state[LAST_DATASET] = dataset
     return dataset
@@ -45,15 +46,27 @@ def pick_model(container, store: Store, dataset: str, key: str, options: Sequenc
     never carries over; the version in use is said under it."""
     options = list(options) if options is not None else model_loading.model_names(store, dataset)
     for_dataset = f"{key}__dataset"
-    if st.session_state.get(key) not in options or st.session_state.get(for_dataset) != dataset:
+    chosen = st.session_state.get(key)
+    if chosen not in options or st.session_state.get(for_dataset) != dataset:
         remembered = st.session_state.get(LAST_MODEL)
-        st.session_state[key] = (remembered[1] if remembered and remembered[0] == dataset and remembered[1] in options
-                                 else model_loading.default_model(store, options, dataset))
+        chosen = (remembered[1] if remembered and remembered[0] == dataset and remembered[1] in options
+                  else model_loading.default_model(store, options, dataset))
         st.session_state[for_dataset] = dataset
+    _keep_choice(key, chosen)
     model = container.selectbox("Model", options, key=key)
     st.session_state[LAST_MODEL] = (dataset, model)
     container.caption(as_markdown(model_loading.version_in_use(store, model, dataset)))
     return model
+
+
+def _keep_choice(key: str, value: Any) -> None:
+    """Give the box ``key`` the choice ``value`` on every run, not only when the choice changes.
+    Pages share these boxes' keys, but each page's box is a new widget (Streamlit's widget ids
+    include the page), which opens on its first option; during the first run on the new page,
+    ``st.session_state[key]`` still reads the previous page's box. So a choice that reached Ask's box
+    from a link (``preset_model``), never touched in the browser, read as chosen on Errors and was
+    then shown as the first option (bm25): only the write makes it the new box's value."""
+    st.session_state[key] = value
 
 
 def preset_model(key: str, dataset: str | None, model: str) -> None:

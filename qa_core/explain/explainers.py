@@ -100,14 +100,20 @@ EXPLAINERS: dict[str, Explainer] = {
 
 
 def available(capabilities: Capabilities) -> list[str]:
-    """The explainers a model with these capabilities offers, in a fixed order."""
-    return [name for name, e in EXPLAINERS.items() if capabilities.neural or not e.neural_only]
+    """The explainers a model with these capabilities offers, in a fixed order. A model whose own
+    weights are one of them (``Capabilities.own_weights``) offers that one once, by its name,
+    rather than a second time as "the model's own weights"."""
+    return [name for name, e in EXPLAINERS.items()
+            if (capabilities.neural or not e.neural_only) and not (name == MODEL and capabilities.own_weights)]
 
 
 def explain(
     ranker: Ranker, question: str, candidates: Sequence[CandidateInput], index: int, explainer: str = MODEL
 ) -> Explanation:
-    """Candidate ``index``'s explanation by ``explainer``; ``InputError`` for one the model lacks."""
+    """Candidate ``index``'s explanation by ``explainer`` (``MODEL``: the model's own, whatever
+    explainer that is); ``InputError`` for one the model lacks."""
+    if explainer == MODEL:
+        explainer = ranker.capabilities.own_weights or MODEL
     if explainer not in available(ranker.capabilities):
         raise InputError(
             f"model {ranker.name!r} has no explainer {explainer!r}; "

@@ -54,6 +54,9 @@ class Capabilities:
     scored inside its pool; otherwise a pair's score is its own. ``neural``: a torch network that
     ``to(device)`` moves, so it scores and trains on a GPU (``benchmarks/gpu_check.py`` checks each),
     and whose embedded words ``embedded_pair`` gives, for gradient attributions (``qa_core.explain``).
+    ``own_weights``: the shared explainer (``qa_core.explain.explainers``) that its ``explain``
+    weights already are, so a page offers that computation once, under that name (a scoring
+    service's are ``"occlusion"``); ``None``: weights of its own (attention, BM25 shares, ...).
     """
 
     trainable: bool = False
@@ -63,6 +66,7 @@ class Capabilities:
     training_settings: tuple[str, ...] = ()
     explains: frozenset[ExplanationPart] = frozenset({"answer_weights"})
     reads: frozenset[Input] = frozenset()
+    own_weights: str | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.explains) - set(get_args(ExplanationPart)) | set(self.reads) - set(get_args(Input))

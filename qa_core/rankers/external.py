@@ -76,7 +76,7 @@ class ServiceRanker(Ranker):
     """A live scoring service, as a ranker of any question."""
 
     title = "scoring service (external system)"
-    capabilities = Capabilities()
+    capabilities = Capabilities(own_weights=OCCLUSION)
 
     def __init__(self, name: str, client: ServiceClient) -> None:
         super().__init__()

@@ -24,10 +24,11 @@ def dev_results(path: Path = DEV_RESULTS) -> dict[str, Any]:
 
 
 def default_explainer(ranker: Ranker, path: Path = DEV_RESULTS) -> str:
-    """The model's default explainer from the stored DEV choice; its own weights when it was not
-    measured (or the stored choice is one it does not offer)."""
+    """The model's default explainer from the stored DEV choice; its own weights (the first it
+    offers) when it was not measured (or the stored choice is one it does not offer)."""
     chosen = dev_results(path).get("defaults", {}).get(ranker.name)
-    return chosen if chosen in explainers.available(ranker.capabilities) else explainers.MODEL
+    offered = explainers.available(ranker.capabilities)
+    return chosen if chosen in offered else offered[0]
 
 
 def choices(ranker: Ranker, path: Path = DEV_RESULTS) -> dict[str, str]:
