@@ -101,8 +101,9 @@ def _service_on_ask_and_errors(running_app, page, service_url: str) -> None:
     # The model the link chose on Ask carries over, as one chosen by hand does (it opened on bm25).
     expect(page.get_by_role("combobox", name="Model", exact=True)).to_have_value("system:served",
                                                                                timeout=BROWSER_TIMEOUT_MS)
-    expect(page.get_by_text(shown(f"system:served: a scoring service at {service_url}"))).to_be_visible(
-        timeout=BROWSER_TIMEOUT_MS)
+    # Under the model box, and again in the line that says what the means are over.
+    expect(page.get_by_text(shown(f"system:served: a scoring service at {service_url}"))).to_have_count(
+        2, timeout=BROWSER_TIMEOUT_MS)
     worst = page.get_by_test_id("stDataFrame").first  # one row per question, worst first
     expect(worst).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(worst).to_contain_text("demo-", timeout=BROWSER_TIMEOUT_MS)
