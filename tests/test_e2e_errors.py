@@ -1,6 +1,6 @@
 """Errors end to end: the worst questions of the demo test split listed in Chromium, and a click on
 the worst one opens Ask ranked on that question. With RERANK_LAB_SCREENSHOTS=docs/screenshots it
-refreshes docs/screenshots/errors.png."""
+refreshes docs/screenshots/errors.png and ask-contrast.png (the contrastive view it links to)."""
 
 from __future__ import annotations
 
@@ -34,3 +34,4 @@ def test_errors_page_links_the_worst_question_to_ask(running_app, page, screensh
     expect(page.locator(".rl-highlighted", has_text=re.compile(r"A \(#\d+\): .* toward the gap"))).to_be_visible()
     expect(page.get_by_text(re.compile(r"deleting A's top 20% words narrows the gap by"))).to_be_visible()
     assert "Traceback" not in page.content()
+    page_screenshots(page, screenshot_dir, "ask-contrast")
