@@ -91,7 +91,7 @@ if runs:
     left, right = st.columns(2)
     chosen = left.selectbox("Run", [row["system"] for row in runs], key="systems_metrics_run")
     questions = store.datasets.load_dataset(next(row["dataset"] for row in runs if row["system"] == chosen))
-    split = right.selectbox("Split", questions.splits, key="systems_metrics_split")
+    split = right.selectbox("Split", systems.splits_covered_first(store, chosen, questions), key="systems_metrics_split")
     try:
         metrics = systems.coverage_metrics(store, chosen, questions.split(split))
     except InputError as error:

@@ -63,7 +63,9 @@ def _add_both(page, screenshot_dir, run: Path, service_url: str) -> None:
     page.get_by_role("button", name="Add the service").click()
     expect(page.get_by_text(shown(f"Added system:served: a scoring service at {service_url} (overlap overlap)")))\
         .to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    expect(page.get_by_test_id("stDataFrame")).to_be_visible()
+    # The systems, then the run's metrics on a split it ranks (test, not the first split, dev).
+    expect(page.get_by_test_id("stDataFrame")).to_have_count(2)
+    expect(page.get_by_test_id("stDataFrame").nth(1)).to_contain_text("over the 20 questions it covers")
     assert "Traceback" not in page.content()
     page_screenshots(page, screenshot_dir, "systems")
 

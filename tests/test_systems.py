@@ -84,7 +84,9 @@ def test_run_system_ranks_like_a_model_and_leaves_labels_alone(demo_store: Store
     with pytest.raises(InputError, match="no ranking of a question typed here"):
         ranker.score("a question nobody asked", ["an answer"])
 
-    metrics = systems.coverage_metrics(store, "system:partial", store.datasets.load_dataset("demo").split("test"))
+    demo = store.datasets.load_dataset("demo")
+    assert demo.splits[0] != "test" and systems.splits_covered_first(store, "system:partial", demo)[0] == "test"
+    metrics = systems.coverage_metrics(store, "system:partial", demo.split("test"))
     covered, whole = metrics.values()
     assert list(metrics) == [f"over the {COVERED} questions it covers", "over all 28 questions (uncovered count 0)"]
     assert whole["map"] == pytest.approx(covered["map"] * COVERED / 28)

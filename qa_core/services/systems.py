@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qa_core.types import InputError, Question
+from qa_core.types import Dataset, InputError, Question
 
 if TYPE_CHECKING:  # the rest is imported where used: every command of the CLI imports this module
     from db.store import Store
@@ -197,6 +197,14 @@ def describe(store: Store, name: str) -> str:
     named = " ".join(str(part) for part in (info.get("name"), info.get("version")) if part)
     about = f" ({named or 'its /info names nothing'})" if info else " (no /info)"
     return f"{listed_name(system['name'])}: a scoring service at {system['url']}{about} · {added}"
+
+
+def splits_covered_first(store: Store, name: str, dataset: Dataset) -> list[str]:
+    """``dataset``'s splits, those run ``name`` ranks questions of first (a page starts on one it
+    covers, not on a split it says nothing about)."""
+    scores = store.systems.system(system_name(name))["scores"] or {}
+    covered = {question.split for question in dataset.questions if question.qid in scores}
+    return sorted(dataset.splits, key=lambda split: split not in covered)
 
 
 def coverage_metrics(store: Store, name: str, questions: Sequence[Question]) -> dict[str, Any]:
