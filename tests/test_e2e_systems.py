@@ -36,7 +36,7 @@ def test_a_run_and_a_service_added_on_the_systems_page_go_where_models_go(
     with serving(example) as service_url:
         _add_both(page, screenshot_dir, run, service_url)
         _run_on_compare(running_app, page, screenshot_dir)
-        _service_on_ask_and_errors(running_app, page, service_url)
+        _service_on_ask_and_errors(running_app, page, screenshot_dir, service_url)
     page.goto(f"{running_app.url}/Systems")
     for system in ("system:lengths", "system:served"):
         _remove(page, system)
@@ -87,7 +87,7 @@ def _run_on_compare(running_app, page, screenshot_dir) -> None:
     page_screenshots(page, screenshot_dir, "systems-compare")
 
 
-def _service_on_ask_and_errors(running_app, page, service_url: str) -> None:
+def _service_on_ask_and_errors(running_app, page, screenshot_dir, service_url: str) -> None:
     """The service ranks a linked question on Ask (the page names it and its /info) and, still
     chosen on Errors reached through the sidebar, lists its worst questions there."""
     from playwright.sync_api import expect
@@ -98,6 +98,7 @@ def _service_on_ask_and_errors(running_app, page, service_url: str) -> None:
     expect(page.get_by_test_id("stDataFrame").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     settled(page)
     assert "Traceback" not in page.content()
+    page_screenshots(page, screenshot_dir, "ask-service")
 
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Errors").click()  # no page load
     # The model the link chose on Ask carries over, as one chosen by hand does (it opened on bm25).

@@ -367,6 +367,8 @@ def test_a_services_occlusion_is_one_batched_request(faulty_service: str):
     assert [w for t, w in zip(explanation.answer_tokens, explanation.answer_weights, strict=True) if t.strip()] == [
         1.0] * 5  # It, was, 1600, the comma, roughly
     assert explainers.explain(ranker, question, pool, 1).answer_weights == explanation.answer_weights  # its own
+    linked = explainers.explain(ranker, "Who wrote Hamlet?", pool, 0, "occlusion").links  # the texts' own links
+    assert [(link.q_start, link.a_start) for link in linked] == [(1, 2), (2, 0)]  # wrote-written, Hamlet: as built-in models draw
 
 
 def test_cli_names_a_garbage_service_in_one_line(demo_store: Store, faulty_service: str, capsys: pytest.CaptureFixture):

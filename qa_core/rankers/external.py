@@ -28,6 +28,7 @@ import numpy as np
 from qa_core.rankers.base import CandidateInput, Capabilities, Explanation, Pool, Ranker, as_candidates
 from qa_core.rankers.occlusion import OCCLUSION, occlude
 from qa_core.rankers.service_client import ServiceClient
+from qa_core.text.links import lexical_links
 from qa_core.text.nlp import parse
 from qa_core.types import InputError
 
@@ -89,7 +90,10 @@ class ServiceRanker(Ranker):
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
         """Occlusion: each word's weight is how much the score of its words, joined, drops without it (one
         batched request: ``occlude``)."""
-        tokens = list(parse(as_candidates(candidates)[index].text).tokens)
+        q_parsed, a_parsed = parse(question), parse(as_candidates(candidates)[index].text)
+        tokens = list(a_parsed.tokens)
         occluded = occlude(self, question, candidates, index, tokens)
-        return Explanation(score=occluded.score, question_tokens=list(parse(question).tokens), answer_tokens=tokens,
-                           answer_weights=occluded.weights, weight_kind=OCCLUSION)
+        # The pair's shared-lemma links, as the baselines draw them: they belong to the texts, not the model.
+        return Explanation(score=occluded.score, question_tokens=list(q_parsed.tokens), answer_tokens=tokens,
+                           answer_weights=occluded.weights, weight_kind=OCCLUSION,
+                           links=lexical_links(q_parsed, a_parsed))
