@@ -83,6 +83,31 @@ def test_a_deletion_scores_what_the_apps_counterfactual_edit_scores(model: str) 
     assert deletions.score - deletions.comprehensiveness[0.2] == pytest.approx(edited.score, abs=1e-12)
 
 
+def test_overlap_scores_a_deletion_tests_edits_in_one_spacy_batch(monkeypatch) -> None:
+    """Each edit is its own pool (overlap's IDF may be the pool's): its texts still go through spaCy
+    in one batch, and each edit scores what its pool scores alone."""
+    from qa_core.text import nlp
+
+    ranker = registry.create("overlap")
+    pool = [ANSWER, "Penicillin is an antibiotic discovered by accident .", "Marie Curie discovered radium ."]
+    ranker.score(QUESTION, pool)  # the pool's own texts parsed
+    kept = ["discovered penicillin", "penicillin", "discovered", "Fleming"]  # parsed nowhere else: the years
+    edits = [f"{kept[year % 4]} in {year} ." for year in range(1871, 1883)]
+    spacy, batches = nlp.get_nlp(), []
+
+    class Counted:
+        def pipe(self, texts, **settings):
+            texts = list(texts)
+            batches.append(len(texts))
+            return spacy.pipe(texts, **settings)
+
+    monkeypatch.setattr(nlp, "get_nlp", Counted)
+    scores = ranker.score_edits(QUESTION, pool, 0, edits)
+    assert batches == [len(edits)]
+    alone = [ranker.score(QUESTION, [edit, *pool[1:]])[0] for edit in edits]
+    assert scores.tolist() == alone and len(set(alone)) > 1
+
+
 def test_summary_tests_the_explanation_against_random_words() -> None:
     rng = np.random.default_rng(3)
     pairs = 60
