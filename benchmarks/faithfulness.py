@@ -163,6 +163,12 @@ def _pct(value: float, summary: dict[str, Any]) -> str:
     return f"{100 * value / summary['score_range']:.1f}%" if summary["score_range"] else "-"
 
 
+def _epochs(name: str, entry: dict[str, Any]) -> str:
+    """The epoch cap a row was trained with; 'own' where ``--max-epochs`` does not apply to the model."""
+    applies = "max_epochs" in registry.ranker_class(name).capabilities.training_settings
+    return str(entry["max_epochs"]) if applies and entry.get("max_epochs") else "own"
+
+
 def _of_gap(value: float, summary: dict[str, Any]) -> str:
     return f"{100 * value / summary['gap']:.1f}%" if summary["gap"] else "-"
 
@@ -242,7 +248,7 @@ def render_section(result: dict[str, Any], dev: dict[str, Any]) -> list[str]:
             entry = models[name]
             for s in entry["summaries"]:
                 lines.append(
-                    f"| {name} | {entry.get('explainer', explainers.MODEL)} | {entry.get('max_epochs') or 'own'} | "
+                    f"| {name} | {entry.get('explainer', explainers.MODEL)} | {_epochs(name, entry)} | "
                     f"{s['fraction']:.0%} | "
                     f"{_pct(s['comprehensiveness'], s)} | "
                     f"{_pct(s['random_comprehensiveness'], s)} | {_p(s['comprehensiveness_p'])} | "
