@@ -8,6 +8,9 @@ Per model: every explainer it offers is measured on a seeded sample of DEV quest
 (``faithfulness_dev.json``); the default explainer is chosen from those DEV results by the rule of
 ``qa_core.explain.defaults`` (written in docs/benchmarks.md before the run); then only the default
 is measured on TEST, once (``faithfulness.json``; the app reads both to say how far to trust a heatmap).
+Then the contrastive view's test (why A above B) over a seeded sample of TEST questions where a
+wrong answer is ranked above a right one, by the default explainer (``faithfulness_contrastive.json``);
+``--contrastive`` measures only that, for models that already have a default.
 
     .venv/bin/python benchmarks/faithfulness.py                 # every model, both datasets
     .venv/bin/python benchmarks/faithfulness.py --models smcnn --dev-questions 10 --questions 40
@@ -27,14 +30,16 @@ from common import machine, machine_line, read_results, shared_datasets, write_r
 
 from qa_core.explain import explainers
 from qa_core.explain.defaults import choose_default, defaults, dev_score
-from qa_core.faithfulness import RANDOM_DRAWS, faithfulness_table, summarise
+from qa_core.faithfulness import RANDOM_DRAWS, faithfulness_table, gap_deletions, summarise, summarise_gaps
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
-from qa_core.services import analysis, store_setup
+from qa_core.services import analysis, contrastive, store_setup
 from qa_core.services.experiments import train_ranker
+from qa_core.services.ranking import rank_pool
 from qa_core.types import Dataset
 
 SEED = 1
+CONTRAST_QUESTIONS = 40  # TEST questions sampled for the contrastive test (those where a wrong answer wins)
 
 
 def ready_ranker(name: str, dataset: Dataset, max_epochs: int | None = None) -> tuple[Ranker, float | None]:
@@ -65,21 +70,57 @@ def sampled_questions(dataset: Dataset, split: str, sample: int | None) -> list:
     return random.Random(SEED).sample(questions, sample)
 
 
+def _entry(label: str, ranker: Ranker, explainer: str, questions: list, pairs: int, started: float,
+           summaries: list) -> dict[str, Any]:
+    """A stored result: the summaries per k (dataclasses with ``beats_random``) and the verdict."""
+    seconds = time.perf_counter() - started
+    print(label, ranker.name, explainer, f"{pairs} pairs, {seconds:.0f} s", flush=True)
+    return {
+        "explainer": explainer,
+        "questions": len(questions),
+        "pairs": pairs,
+        "seconds": round(seconds, 1),
+        "summaries": [{**dataclasses.asdict(s), "beats_random": s.beats_random} for s in summaries],
+        "beats_random": bool(pairs) and all(s.beats_random for s in summaries),
+    }
+
+
 def measure(ranker: Ranker, questions: list, explainer: str, label: str) -> dict[str, Any]:
     """One explainer's faithfulness over ``questions``: the summaries per k and the verdict."""
     started = time.perf_counter()
     table = faithfulness_table(ranker, questions, explainer=explainer)
-    seconds = time.perf_counter() - started
-    summaries = summarise(table)
-    print(label, ranker.name, explainer, f"{len(table)} pairs, {seconds:.0f} s", flush=True)
-    return {
-        "explainer": explainer,
-        "questions": len(questions),
-        "pairs": len(table),
-        "seconds": round(seconds, 1),
-        "summaries": [{**dataclasses.asdict(s), "beats_random": s.beats_random} for s in summaries],
-        "beats_random": all(s.beats_random for s in summaries),
-    }
+    return _entry(label, ranker, explainer, questions, len(table), started, summarise(table))
+
+
+def measure_contrasts(ranker: Ranker, questions: list, explainer: str, label: str) -> dict[str, Any]:
+    """The contrastive test over the ``questions`` where a wrong answer is ranked above a right one:
+    the view's default pair (the top-ranked wrong answer, the best-ranked right one), A's top words
+    by ``explainer`` deleted against random words of A (``qa_core.faithfulness.gap_deletions``)."""
+    started = time.perf_counter()
+    gaps = []
+    for question in questions:
+        result = rank_pool(ranker, question.text, question.candidates)
+        pair = contrastive.default_pair(result)
+        if pair is not None:
+            above, below = pair
+            gaps.append(gap_deletions(ranker, result.question, result.pool, result.at(above).index,
+                                      result.at(below).index, result.explain(above, explainer)))
+    return _entry(f"{label} contrastive", ranker, explainer, questions, len(gaps), started, summarise_gaps(gaps))
+
+
+def keep_contrasts(name: str, dataset_name: str, entry: dict[str, Any]) -> None:
+    """Add one model's contrastive entry to the stored ones (read again first: another run may
+    have added its own meanwhile)."""
+    stored = next(iter(read_results("faithfulness_contrastive")), {"datasets": {}})
+    stored["machine"] = machine()
+    stored["datasets"].setdefault(dataset_name, {}).setdefault("models", {})[name] = entry
+    write_result("faithfulness_contrastive", stored)
+
+
+def contrast_model(name: str, dataset_name: str, ranker: Ranker, dataset: Dataset, explainer: str,
+                   args: argparse.Namespace) -> None:
+    questions = sampled_questions(dataset, "test", args.contrast_questions)
+    keep_contrasts(name, dataset_name, measure_contrasts(ranker, questions, explainer, f"{dataset_name} TEST"))
 
 
 def measure_model(name: str, datasets: dict[str, Dataset], args: argparse.Namespace,
@@ -104,10 +145,32 @@ def measure_model(name: str, datasets: dict[str, Dataset], args: argparse.Namesp
                  **measure(ranker, questions, default, f"{dataset_name} TEST")}
         test["datasets"].setdefault(dataset_name, {}).setdefault("models", {})[name] = entry
         write_result("faithfulness", test)  # after each model: a long run keeps what it measured
+        contrast_model(name, dataset_name, ranker, dataset, default, args)
+
+
+def contrast_only(name: str, datasets: dict[str, Dataset], args: argparse.Namespace, dev: dict[str, Any]) -> None:
+    """The contrastive test alone, of a model whose default was chosen on DEV (trained again as the
+    run trained it)."""
+    default = dev.get("defaults", {}).get(name)
+    if default is None:
+        raise SystemExit(f"{name} has no default explainer yet: run it without --contrastive first")
+    for dataset_name, dataset in datasets.items():
+        ranker, _ = ready_ranker(name, dataset, args.max_epochs)
+        contrast_model(name, dataset_name, ranker, dataset, default, args)
 
 
 def _pct(value: float, summary: dict[str, Any]) -> str:
     return f"{100 * value / summary['score_range']:.1f}%" if summary["score_range"] else "-"
+
+
+def _epochs(name: str, entry: dict[str, Any]) -> str:
+    """The epoch cap a row was trained with; 'own' where ``--max-epochs`` does not apply to the model."""
+    applies = "max_epochs" in registry.ranker_class(name).capabilities.training_settings
+    return str(entry["max_epochs"]) if applies and entry.get("max_epochs") else "own"
+
+
+def _of_gap(value: float, summary: dict[str, Any]) -> str:
+    return f"{100 * value / summary['gap']:.1f}%" if summary["gap"] else "-"
 
 
 def _p(p: float | None) -> str:
@@ -166,7 +229,7 @@ def _test_table(dataset: str, models: dict[str, Any]) -> list[str]:
         entry = models[name]
         for s in entry["summaries"]:
             lines.append(
-                f"| {name} | {entry.get('explainer', explainers.MODEL)} | {entry.get('max_epochs') or 'own'} | "
+                f"| {name} | {entry.get('explainer', explainers.MODEL)} | {_epochs(name, entry)} | "
                 f"{s['fraction']:.0%} | "
                 f"{_pct(s['comprehensiveness'], s)} | "
                 f"{_pct(s['random_comprehensiveness'], s)} | {_p(s['comprehensiveness_p'])} | "
@@ -204,7 +267,42 @@ def render_section(result: dict[str, Any], dev: dict[str, Any]) -> list[str]:
     for dataset in ("wikiqa", "trecqa"):
         if models := result["datasets"].get(dataset, {}).get("models", {}):
             lines += _test_table(dataset, models)
-    return lines
+    return lines + render_contrasts(next(iter(read_results("faithfulness_contrastive")), {"datasets": {}}))
+
+
+def render_contrasts(result: dict[str, Any]) -> list[str]:
+    """The contrastive test's table: per model and dataset, how much of the gap A's top words close."""
+    if not result["datasets"]:
+        return []
+    lines = [
+        "### Contrastive: why A above B (TEST)",
+        "",
+        "The Ask page's contrastive view (`qa_core.services.contrastive`) tested as a whole. From a seeded sample "
+        "of TEST questions ('questions'), those where a wrong answer is ranked above a right one, each with the "
+        "view's default pair: A the top-ranked wrong answer, B the best-ranked right one. A's top k% words by the "
+        "model's default explainer (its attribution to score(A) is its attribution to score(A) - score(B)) are "
+        f"deleted, and the gap's narrowing is compared with that of k% random words of A (mean of {RANDOM_DRAWS} "
+        "draws; the single-candidate test's deletions), by the same paired randomisation test. Narrowing is a "
+        "share of the mean gap (100%: the pair ties on average; above 100%: B ends above A). The gap after an edit is scored exactly: for a "
+        "pool-dependent model (bm25, overlap, fusion) in the whole edited pool, so B's score moves with A's edit. "
+        "'Beats random': narrows the gap more than random words at p < 0.01 for every k. With n pairs the "
+        "exact test cannot go below p = 2/2^n: fewer than 8 pairs cannot beat random at 0.01. "
+        f"{machine_line(result['machine'])}.",
+        "",
+        "| model | explainer | dataset | k | mean gap | narrowing | random | p | pairs | questions | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    verdicts = []
+    for dataset in ("wikiqa", "trecqa"):
+        models = result["datasets"].get(dataset, {}).get("models", {})
+        for name in sorted(models):
+            entry = models[name]
+            for s in entry["summaries"]:
+                lines.append(f"| {name} | {entry['explainer']} | {dataset} | {s['fraction']:.0%} | {s['gap']:.3g} | "
+                             f"{_of_gap(s['narrowing'], s)} | {_of_gap(s['random_narrowing'], s)} | {_p(s['p'])} | "
+                             f"{entry['pairs']} | {entry['questions']} | {entry['seconds']:.0f} |")
+            verdicts.append(f"{name} on {dataset}: {'yes' if entry['beats_random'] else 'no'}")
+    return [*lines, "", f"Beats random words at p < 0.01 (every k): {', '.join(verdicts)}.", ""]
 
 
 def main() -> None:
@@ -217,6 +315,10 @@ def main() -> None:
                         help="a seeded sample of this many TEST questions per dataset (default: all)")
     parser.add_argument("--max-epochs", type=int, default=None,
                         help="train models that take max_epochs at most this many epochs (default: their own)")
+    parser.add_argument("--contrast-questions", type=int, default=CONTRAST_QUESTIONS,
+                        help="a seeded sample of this many TEST questions per dataset for the contrastive test")
+    parser.add_argument("--contrastive", action="store_true",
+                        help="only the contrastive test, of models that already have a default explainer")
     parser.add_argument("--render", action="store_true", help="only re-render the section from the stored results")
     args = parser.parse_args()
     stored = next(iter(read_results("faithfulness")), {"datasets": {}})
@@ -226,7 +328,10 @@ def main() -> None:
         test["machine"] = dev["machine"] = machine()
         datasets = {name: ds for name, ds in shared_datasets().items() if name in args.datasets}
         for name in args.models or registry.available():
-            measure_model(name, datasets, args, dev, test)
+            if args.contrastive:
+                contrast_only(name, datasets, args, dev)
+            else:
+                measure_model(name, datasets, args, dev, test)
     print(write_section("faithfulness", render_section(test, dev)))
 
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from qa_core.explain import explainers
-from qa_core.rankers.base import CandidateInput, Explanation, Ranker, candidate_at
+from qa_core.rankers.base import CandidateInput, Explanation, Ranker, as_candidates, candidate_at
 from qa_core.text.edits import only, without, words
 from qa_core.text.nlp import parse
 from qa_core.types import Question
@@ -49,6 +49,32 @@ def top_words(weights: Sequence[float], positions: Sequence[int], fraction: floa
 
 
 @dataclass(frozen=True)
+class Deletion:
+    """One deletion of an answer's words: the answer without them, and only them."""
+
+    without: str
+    only: str
+
+
+def deletion_edits(
+    tokens: Sequence[str], weights: Sequence[float], fractions: Sequence[float], draws: int, seed: int
+) -> dict[float, tuple[Deletion, list[Deletion]]]:
+    """Per fraction: the deletion of the top words by ``weights`` and ``draws`` deletions of as many
+    random words (one seeded generator, drawn in this order)."""
+    positions = words(tokens)
+    rng = np.random.default_rng(seed)
+    edits = {}
+    for fraction in fractions:
+        top = top_words(weights, positions, fraction, rng)
+        randoms = []
+        for _ in range(draws):
+            chosen = sorted(rng.choice(positions, size=len(top), replace=False).tolist()) if positions else []
+            randoms.append(Deletion(without(tokens, chosen), only(tokens, chosen)))
+        edits[fraction] = (Deletion(without(tokens, top), only(tokens, top)), randoms)
+    return edits
+
+
+@dataclass(frozen=True)
 class PairDeletions:
     """One pair's scores under each deletion: per fraction, the top-k edit and the random draws."""
 
@@ -57,6 +83,12 @@ class PairDeletions:
     sufficiency: dict[float, float]
     random_comprehensiveness: dict[float, float]  # mean over the random draws
     random_sufficiency: dict[float, float]
+
+
+def _checked_tokens(candidates: Sequence[CandidateInput], index: int, explanation: Explanation) -> list[str]:
+    if parse(candidate_at(candidates, index).text).tokens != tuple(explanation.answer_tokens):
+        raise ValueError("the explanation's answer tokens are not the candidate's")
+    return list(explanation.answer_tokens)
 
 
 def pair_deletions(
@@ -76,18 +108,9 @@ def pair_deletions(
     ``explanation`` and ``score`` default to the ranker's own (a page passes the ones it shows)."""
     explanation = explanation or ranker.explain(question, candidates, index)
     score = explanation.score if score is None else score
-    tokens = explanation.answer_tokens
-    if parse(candidate_at(candidates, index).text).tokens != tuple(tokens):
-        raise ValueError("the explanation's answer tokens are not the candidate's")
-    positions = words(tokens)
-    rng = np.random.default_rng(seed)
-    edits: list[str] = []
-    for fraction in fractions:
-        top = top_words(explanation.answer_weights, positions, fraction, rng)
-        edits += [without(tokens, top), only(tokens, top)]
-        for _ in range(draws):
-            chosen = sorted(rng.choice(positions, size=len(top), replace=False).tolist()) if positions else []
-            edits += [without(tokens, chosen), only(tokens, chosen)]
+    tokens = _checked_tokens(candidates, index, explanation)
+    planned = deletion_edits(tokens, explanation.answer_weights, fractions, draws, seed)
+    edits = [text for top, randoms in planned.values() for d in (top, *randoms) for text in (d.without, d.only)]
     edited = iter(ranker.score_edits(question, candidates, index, edits).tolist())
     out: dict[str, dict[float, float]] = {name: {} for name in ("comp", "suff", "random_comp", "random_suff")}
     for fraction in fractions:
@@ -96,6 +119,50 @@ def pair_deletions(
         out["random_comp"][fraction] = float(np.mean([c for c, _ in randoms]))
         out["random_suff"][fraction] = float(np.mean([s for _, s in randoms]))
     return PairDeletions(score, out["comp"], out["suff"], out["random_comp"], out["random_suff"])
+
+
+@dataclass(frozen=True)
+class GapDeletions:
+    """Why A is above B, tested: the gap score(A) - score(B), and per fraction how much deleting A's
+    top-k words by its attribution narrows it (``narrowing``), against k random words of A."""
+
+    gap: float
+    narrowing: dict[float, float]
+    random_narrowing: dict[float, float]  # mean over the random draws
+
+
+def gap_deletions(
+    ranker: Ranker,
+    question: str,
+    candidates: Sequence[CandidateInput],
+    above: int,
+    below: int,
+    explanation: Explanation,
+    *,
+    fractions: Sequence[float] = FRACTIONS,
+    draws: int = RANDOM_DRAWS,
+    seed: int = SEED,
+) -> GapDeletions:
+    """The contrastive deletion test of candidate ``above`` over ``below``, by ``explanation`` of
+    ``above`` (its words' attribution to score(A) is their attribution to score(A) - score(B): they
+    are not in B). The deletions are the single-candidate test's (same seed, same draws). Each edited
+    gap is scored in one ``score_pools`` call: for a pool-dependent model (BM25's pool IDF, a fusion's
+    normalisation) in the whole edited pool, so B's score moves with A's edit as it would on the page;
+    for any other, A and B alone (their scores do not depend on the rest of the pool)."""
+    tokens = _checked_tokens(candidates, above, explanation)
+    records = as_candidates(candidates)
+    planned = deletion_edits(tokens, explanation.answer_weights, fractions, draws, seed)
+    texts = [records[above].text, *(d.without for top, randoms in planned.values() for d in (top, *randoms))]
+    pool = records if ranker.capabilities.pool_dependent else [records[above], records[below]]
+    a, b = (above, below) if ranker.capabilities.pool_dependent else (0, 1)
+    pools = [(question, [replace(r, text=text) if i == a else r for i, r in enumerate(pool)]) for text in texts]
+    gaps = iter(float(scores[a] - scores[b]) for scores in ranker.score_pools(pools))
+    gap = next(gaps)
+    narrowing, random_narrowing = {}, {}
+    for fraction in fractions:
+        narrowing[fraction] = gap - next(gaps)
+        random_narrowing[fraction] = float(np.mean([gap - next(gaps) for _ in range(draws)]))
+    return GapDeletions(gap, narrowing, random_narrowing)
 
 
 def faithfulness_table(
@@ -180,4 +247,40 @@ def summarise(table: pd.DataFrame, fractions: Sequence[float] = FRACTIONS) -> li
                 sufficiency_p=randomisation_test(suff, random_suff).p_value,
             )
         )
+    return summaries
+
+
+@dataclass(frozen=True)
+class GapSummary:
+    """The contrastive test over pairs at one fraction: the mean gap, the mean narrowing by the
+    explanation's top words and by random words, and the paired randomisation test (two-sided p)."""
+
+    fraction: float
+    pairs: int
+    gap: float
+    narrowing: float
+    random_narrowing: float
+    p: float | None
+
+    @property
+    def beats_random(self) -> bool:
+        """Narrows the gap more than random words at p < 0.01."""
+        return self.p is not None and self.p < 0.01 and self.narrowing > self.random_narrowing
+
+
+def summarise_gaps(gaps: Sequence[GapDeletions], fractions: Sequence[float] = FRACTIONS) -> list[GapSummary]:
+    """Per fraction, over the pairs' ``gap_deletions``: the means and the paired randomisation test."""
+    from qa_core.significance import randomisation_test
+
+    summaries = []
+    for k in fractions:
+        narrowing, random_narrowing = [g.narrowing[k] for g in gaps], [g.random_narrowing[k] for g in gaps]
+        summaries.append(GapSummary(
+            fraction=k,
+            pairs=len(gaps),
+            gap=float(np.mean([g.gap for g in gaps])) if gaps else 0.0,
+            narrowing=float(np.mean(narrowing)) if gaps else 0.0,
+            random_narrowing=float(np.mean(random_narrowing)) if gaps else 0.0,
+            p=randomisation_test(narrowing, random_narrowing).p_value,
+        ))
     return summaries

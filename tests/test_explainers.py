@@ -56,8 +56,10 @@ def test_captum_methods_match_hand_computed_attributions_of_a_squared_score():
     assert attribution.embedding_occlusion(tiny(True))[1] == pytest.approx(
         [S**2 - (S - c) ** 2 for c in A_SHARES], abs=1e-6
     )
-    assert attribution.gradient_norm(tiny(True))[1] == pytest.approx([2 * S * float(W.norm())] * 3, abs=1e-6)
-    assert attribution.gradient_norm(tiny(True))[0] == pytest.approx([2 * S * float(V.norm())] * 2, abs=1e-6)
+    (q_norms, a_norms), score = attribution.gradient_norm(tiny(True))
+    assert a_norms == pytest.approx([2 * S * float(W.norm())] * 3, abs=1e-6)
+    assert q_norms == pytest.approx([2 * S * float(V.norm())] * 2, abs=1e-6)
+    assert score == tiny(True).score() == pytest.approx(S**2)  # the differentiated pass's score
 
 
 @pytest.fixture(scope="module")

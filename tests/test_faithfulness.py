@@ -9,7 +9,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from qa_core.faithfulness import FRACTIONS, only, pair_deletions, summarise, top_words, without, words
+from qa_core.faithfulness import (
+    FRACTIONS,
+    deletion_edits,
+    gap_deletions,
+    only,
+    pair_deletions,
+    summarise,
+    summarise_gaps,
+    top_words,
+    without,
+    words,
+)
 from qa_core.rankers import registry
 from qa_core.rankers.base import Explanation, Ranker, as_candidates
 from qa_core.services.ranking import rank_pool
@@ -81,6 +92,54 @@ def test_a_deletion_scores_what_the_apps_counterfactual_edit_scores(model: str) 
     edited = result.counterfactual(rank, without(explanation.answer_tokens, top))
     assert deletions.score == result.at(rank).score
     assert deletions.score - deletions.comprehensiveness[0.2] == pytest.approx(edited.score, abs=1e-12)
+
+
+def test_overlap_scores_a_deletion_tests_edits_in_one_spacy_batch(monkeypatch) -> None:
+    """Each edit is its own pool (overlap's IDF may be the pool's): its texts still go through spaCy
+    in one batch, and each edit scores what its pool scores alone."""
+    from qa_core.text import nlp
+
+    ranker = registry.create("overlap")
+    pool = [ANSWER, "Penicillin is an antibiotic discovered by accident .", "Marie Curie discovered radium ."]
+    ranker.score(QUESTION, pool)  # the pool's own texts parsed
+    kept = ["discovered penicillin", "penicillin", "discovered", "Fleming"]  # parsed nowhere else: the years
+    edits = [f"{kept[year % 4]} in {year} ." for year in range(1871, 1883)]
+    spacy, batches = nlp.get_nlp(), []
+
+    class Counted:
+        def pipe(self, texts, **settings):
+            texts = list(texts)
+            batches.append(len(texts))
+            return spacy.pipe(texts, **settings)
+
+    monkeypatch.setattr(nlp, "get_nlp", Counted)
+    scores = ranker.score_edits(QUESTION, pool, 0, edits)
+    assert batches == [len(edits)]
+    alone = [ranker.score(QUESTION, [edit, *pool[1:]])[0] for edit in edits]
+    assert scores.tolist() == alone and len(set(alone)) > 1
+
+
+def test_the_contrastive_test_narrows_the_gap_by_the_explanations_words() -> None:
+    pool = [ANSWER, "Marie Curie discovered radium ."]  # A holds the one word that scores, B does not
+    right = gap_deletions(OneWord(), QUESTION, pool, 0, 1, OneWord().explain(QUESTION, pool, 0))
+    assert right.gap == 1.0 and all(right.narrowing[k] == 1.0 for k in FRACTIONS)  # the gap closes
+    assert right.random_narrowing[0.1] < 1.0  # two random words of 14 mostly miss "penicillin"
+    wrong = gap_deletions(OneWord(), QUESTION, pool, 0, 1, OneWord(explained="London").explain(QUESTION, pool, 0))
+    assert wrong.narrowing[0.1] == 0.0 and wrong.random_narrowing == right.random_narrowing  # same draws
+    summaries = summarise_gaps([right] * 9 + [wrong])
+    assert summaries[0].narrowing == pytest.approx(0.9) and summaries[0].pairs == 10
+    assert summaries[0].beats_random and not summarise_gaps([right] * 3)[0].beats_random  # 3 pairs: p >= 0.25
+
+
+def test_a_pool_dependent_gap_is_scored_in_the_whole_edited_pool() -> None:
+    pool = [ANSWER, "Penicillin is an antibiotic discovered by accident .", "Marie Curie discovered radium ."]
+    bm25 = registry.create("bm25")  # BM25's IDF is the pool's: deleting A's words moves B's score too
+    explanation = bm25.explain(QUESTION, pool, 1)
+    tested = gap_deletions(bm25, QUESTION, pool, 1, 0, explanation, fractions=(0.5,), draws=1)
+    edit = deletion_edits(explanation.answer_tokens, explanation.answer_weights, (0.5,), 1, 1)[0.5][0].without
+    before, after = bm25.score(QUESTION, pool), bm25.score(QUESTION, [pool[0], edit, pool[2]])
+    assert tested.gap == pytest.approx(before[1] - before[0])
+    assert tested.narrowing[0.5] == pytest.approx(tested.gap - (after[1] - after[0])) and after[0] != before[0]
 
 
 def test_summary_tests_the_explanation_against_random_words() -> None:

@@ -87,15 +87,18 @@ def embedding_occlusion(embedded: EmbeddedInputs) -> WordAttributions:
     return tuple(a[0].mean(dim=-1).detach().cpu().double().tolist() for a in attributions)
 
 
-def gradient_norm(embedded: EmbeddedInputs) -> WordAttributions:
+def gradient_norm(embedded: EmbeddedInputs) -> tuple[WordAttributions, float]:
     """The norm of the score's gradient at each embedded word: the saliency SM-CNN and the overlap
-    CNNs show as their own weights. Captum's ``Saliency`` is this one ``torch.autograd.grad`` call;
-    calling torch keeps a model's own explanation working where Captum cannot be imported (a GPU node
-    without matplotlib: benchmarks/gpu_check.py explains every ranker there)."""
+    CNNs show as their own weights, with the score of the forward pass it differentiated (their
+    explanation needs both: one pass, not a second one without gradients). Captum's ``Saliency`` is
+    this one ``torch.autograd.grad`` call; calling torch keeps a model's own explanation working where
+    Captum cannot be imported (a GPU node without matplotlib: benchmarks/gpu_check.py explains every
+    ranker there)."""
     leaves = _leaves(embedded)
     with torch.enable_grad():
-        gradients = torch.autograd.grad(embedded.forward(*leaves).sum(), leaves)
-    return tuple(g[0].norm(dim=-1).detach().cpu().double().tolist() for g in gradients)
+        score = embedded.forward(*leaves)
+        gradients = torch.autograd.grad(score.sum(), leaves)
+    return tuple(g[0].norm(dim=-1).detach().cpu().double().tolist() for g in gradients), float(score.detach().reshape(()))
 
 
 @contextmanager

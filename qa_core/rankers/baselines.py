@@ -100,25 +100,30 @@ class WordOverlapRanker(Ranker):
         self.idf = IdfTable.fit(_words(parsed) for parsed in parse_many(texts))
         return {"idf_documents": self.idf.documents, "idf_words": len(self.idf.df)}
 
-    def _parsed_pool(self, question: str, candidates: Sequence[CandidateInput]) -> tuple[Parsed, list[Parsed], IdfTable]:
-        q_parsed, *answers = parse_many([question, *candidate_texts(candidates)])
-        idf = self.idf if self.idf is not None else IdfTable.fit(_words(parsed) for parsed in answers)
-        return q_parsed, answers, idf
+    def _parsed_pools(self, pools: Sequence[Pool]) -> list[tuple[Parsed, list[Parsed], IdfTable]]:
+        """Each pool's parsed question, answers and IDF; every distinct text of all the pools goes
+        through spaCy in one batch (a counterfactual edit or a faithfulness deletion is one pool per
+        edited answer: parsed one by one, they cost twice as much)."""
+        texts = list(dict.fromkeys(t for question, candidates in pools for t in (question, *candidate_texts(candidates))))
+        parsed = dict(zip(texts, parse_many(texts)))
+        out = []
+        for question, candidates in pools:
+            answers = [parsed[text] for text in candidate_texts(candidates)]
+            idf = self.idf if self.idf is not None else IdfTable.fit(_words(a) for a in answers)
+            out.append((parsed[question], answers, idf))
+        return out
 
     def score_pools(self, pools: Sequence[Pool]) -> list[np.ndarray]:
-        scores = []
-        for question, candidates in pools:
-            q_parsed, answers, idf = self._parsed_pool(question, candidates)
-            scores.append(
-                np.array([overlap_features(q_parsed, a, idf)[IDF_OVERLAP_NONSTOP] for a in answers], dtype=np.float64)
-            )
-        return scores
+        return [
+            np.array([overlap_features(q_parsed, a, idf)[IDF_OVERLAP_NONSTOP] for a in answers], dtype=np.float64)
+            for q_parsed, answers, idf in self._parsed_pools(pools)
+        ]
 
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
         """Each answer content word shared with the question weighs its IDF (the pool's when unfitted,
         as in ``score``)."""
         candidate_at(candidates, index)
-        q_parsed, answers, idf = self._parsed_pool(question, candidates)
+        [(q_parsed, answers, idf)] = self._parsed_pools([(question, candidates)])
         a_parsed = answers[index]
         shared = content_words(q_parsed) & content_words(a_parsed)
         return Explanation(

@@ -201,8 +201,7 @@ class CNNOverlapRanker(AnalysisReadingRanker):
         embedded = EmbeddedInputs(
             (q_in, a_in), lambda q, a: self.relevance(model.classify(q, q_ids != PAD_ID, a, a_ids != PAD_ID))
         )
-        score = embedded.score()
-        q_saliency, a_saliency = gradient_norm(embedded)
+        (q_saliency, a_saliency), score = gradient_norm(embedded)
         cfg = self.config
         q_parsed, a_parsed = pair.question, pair.answer
         # Focus links only where the model reads the question analysis (CNN_WO+SO, not CNN_WO).

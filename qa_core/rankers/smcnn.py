@@ -116,8 +116,7 @@ class SMCNNRanker(NeuralRanker):
                 model.classify(q, q_ids != PAD_ID, a, a_ids != PAD_ID, inputs["features"].expand(len(q), -1))
             ),
         )
-        score = embedded.score()
-        q_saliency, a_saliency = gradient_norm(embedded)
+        (q_saliency, a_saliency), score = gradient_norm(embedded)
         q_parsed, a_parsed = pair.question, pair.answer
         cfg = self.config
         return Explanation(

@@ -61,7 +61,7 @@ def _line(model: str, dataset: str, name: str, split: str, trained: bool, entry:
     sample = " sample" if split == "DEV" else ""
     where = f"{NAMES.get(name, name)} {split}{sample} ({summary['pairs']:,} pairs)"
     if trained:
-        whose = (f"a {model} that benchmarks/faithfulness.py trained on {NAMES.get(name, name)}, not the version "
+        whose = (f"the {model} that benchmarks/faithfulness.py trained on {NAMES.get(name, name)}, not the version "
                  "on screen")
     else:
         whose = model if name == dataset else f"{model} fitted on {NAMES.get(name, name)}"
