@@ -29,7 +29,7 @@ from typing import Any
 from common import machine, machine_line, read_results, shared_datasets, write_result, write_section
 
 from qa_core.explain import explainers
-from qa_core.explain.defaults import choose_default, defaults, dev_score
+from qa_core.explain.defaults import defaults, dev_score
 from qa_core.faithfulness import RANDOM_DRAWS, faithfulness_table, gap_deletions, summarise, summarise_gaps
 from qa_core.rankers import registry
 from qa_core.rankers.base import Ranker
@@ -118,9 +118,11 @@ def keep_contrasts(name: str, dataset_name: str, entry: dict[str, Any]) -> None:
 
 
 def contrast_model(name: str, dataset_name: str, ranker: Ranker, dataset: Dataset, explainer: str,
-                   args: argparse.Namespace) -> None:
+                   args: argparse.Namespace, max_epochs: int | None) -> None:
+    """The contrastive test of ``ranker`` (trained with the epoch cap ``max_epochs``, kept beside it)."""
     questions = sampled_questions(dataset, "test", args.contrast_questions)
-    keep_contrasts(name, dataset_name, measure_contrasts(ranker, questions, explainer, f"{dataset_name} TEST"))
+    entry = measure_contrasts(ranker, questions, explainer, f"{dataset_name} TEST")
+    keep_contrasts(name, dataset_name, {**entry, "max_epochs": max_epochs})
 
 
 def measure_model(name: str, datasets: dict[str, Dataset], args: argparse.Namespace,
@@ -135,9 +137,12 @@ def measure_model(name: str, datasets: dict[str, Dataset], args: argparse.Namesp
         dev["datasets"].setdefault(dataset_name, {}).setdefault("models", {})[name] = {
             "dev_map": dev_map, "max_epochs": args.max_epochs, "explainers": entries}
         write_result("faithfulness_dev", dev)
-    default = choose_default({d: dev["datasets"][d]["models"][name]["explainers"] for d in datasets})
     dev["defaults"] = defaults(dev)
     write_result("faithfulness_dev", dev)
+    default = dev["defaults"].get(name)  # the app's default: chosen over every stored DEV sample
+    if default is None:
+        print(f"{name}: no default until it is measured on every dataset's DEV; TEST not read", flush=True)
+        return
     for dataset_name, dataset in datasets.items():
         ranker, dev_map = rankers[dataset_name]
         questions = sampled_questions(dataset, "test", args.questions)
@@ -145,18 +150,19 @@ def measure_model(name: str, datasets: dict[str, Dataset], args: argparse.Namesp
                  **measure(ranker, questions, default, f"{dataset_name} TEST")}
         test["datasets"].setdefault(dataset_name, {}).setdefault("models", {})[name] = entry
         write_result("faithfulness", test)  # after each model: a long run keeps what it measured
-        contrast_model(name, dataset_name, ranker, dataset, default, args)
+        contrast_model(name, dataset_name, ranker, dataset, default, args, args.max_epochs)
 
 
 def contrast_only(name: str, datasets: dict[str, Dataset], args: argparse.Namespace, dev: dict[str, Any]) -> None:
-    """The contrastive test alone, of a model whose default was chosen on DEV (trained again as the
-    run trained it)."""
+    """The contrastive test alone, of a model whose default was chosen on DEV (trained again with
+    the epoch cap its DEV run had, whatever ``--max-epochs`` says now)."""
     default = dev.get("defaults", {}).get(name)
     if default is None:
         raise SystemExit(f"{name} has no default explainer yet: run it without --contrastive first")
     for dataset_name, dataset in datasets.items():
-        ranker, _ = ready_ranker(name, dataset, args.max_epochs)
-        contrast_model(name, dataset_name, ranker, dataset, default, args)
+        max_epochs = dev["datasets"][dataset_name]["models"][name].get("max_epochs")
+        ranker, _ = ready_ranker(name, dataset, max_epochs)
+        contrast_model(name, dataset_name, ranker, dataset, default, args, max_epochs)
 
 
 def _pct(value: float, summary: dict[str, Any]) -> str:
@@ -285,12 +291,14 @@ def render_contrasts(result: dict[str, Any]) -> list[str]:
         "draws; the single-candidate test's deletions), by the same paired randomisation test. Narrowing is a "
         "share of the mean gap (100%: the pair ties on average; above 100%: B ends above A). The gap after an edit is scored exactly: for a "
         "pool-dependent model (bm25, overlap, fusion) in the whole edited pool, so B's score moves with A's edit. "
-        "'Beats random': narrows the gap more than random words at p < 0.01 for every k. With n pairs the "
+        "'Beats random': A's top words, deleted, move the gap further toward closing than random words do, at "
+        "p < 0.01 for every k (a negative narrowing is a gap that widened: where both widen it, the top words "
+        "widen it less, which counts too, as in the single-candidate test). With n pairs the "
         "exact test cannot go below p = 2/2^n: fewer than 8 pairs cannot beat random at 0.01. "
         f"{machine_line(result['machine'])}.",
         "",
-        "| model | explainer | dataset | k | mean gap | narrowing | random | p | pairs | questions | seconds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | explainer | epochs | dataset | k | mean gap | narrowing | random | p | pairs | questions | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     verdicts = []
     for dataset in ("wikiqa", "trecqa"):
@@ -298,7 +306,8 @@ def render_contrasts(result: dict[str, Any]) -> list[str]:
         for name in sorted(models):
             entry = models[name]
             for s in entry["summaries"]:
-                lines.append(f"| {name} | {entry['explainer']} | {dataset} | {s['fraction']:.0%} | {s['gap']:.3g} | "
+                lines.append(f"| {name} | {entry['explainer']} | {_epochs(name, entry)} | {dataset} | {s['fraction']:.0%} | "
+                             f"{s['gap']:.3g} | "
                              f"{_of_gap(s['narrowing'], s)} | {_of_gap(s['random_narrowing'], s)} | {_p(s['p'])} | "
                              f"{entry['pairs']} | {entry['questions']} | {entry['seconds']:.0f} |")
             verdicts.append(f"{name} on {dataset}: {'yes' if entry['beats_random'] else 'no'}")

@@ -34,7 +34,7 @@ _DOC_IDS_FILE = "doc_ids.json"
 _ANALYSIS_FILE = "analysis.json"
 _MANIFEST_FILE = "manifest.json"  # written last: a saved index without it is incomplete
 _LOCK_FILE = ".build.lock"  # a dot: never taken for an index, never deleted as a stale one
-_SAVED_FORMAT = 1
+_SAVED_FORMAT = 2  # 2: a sentence repeated within its document is a member of it once (in_context's input)
 
 # Words that say what kind of answer a question wants but never occur in that answer's content:
 # wh-words, auxiliaries and the pronouns/verbs of question phrasing, on top of bm25s' English list

@@ -27,6 +27,7 @@ def get_store(url: str, team: bool = False) -> Store:
     try:
         store_setup.ensure_demo(store)
     except InputError as error:  # e.g. a full or read-only disk: say which store, as opening does
+        store.close()  # not cached: the next rerun opens it again
         raise InputError(f"cannot import the demo corpus into the store at {store_setup.masked_url(url)}: {error}") from None
     return store
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from qa_core.rankers.base import CandidateInput, Capabilities, Explanation, Pool, Ranker, as_candidates
+from qa_core.rankers.base import CandidateInput, Capabilities, Explanation, Pool, Ranker, as_candidates, candidate_at
 from qa_core.rankers.occlusion import OCCLUSION, occlude
 from qa_core.rankers.service_client import ServiceClient
 from qa_core.text.links import lexical_links
@@ -77,7 +77,7 @@ class ServiceRanker(Ranker):
     """A live scoring service, as a ranker of any question."""
 
     title = "scoring service (external system)"
-    capabilities = Capabilities(own_weights=OCCLUSION)
+    capabilities = Capabilities(explains=frozenset({"answer_weights", "links"}), own_weights=OCCLUSION)
 
     def __init__(self, name: str, client: ServiceClient) -> None:
         super().__init__()
@@ -90,7 +90,7 @@ class ServiceRanker(Ranker):
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
         """Occlusion: each word's weight is how much the score of its words, joined, drops without it (one
         batched request: ``occlude``)."""
-        q_parsed, a_parsed = parse(question), parse(as_candidates(candidates)[index].text)
+        q_parsed, a_parsed = parse(question), parse(candidate_at(as_candidates(candidates), index).text)
         tokens = list(a_parsed.tokens)
         occluded = occlude(self, question, candidates, index, tokens)
         # The pair's shared-lemma links, as the baselines draw them: they belong to the texts, not the model.
