@@ -29,7 +29,7 @@ import itertools
 import statistics
 import time
 
-from common import machine, machine_line, measure_or_render, shared_datasets
+from common import machine, measure_or_render, shared_datasets
 from first_stage import CUTOFFS, SELECT_AT, mean_recall, recall_row, recalls
 
 from qa_core.data.benchmark_formats import DOCUMENT_POOLS
@@ -217,9 +217,6 @@ def render_section(results: dict) -> list[str]:
         "is this setting (`retrieval.FIRST_STAGE`, its saved index keyed by it, so indexes saved before it are "
         "rebuilt) and its caption says so; for a user's collection the `url` column of a CSV/JSONL import names "
         "the document (the store keeps it per candidate); the collection's index reads it in the same one pass.",
-        "",
-        f"Machine: {machine_line(results['machine'])}.",
-        "",
     ]
 
 
