@@ -42,7 +42,8 @@ FIRST_ANSWER = "Alexander Fleming discovered penicillin in 1928 at St Mary's Hos
 
 def test_the_demo_smcnn_answers_the_first_typed_question(running_app, page):
     """The SM-CNN that `make run` trains on the bundled demo corpus ranks the Fleming sentence first
-    for a question that is not in the corpus, and shows its saliency per answer word."""
+    for a question that is not in the corpus, and shows its default explanation per answer word (occlusion,
+    the explainer chosen for it on DEV)."""
     from playwright.sync_api import expect
 
     page.goto(f"{running_app.url}/Ask")
@@ -59,7 +60,7 @@ def test_the_demo_smcnn_answers_the_first_typed_question(running_app, page):
     expect(opened).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     shown = opened.locator("xpath=following::*[@data-testid='stMarkdownContainer'][1]")
     expect(shown).to_have_text(FIRST_ANSWER)
-    expect(page.locator(".rl-highlighted", has_text="Answer, saliency per word").first).to_be_visible(
+    expect(page.locator(".rl-highlighted", has_text="Answer, occlusion per word").first).to_be_visible(
         timeout=BROWSER_TIMEOUT_MS)
     # The stored faithfulness result is another model's (the benchmark's, on WikiQA): said so (issue 32).
     expect(page.get_by_text("Not measured on demo. Measured on WikiQA TEST", exact=False)).to_be_visible()
