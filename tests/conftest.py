@@ -391,6 +391,7 @@ def add_choice(page, box: str, option: str, attempts: int = 3) -> None:
     for _ in range(attempts):
         settled(page)
         chosen.locator("input").click()
+        chosen.locator("input").fill(option)  # the list draws only its first options: filter it down to this one
         page.get_by_role("option", name=option, exact=True).click()
         page.keyboard.press("Escape")
         settled(page)

@@ -78,18 +78,24 @@ def _run_on_compare(running_app, page, screenshot_dir) -> None:
     page.get_by_text("Whole split").click()
     add_choice(page, "Models (the first is the reference)", "system:lengths")
     expect(page.get_by_text(shown("system:lengths: a stored run of demo"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    box = page.get_by_test_id("stMultiSelect").filter(has_text="Models (the first is the reference)")
+    box.get_by_role("button", name="Remove bm25").click()  # the second default makes room (3 at most)
+    settled(page)
+    expect(box.locator("[data-tag]")).to_have_count(2)
+    add_choice(page, "Models (the first is the reference)", "system:served")
     page.get_by_role("button", name="Compare on the split").click()
     expect(page.get_by_text("Every pair on map")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     means = page.get_by_test_id("stTable").first  # the means with their intervals, one row per model
-    expect(means).to_contain_text("system:lengths", timeout=BROWSER_TIMEOUT_MS)
-    expect(means).to_contain_text("smcnn")
+    for model in ("system:lengths", "system:served", "smcnn"):  # a model, a run and a service side by side
+        expect(means).to_contain_text(model, timeout=BROWSER_TIMEOUT_MS)
     assert "Traceback" not in page.content()
     page_screenshots(page, screenshot_dir, "systems-compare")
 
 
 def _service_on_ask_and_errors(running_app, page, screenshot_dir, service_url: str) -> None:
     """The service ranks a linked question on Ask (the page names it and its /info) and, still
-    chosen on Errors reached through the sidebar, lists its worst questions there."""
+    chosen on Errors reached through the sidebar, lists its worst questions there; then the run does
+    both, Ask ranking a dataset question with it."""
     from playwright.sync_api import expect
 
     page.goto(f"{running_app.url}/Ask?dataset=demo&qid=demo-33&model=system:served")
@@ -110,6 +116,23 @@ def _service_on_ask_and_errors(running_app, page, screenshot_dir, service_url: s
     worst = page.get_by_test_id("stDataFrame").first  # one row per question, worst first
     expect(worst).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(worst).to_contain_text("demo-", timeout=BROWSER_TIMEOUT_MS)
+    choose(page, "Model", "system:lengths")  # the run too, on Errors and on Ask (no page load)
+    expect(page.get_by_text(shown("system:lengths: a stored run of demo")).first).to_be_visible(
+        timeout=BROWSER_TIMEOUT_MS)
+    expect(worst).to_contain_text("demo-", timeout=BROWSER_TIMEOUT_MS)
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Ask").click()
+    expect(page.get_by_role("combobox", name="Model", exact=True)).to_have_value("system:lengths",
+                                                                               timeout=BROWSER_TIMEOUT_MS)
+    page.get_by_text("Pick a dataset question").click()  # the run ranks only its dataset's questions
+    ranked = load_demo().split("test")[0]  # one the run ranks (its first 20 test questions)
+    question_box = page.get_by_role("combobox", name="Dataset question", exact=True)
+    question_box.click()
+    question_box.fill(ranked.qid)  # the list draws only its first options: filter it down
+    page.get_by_role("option", name=f"{ranked.qid} [test] {ranked.text}", exact=True).click()
+    settled(page)
+    page.get_by_role("button", name="Rank", exact=True).click()
+    expect(page.get_by_text(shown(f"system:lengths on demo · {len(ranked.candidates)} candidates, question {ranked.qid}")))\
+        .to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     settled(page)
     assert "Traceback" not in page.content()
 
