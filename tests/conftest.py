@@ -383,6 +383,26 @@ def choose(page, box: str, option: str, attempts: int = 3) -> None:
             page.keyboard.press("Escape")  # a list still open would take the next click
 
 
+def enter_text(page, field, value: str, ready, attempts: int = 3) -> None:
+    """Type ``value`` into the text box ``field``, commit it (Enter) and wait until ``ready`` (the
+    button the value enables) is enabled. A rerun already under way when the keys arrive (an
+    upload's, a choice's) can finish after them and leave the app without the value, so a value
+    that did not take is typed again."""
+    from playwright.sync_api import expect
+
+    for attempt in range(1, attempts + 1):
+        settled(page)
+        field.fill(value)
+        field.press("Enter")
+        settled(page)
+        try:
+            expect(ready).to_be_enabled(timeout=PICK_TIMEOUT_MS)
+            return
+        except AssertionError:
+            if attempt == attempts:
+                raise
+
+
 def add_choice(page, box: str, option: str, attempts: int = 3) -> None:
     """Add ``option`` to the multiselect whose label holds ``box`` and wait until the app has run
     with it; a pick that a late rerun swallowed (the list closed under the click) is made again, as

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from qa_core.data.demo import load_demo
-from tests.conftest import BROWSER_TIMEOUT_MS, add_choice, choose, page_screenshots, settled
+from tests.conftest import BROWSER_TIMEOUT_MS, add_choice, choose, enter_text, page_screenshots, settled
 from tests.scoring_services import serving
 
 
@@ -46,21 +46,21 @@ def _add_both(page, screenshot_dir, run: Path, service_url: str) -> None:
     from playwright.sync_api import expect
 
     page.locator("input[type=file]").set_input_files(str(run))
-    page.get_by_label("Name").first.fill("lengths")
-    page.get_by_label("Name").first.press("Enter")
-    settled(page)
-    page.get_by_role("button", name="Add the run").click()
+    # The upload is done once its chip shows the file without a spinner; only then is the name typed.
+    expect(page.get_by_test_id("stFileChipName")).to_have_text(run.name, timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_test_id("stFileChipIconSpinner")).to_have_count(0, timeout=BROWSER_TIMEOUT_MS)
+    add_run = page.get_by_role("button", name="Add the run")
+    enter_text(page, page.get_by_label("Name").first, "lengths", ready=add_run)
+    add_run.click()
     expect(page.get_by_text(shown("Added system:lengths: ranks 20 questions; lacks 8 of test"))).to_be_visible(
         timeout=BROWSER_TIMEOUT_MS)
 
     page.get_by_role("tab", name="Add a service").click()
     page.get_by_label("Scoring URL (POST)").fill(service_url)
     page.get_by_label("Scoring URL (POST)").press("Enter")
-    settled(page)
-    page.get_by_label("Name").nth(1).fill("served")
-    page.get_by_label("Name").nth(1).press("Enter")
-    settled(page)
-    page.get_by_role("button", name="Add the service").click()
+    add_service = page.get_by_role("button", name="Add the service")
+    enter_text(page, page.get_by_label("Name").nth(1), "served", ready=add_service)
+    add_service.click()
     expect(page.get_by_text(shown(f"Added system:served: a scoring service at {service_url} (overlap overlap)")))\
         .to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     # The systems, then the run's metrics on a split it ranks (test, not the first split, dev).
