@@ -92,8 +92,9 @@ if runs:
     chosen = left.selectbox("Run", [row["system"] for row in runs], key="systems_metrics_run")
     questions = store.datasets.load_dataset(next(row["dataset"] for row in runs if row["system"] == chosen))
     try:  # a run another session removed meanwhile: one sentence
-        split = right.selectbox("Split", systems.splits_covered_first(store, chosen, questions), key="systems_metrics_split")
-        metrics = systems.coverage_metrics(store, chosen, questions.split(split))
+        coverage = systems.run_coverage(store, chosen, questions)
+        split = right.selectbox("Split", coverage.splits(), key="systems_metrics_split")
+        metrics = coverage.metrics(split)
     except InputError as error:
         st.info(as_markdown(str(error)))
     else:

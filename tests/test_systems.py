@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pandas as pd
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
+from sqlalchemy.engine import Engine
 
 from db.store import Store
 from qa_core import ordering
@@ -85,8 +87,9 @@ def test_run_system_ranks_like_a_model_and_leaves_labels_alone(demo_store: Store
         ranker.score("a question nobody asked", ["an answer"])
 
     demo = store.datasets.load_dataset("demo")
-    assert demo.splits[0] != "test" and systems.splits_covered_first(store, "system:partial", demo)[0] == "test"
-    metrics = systems.coverage_metrics(store, "system:partial", demo.split("test"))
+    coverage = systems.run_coverage(store, "system:partial", demo)
+    assert demo.splits[0] != "test" and coverage.splits()[0] == "test"
+    metrics = coverage.metrics("test")
     covered, whole = metrics.values()
     assert list(metrics) == [f"over the {COVERED} questions it covers", "over all 28 questions (uncovered count 0)"]
     assert whole["map"] == pytest.approx(covered["map"] * COVERED / 28)
@@ -187,6 +190,10 @@ def test_jsonl_run_through_the_cli(demo_store: Store, tmp_path: Path, capsys: py
     assert json.loads(out)["system"] == "system:lengths"
     code, out, _ = run_cli(*db, "evaluate", "--model", "system:lengths", "--data", "demo", "--quiet", capsys=capsys)
     assert code == 0 and json.loads(out)["questions"] == 28
+    code, out, err = run_cli(*db, "systems", "evaluate", "system:lengths", "--data", "demo", capsys=capsys)
+    assert code == 0, err
+    _, _, covered, whole = json.loads(out).values()  # system, split, then the run covers every TEST question
+    assert covered == whole and 0 < covered["map"] < 1
     code, out, err = run_cli(*db, "systems", "remove", "lengths", capsys=capsys)
     assert code == 0 and json.loads(out) == {"removed": "lengths"}
     code, _, err = run_cli(*db, "systems", "remove", "lengths", capsys=capsys)
@@ -239,20 +246,51 @@ def test_the_agreement_view_judges_a_run_against_each_annotator(store_url: str, 
 
 
 def test_the_systems_page_names_a_runs_coverage(store_url: str, tmp_path: Path):
+    """The run's metrics as trec_eval gives them over the questions it covers and over the whole
+    split, its scores read from the store once per page run (the split's list and the metrics share
+    the read)."""
+    from qa_core.evaluation import evaluate, qrels_from_questions
+
     store = Store(store_url)
     store.datasets.import_dataset(load_demo())
-    systems.add_run(store, _run_file(tmp_path, store)[0], "demo", "partial")
+    path, run = _run_file(tmp_path, store)
+    systems.add_run(store, path, "demo", "partial")
+    qrels = qrels_from_questions(store.datasets.load_dataset("demo").split("test"))
     store.close()
-    page = open_page(str(ROOT / "pages" / "7_Systems.py"))
+    with _reads_of_run_scores() as reads:
+        page = open_page(str(ROOT / "pages" / "7_Systems.py"))
+    assert len(reads) == 1
     assert page.dataframe[0].value["system"].tolist() == ["system:partial"]
     assert page.selectbox(key="systems_metrics_split").value == "test"  # the split the run ranks, not the first
     metrics = page.dataframe[1].value
     assert metrics["questions"].tolist() == [f"over the {COVERED} questions it covers",
                                              "over all 28 questions (uncovered count 0)"]
+    covered = {qid: grades for qid, grades in qrels.items() if qid in run}
+    for row, expected in zip(metrics.to_dict("records"), (evaluate(run, covered), evaluate(run, qrels)), strict=True):
+        assert {name: row[name] for name in expected.aggregate} == pytest.approx(expected.aggregate)
     assert metrics["map"].iloc[1] == pytest.approx(metrics["map"].iloc[0] * COVERED / 28)
-    page.selectbox(key="systems_metrics_split").select("train").run()
+    with _reads_of_run_scores() as reads:
+        page.selectbox(key="systems_metrics_split").select("train").run()
     assert not page.exception, page.exception
+    assert len(reads) == 1
     assert any("ranks none of these" in info.value for info in page.info)  # TRAIN: the run ranks none of it
+
+
+@contextmanager
+def _reads_of_run_scores() -> Iterator[list[str]]:
+    """The SQL statements that read a run's stored scores (``systems.scores``) while the block runs,
+    on any engine of this process (the page opens its own store)."""
+    reads: list[str] = []
+
+    def count(connection, cursor, statement: str, *args) -> None:
+        if "systems.scores" in statement:
+            reads.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", count)
+    try:
+        yield reads
+    finally:
+        event.remove(Engine, "before_cursor_execute", count)
 
 
 @pytest.fixture(scope="module")

@@ -66,5 +66,5 @@ def _run(args: argparse.Namespace) -> None:
         systems.remove(store, args.name, actor=actor())
         emit({"removed": args.name})
     else:
-        questions = store.datasets.load_dataset(args.data).split(args.split)
-        emit({"system": args.name, "split": args.split, **systems.coverage_metrics(store, args.name, questions)})
+        coverage = systems.run_coverage(store, args.name, store.datasets.load_dataset(args.data))
+        emit({"system": args.name, "split": args.split, **coverage.metrics(args.split)})

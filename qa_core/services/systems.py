@@ -9,7 +9,7 @@ refused whole, with file and line, for a malformed line, a duplicate (qid, doc_i
 not a finite number (``qa_core.data.importers.read_run_located``), a run that does not fit the
 dataset (fewer than half of its (qid, doc_id) pairs are the dataset's) and any question or candidate
 id the dataset lacks. A run that covers only some questions is accepted and says which it lacks;
-``coverage_metrics`` gives its metrics over the questions it covers and over the whole split
+``run_coverage`` gives its metrics over the questions it covers and over the whole split
 (an uncovered question counts 0, as ``trec_eval -c``), both named. Scores decide the order with the
 project's one tie rule (``qa_core.ordering``, through ``Ranker.rank``).
 
@@ -199,32 +199,44 @@ def describe(store: Store, name: str) -> str:
     return f"{listed_name(system['name'])}: a scoring service at {system['url']}{about} · {added}"
 
 
-def splits_covered_first(store: Store, name: str, dataset: Dataset) -> list[str]:
-    """``dataset``'s splits, those run ``name`` ranks questions of first (a page starts on one it
-    covers, not on a split it says nothing about)."""
-    scores = store.systems.system(system_name(name))["scores"] or {}
-    covered = {question.split for question in dataset.questions if question.qid in scores}
-    return sorted(dataset.splits, key=lambda split: split not in covered)
+@dataclass(frozen=True)
+class RunCoverage:
+    """A run's scores, read once, over its ``dataset``: the splits a page offers and the chosen
+    split's metrics come from this one read (a page reruns on every click)."""
+
+    name: str  # as listed: ``system:<name>``
+    scores: dict[str, dict[str, float]]
+    dataset: Dataset
+
+    def splits(self) -> list[str]:
+        """The dataset's splits, those the run ranks questions of first (a page starts on one it
+        covers, not on a split it says nothing about)."""
+        covered = {question.split for question in self.dataset.questions if question.qid in self.scores}
+        return sorted(self.dataset.splits, key=lambda split: split not in covered)
+
+    def metrics(self, split: str) -> dict[str, Any]:
+        """The run's metrics on ``split`` (gold labels) over the questions it covers and over all of
+        them (an uncovered question counts 0), with both question counts."""
+        from qa_core.evaluation import evaluate, qrels_from_questions
+
+        qrels = qrels_from_questions(self.dataset.split(split))
+        judged = list(qrels)
+        covered = [qid for qid in judged if qid in self.scores]
+        if not covered:
+            raise InputError(f"{self.name} ranks none of these {len(judged)} judged questions")
+        return {
+            f"over the {len(covered)} questions it covers":
+                evaluate(self.scores, {qid: qrels[qid] for qid in covered}).aggregate,
+            f"over all {len(judged)} questions (uncovered count 0)": evaluate(self.scores, qrels).aggregate,
+        }
 
 
-def coverage_metrics(store: Store, name: str, questions: Sequence[Question]) -> dict[str, Any]:
-    """A run's metrics on ``questions`` (one split, gold labels) over the questions it covers and
-    over all of them (an uncovered question counts 0), with both question counts."""
-    from qa_core.evaluation import evaluate, qrels_from_questions
-
+def run_coverage(store: Store, name: str, dataset: Dataset) -> RunCoverage:
+    """Run ``name``'s scores over ``dataset`` (a service: ``InputError``, it scores every question)."""
     system = store.systems.system(system_name(name))
     if system["kind"] != RUN:
         raise InputError(f"{listed_name(system['name'])} is a service: it scores every question")
-    scores = system["scores"]
-    qrels = qrels_from_questions(questions)
-    judged = [q.qid for q in questions if q.qid in qrels]
-    covered = [qid for qid in judged if qid in scores]
-    if not covered:
-        raise InputError(f"{listed_name(system['name'])} ranks none of these {len(judged)} judged questions")
-    return {
-        f"over the {len(covered)} questions it covers": evaluate(scores, {qid: qrels[qid] for qid in covered}).aggregate,
-        f"over all {len(judged)} questions (uncovered count 0)": evaluate(scores, qrels).aggregate,
-    }
+    return RunCoverage(listed_name(system["name"]), system["scores"], dataset)
 
 
 # ------------------------------------------------------------------------------- listing
