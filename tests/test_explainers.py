@@ -11,6 +11,8 @@ from qa_core.explain import explainers
 from qa_core.nn import attribution
 from qa_core.nn.attribution import EmbeddedInputs
 from qa_core.rankers import registry
+from qa_core.rankers.baselines import WordOverlapRanker
+from qa_core.rankers.occlusion import WordOcclusion, occlude
 from qa_core.rankers.smcnn import SMCNNConfig, SMCNNRanker
 from qa_core.types import Candidate, InputError, Question
 
@@ -113,6 +115,39 @@ def test_word_occlusion_is_the_score_drop_of_each_deleted_word():
         expected = full - ranker.score_edits(QUESTION, pool, 1, [kept])[0]
         assert shown.answer_weights[position] == pytest.approx(expected, abs=1e-9)
     assert shown.answer_weights[tokens.index("Hamlet")] > 0 and shown.answer_weights[tokens.index("1600")] == 0
+
+
+class CountingOverlap(WordOverlapRanker):
+    """The overlap baseline counting the pools it scores (an occlusion edit is one pool: the model is
+    pool-dependent)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scored = 0
+
+    def score_pools(self, pools):
+        self.scored += len(pools)
+        return super().score_pools(pools)
+
+
+@pytest.mark.parametrize("answer", ["", "   "])
+def test_an_answer_without_words_costs_its_occlusion_one_scoring_or_none(answer):
+    """Its own text only where the caller has no score (a service's own explanation), nothing beyond
+    the model's own explanation for the occlusion explainer; every weight 0 and the score its pool
+    score, as when its joined words were scored too. An answer with words: each deletion and its
+    joined words, its explanation's score not asked again."""
+    ranker = CountingOverlap()
+    pool = [ANSWER, answer]
+    own = ranker.explain(QUESTION, pool, 1)
+    zeros, pooled = [0.0] * len(own.answer_tokens), ranker.score(QUESTION, pool)[1]
+    ranker.scored = 0
+    occluded = occlude(ranker, QUESTION, pool, 1, own.answer_tokens)
+    assert ranker.scored == 1 and occluded == WordOcclusion(pooled, zeros)
+    ranker.scored = 0
+    shown = explainers.explain(ranker, QUESTION, pool, 1, "occlusion")
+    assert ranker.scored == 0 and (shown.score, shown.answer_weights) == (own.score, zeros)
+    worded = explainers.explain(ranker, QUESTION, pool, 0, "occlusion")
+    assert ranker.scored == 1 + sum(1 for token in worded.answer_tokens if token.strip())
 
 
 def test_explainers_follow_declared_capabilities():

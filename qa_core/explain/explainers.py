@@ -68,7 +68,7 @@ def _word_occlusion(ranker: Ranker, question: str, candidates: Sequence[Candidat
     own = ranker.explain(question, candidates, index)
     if own.weight_kind == OCCLUSION:
         return own
-    occluded = occlude(ranker, question, candidates, index, own.answer_tokens)
+    occluded = occlude(ranker, question, candidates, index, own.answer_tokens, score=own.score)
     return replace(own, answer_weights=occluded.weights, question_weights=None, weight_kind=OCCLUSION)
 
 

@@ -30,14 +30,20 @@ class WordOcclusion:
 
 
 def occlude(ranker: Ranker, question: str, candidates: Sequence[CandidateInput], index: int,
-            tokens: Sequence[str]) -> WordOcclusion:
-    """Candidate ``index``'s occlusion over its answer ``tokens``: its own text, its words joined and
-    each one-word deletion scored in one ``score_edits`` batch."""
+            tokens: Sequence[str], *, score: float | None = None) -> WordOcclusion:
+    """Candidate ``index``'s occlusion over its answer ``tokens``: its words joined and each one-word
+    deletion scored in one ``score_edits`` batch, with its own text unless the caller already has its
+    ``score`` (its explanation's). An answer without words (empty or whitespace) has no deletion to
+    subtract from its joined words, so those are not scored: every weight is 0."""
     positions = words(tokens)
-    texts = [candidate_at(as_candidates(candidates), index).text, without(tokens, ()),
-             *(without(tokens, [position]) for position in positions)]
-    own, joined, *deleted = ranker.score_edits(question, candidates, index, texts).tolist()
+    texts = [] if score is not None else [candidate_at(as_candidates(candidates), index).text]
+    if positions:
+        texts += [without(tokens, ()), *(without(tokens, [position]) for position in positions)]
+    scores = iter(ranker.score_edits(question, candidates, index, texts).tolist() if texts else [])
+    own = next(scores) if score is None else score
     weights = [0.0] * len(tokens)
-    for position, score in zip(positions, deleted, strict=True):
-        weights[position] = joined - score
+    if positions:
+        joined = next(scores)
+        for position, deleted in zip(positions, scores, strict=True):
+            weights[position] = joined - deleted
     return WordOcclusion(float(own), weights)
