@@ -239,8 +239,10 @@ def insert_id(session: Session, table: Any, **values: Any) -> int:
 
 def row_dict(row: Any, **renamed: str) -> dict[str, Any]:
     """Every column of an ORM row as the store hands it out, in the table's order; ``renamed``
-    maps a column to the key callers know it by. Every column, a future one too: a table that
-    comes to hold a secret (a token's hash) must hand out an explicit list instead."""
+    maps a column to the key callers know it by. The rule: only a table without a secret column
+    (a password, a token or its hash, a session id, a URL with a password) goes through here, since
+    its every column, a future one too, can reach a page, the CLI's output or a log; a table that
+    comes to hold one hands out an explicit list of keys instead."""
     columns = inspect(type(row)).column_attrs
     return {renamed.get(column.key, column.key): getattr(row, column.key) for column in columns}
 
