@@ -282,7 +282,7 @@ def _reads_of_run_scores() -> Iterator[list[str]]:
     on any engine of this process (the page opens its own store)."""
     reads: list[str] = []
 
-    def count(connection, cursor, statement: str, *args) -> None:
+    def count(connection: object, cursor: object, statement: str, *args: object) -> None:
         if "systems.scores" in statement:
             reads.append(statement)
 
