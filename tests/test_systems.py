@@ -420,6 +420,68 @@ def test_cli_names_a_garbage_service_in_one_line(demo_store: Store, faulty_servi
     run_cli(*db, "systems", "remove", "garbage", capsys=capsys)
 
 
+SECRET = "s3cret-Pw"
+NOWHERE = "127.0.0.1:9"  # the discard port: a URL that is refused is never asked anything
+SECRET_URLS = [f"http://reader:{SECRET}@{NOWHERE}/score", f"http://{SECRET}@{NOWHERE}/",
+               f"http://{NOWHERE}/score?api_key={SECRET}", f"https://{NOWHERE}/score?model=a&token={SECRET}"]
+
+
+def test_a_service_url_with_a_password_or_token_is_refused_and_nothing_kept(demo_store: Store):
+    """Refused in one sentence that names the URL without its secret, says why and what to do; no
+    system and no audit entry is written. A service kept before the refusal existed is listed and
+    described without its secret, and is not called (loading it is the same refusal)."""
+    audited = len(demo_store.users.audit_events(["add_system"]))
+    for url in SECRET_URLS:
+        with pytest.raises(InputError) as refused:
+            systems.add_service(demo_store, url, "guarded")
+        sentence = str(refused.value)
+        assert sentence.startswith(f"refused the service URL http{'s' if url.startswith('https') else ''}://")
+        assert "proxy" in sentence and "private address" in sentence and "\n" not in sentence
+        assert SECRET not in sentence
+    with pytest.raises(InputError, match="absolute http") as refused:  # no scheme: not a URL, still not echoed
+        systems.add_service(demo_store, f"reader:{SECRET}@{NOWHERE}/score", "guarded")
+    assert SECRET not in str(refused.value)
+    assert demo_store.systems.systems() == []
+    assert len(demo_store.users.audit_events(["add_system"])) == audited
+    demo_store.systems.add_system("kept-before", "service", url=f"http://reader:{SECRET}@{NOWHERE}/?token={SECRET}")
+    try:
+        assert systems.overview(demo_store)[0]["source"] == f"http://…@{NOWHERE}/?…"
+        assert SECRET not in systems.describe(demo_store, "kept-before")
+        with pytest.raises(InputError, match="refused the service URL") as refused:
+            systems.load(demo_store, "system:kept-before", "demo")
+        assert SECRET not in str(refused.value)
+    finally:
+        demo_store.systems.remove_system("kept-before")
+
+
+def test_cli_refuses_a_service_url_with_a_password_in_one_line(demo_store: Store, capsys: pytest.CaptureFixture):
+    code, out, err = run_cli("--db", demo_store.url, "systems", "add-service", SECRET_URLS[0], "--name", "guarded",
+                             capsys=capsys)
+    assert code != 0 and out == ""
+    assert err.startswith(f"error: refused the service URL http://…@{NOWHERE}/score: it carries a user name or "
+                          "password") and len(err.strip().splitlines()) == 1
+    assert SECRET not in err
+    assert demo_store.systems.systems() == []
+
+
+def test_the_systems_page_refuses_a_service_url_with_a_password_and_keeps_what_was_typed(store_url: str):
+    store = Store(store_url)
+    store.datasets.import_dataset(load_demo())
+    store.close()
+    page = open_page(str(ROOT / "pages" / "7_Systems.py"))
+    page.text_input(key="systems_url").input(SECRET_URLS[2]).run()
+    page.text_input(key="systems_service_name").input("guarded").run()
+    page.button(key="systems_add_service").click().run()
+    assert not page.exception, page.exception
+    (error,) = page.error
+    assert error.value.startswith("refused the service URL") and SECRET not in error.value
+    assert "query string" in error.value
+    assert page.text_input(key="systems_url").value == SECRET_URLS[2]  # bad input loses nothing
+    assert page.text_input(key="systems_service_name").value == "guarded"
+    assert not page.success and not page.dataframe  # nothing added, nothing listed
+    assert not [e.value for e in [*page.markdown, *page.caption, *page.info, *page.error] if SECRET in e.value]
+
+
 def test_a_service_dying_mid_split_gives_no_half_table(demo_store: Store):
     questions = demo_store.datasets.load_dataset("demo").split("test")
     with serving(["tests.scoring_services", "dies", "--after", "5"]) as url:

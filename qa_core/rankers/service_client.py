@@ -81,16 +81,50 @@ def info_url(url: str) -> str:
     return str(httpx.URL(url).join("info"))
 
 
+_SECRET_SHOWN = ("would be stored in plain text and shown on the Systems page, in 'systems list' and in the "
+                 "audit trail")
+_INSTEAD = ("serve the service with no credentials in its URL, on a private address (such as 127.0.0.1 or an "
+            "internal network) or behind a proxy that adds them, and add that URL instead")
+
+
 def check_url(url: str) -> str:
-    """The URL stripped; ``InputError`` unless it is an absolute http(s) URL."""
+    """The URL stripped; ``InputError`` unless it is an absolute http(s) URL without a secret in it.
+
+    A user and password (``http://user:pw@host/``) or a query string (``?token=...``) is refused:
+    the URL is stored in plain text and shown on the Systems page, in ``systems list``, in the
+    audit trail and in every error sentence about the service. Any query is refused, not only
+    parameters named like a token: a key hides under any name (Azure Functions' ``code``, a signed
+    URL's ``sig``), and the contract has no use for one (``/info`` beside the path drops it).
+    No message repeats the secret: each shows the URL as ``shown_url`` does."""
     url = (url or "").strip()
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError):
         parsed = None
     if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
-        raise InputError(f"a service URL is an absolute http:// or https:// address, got {url[:_EXCERPT]!r}")
+        raise InputError(f"a service URL is an absolute http:// or https:// address, got {shown_url(url)[:_EXCERPT]!r}")
+    if parsed.userinfo:
+        raise InputError(f"refused the service URL {shown_url(url)}: it carries a user name or password (before "
+                         f"the '@'), which {_SECRET_SHOWN}; {_INSTEAD}")
+    if parsed.query:
+        raise InputError(f"refused the service URL {shown_url(url)}: its query string (after the '?') may carry a "
+                         f"token, which {_SECRET_SHOWN}; {_INSTEAD}")
     return url
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message or a page may show it: what precedes its last '@' (a user and password)
+    and what follows its first '?' (a query, which may hold a token) replaced by '…'.
+
+    Cut by hand on the text rather than with a URL parser, because the text may not parse (a bad
+    port, no scheme) and must still not show its password; an '@' in a path is cut the same way,
+    and the '…' shows that something was."""
+    before, at, rest = url.rpartition("@")
+    if at:
+        scheme, sep, _ = before.partition("://")
+        url = f"{scheme}{sep}…@{rest}" if sep else f"…@{rest}"
+    path, query, _ = url.partition("?")
+    return f"{path}?…" if query else path
 
 
 class _Cache:

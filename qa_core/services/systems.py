@@ -185,7 +185,10 @@ def version_key(store: Store, name: str) -> str:
 
 
 def describe(store: Store, name: str) -> str:
-    """One line for a page: what the system is and where it came from."""
+    """One line for a page: what the system is and where it came from (a URL as ``shown_url`` shows
+    it: a service added before ``check_url`` refused credentials may still hold them)."""
+    from qa_core.rankers.service_client import shown_url
+
     system = store.systems.system(system_name(name), scores=False)
     added = f"added by {system['added_by']} on {system['added_at']:%Y-%m-%d %H:%M} UTC"
     if system["kind"] == RUN:
@@ -196,7 +199,7 @@ def describe(store: Store, name: str) -> str:
     info = system["info"] or {}
     named = " ".join(str(part) for part in (info.get("name"), info.get("version")) if part)
     about = f" ({named or 'its /info names nothing'})" if info else " (no /info)"
-    return f"{listed_name(system['name'])}: a scoring service at {system['url']}{about} · {added}"
+    return f"{listed_name(system['name'])}: a scoring service at {shown_url(system['url'])}{about} · {added}"
 
 
 @dataclass(frozen=True)
@@ -243,10 +246,13 @@ def run_coverage(store: Store, name: str, dataset: Dataset) -> RunCoverage:
 
 
 def overview(store: Store, dataset: str | None = None) -> list[dict[str, Any]]:
-    """Every system (of ``dataset``, and every service) as a row for a table or the CLI."""
+    """Every system (of ``dataset``, and every service) as a row for a table or the CLI (a URL as
+    ``describe`` shows it)."""
+    from qa_core.rankers.service_client import shown_url
+
     return [
         {"system": listed_name(row["name"]), "kind": row["kind"], "dataset": row["dataset"] or "any",
-         "source": row["url"] or row["file_name"], "sha256": row["file_sha256"],
+         "source": shown_url(row["url"]) if row["url"] else row["file_name"], "sha256": row["file_sha256"],
          "version": (row["info"] or {}).get("version"), "added by": row["added_by"], "added": row["added_at"]}
         for row in store.systems.systems(dataset)
     ]
