@@ -12,11 +12,11 @@ import streamlit as st
 from pages.collection import index_progress
 from pages.common.caches import current_ranker, get_questions
 from pages.common.pickers import (
-    PICKED,
     blank_missing,
     pick_dataset,
     pick_model,
     preset_model,
+    preset_question,
     question_input,
     require_datasets,
 )
@@ -63,8 +63,7 @@ if params and st.session_state.get(APPLIED_KEY) != params:
     if request.model is not None:
         preset_model("model", request.dataset or st.session_state.get("dataset"), request.model)
     if request.question_index is not None:
-        st.session_state["source"] = PICKED
-        st.session_state["picked"] = request.question_index
+        preset_question(request.dataset, request.question_index)
         rank_now = True
 
 left, right = st.columns(2)

@@ -19,6 +19,7 @@ from pages.common.pickers import (
     pick_clean,
     pick_dataset,
     pick_label_rule,
+    pick_models,
     question_input,
     question_set,
     require_datasets,
@@ -62,14 +63,9 @@ left, right = st.columns([1, 2])
 dataset = pick_dataset(left, datasets, key="dataset", store=store)
 names = model_loading.model_names(store, dataset)
 fused = stored_runs.fusion_tags(store, dataset)
-if st.session_state.get("models__dataset") != dataset:  # as pick_model: another dataset's choice never carries over
-    st.session_state["models"] = model_loading.default_models(store, names, dataset, 2)
-    st.session_state["models__dataset"] = dataset
-models = right.multiselect(
-    "Models (the first is the reference)",
-    names + fused,
-    max_selections=compare.MAX_MODELS,
-    key="models",
+models = pick_models(
+    right, store, dataset, names, fused, key="models", most=compare.MAX_MODELS,
+    label="Models (the first is the reference)",
     help="fusion:… entries are fused runs kept by the Fuse these button; they compare on a whole split.",
 )
 dataset_version = candidate_pools.dataset_version(store, dataset)

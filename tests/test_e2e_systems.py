@@ -136,6 +136,21 @@ def _service_on_ask_and_errors(running_app, page, screenshot_dir, service_url: s
     settled(page)
     assert "Traceback" not in page.content()
 
+    # The picked question and the model go along to Compare by the sidebar, and the question is still
+    # there back on Ask (Streamlit forgets a left page's widgets: it opened on "Type a question").
+    picked = f"{ranked.qid} [test] {ranked.text}"
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Compare").click()
+    models = page.get_by_test_id("stMultiSelect").filter(has_text="Models (the first is the reference)")
+    expect(models.locator("[data-tag]").first).to_contain_text("system:lengths", timeout=BROWSER_TIMEOUT_MS)
+    expect(question_box).to_have_value(picked, timeout=BROWSER_TIMEOUT_MS)
+    settled(page)
+    page.get_by_test_id("stSidebarNav").get_by_role("link", name="Ask").click()
+    expect(page.get_by_role("combobox", name="Model", exact=True)).to_have_value("system:lengths",
+                                                                               timeout=BROWSER_TIMEOUT_MS)
+    expect(question_box).to_have_value(picked, timeout=BROWSER_TIMEOUT_MS)
+    settled(page)
+    assert "Traceback" not in page.content()
+
 
 def _remove(page, system: str) -> None:
     from playwright.sync_api import expect

@@ -20,6 +20,9 @@ from qa_core.types import Candidate, InputError
 TYPED, PICKED = "Type a question", "Pick a dataset question"
 NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
 LAST_DATASET, LAST_MODEL, LAST_CLEAN = "last_dataset", "last_model", "last_clean"
+LAST_COMPARED = "last_compared"  # (dataset, LAST_MODEL then, the models) of pick_models
+# question_input's choices: typed or picked, the typed text, BM25's k, and per dataset the picked qid
+LAST_SOURCE, LAST_TYPED, LAST_K, LAST_PICKED = "last_source", "last_typed", "last_k", "last_picked"
 
 
 def pick_dataset(container, datasets: Sequence[str], key: str, store: Store | None = None) -> str:
@@ -59,6 +62,27 @@ def pick_model(container, store: Store, dataset: str, key: str, options: Sequenc
     return model
 
 
+def pick_models(container, store: Store, dataset: str, names: Sequence[str], extra: Sequence[str], key: str,
+                most: int, **box: Any) -> list[str]:
+    """A page's models to compare: a multiselect over ``names`` and ``extra`` (say, fused runs) of at most
+    ``most``. It starts on the model last used for ``dataset`` on another page of this session, then
+    ``model_loading.default_models``'s two; coming back, it shows this page's own choice again unless
+    a model was chosen elsewhere meanwhile. Another dataset's choice never carries over."""
+    last = st.session_state.get(LAST_MODEL)
+    chosen = st.session_state.get(key)
+    compared = st.session_state.get(LAST_COMPARED)
+    if chosen is None or compared is None or compared[0] != dataset:  # a page or a dataset just opened
+        if compared is not None and compared[:2] == (dataset, last):
+            chosen = [model for model in compared[2] if model in names or model in extra]
+        else:
+            last_used = last[1] if last and last[0] == dataset else None
+            chosen = model_loading.default_models(store, names, dataset, 2, last_used=last_used)[:most]
+    _keep_choice(key, chosen)
+    models = container.multiselect(options=[*names, *extra], max_selections=most, key=key, **box)
+    st.session_state[LAST_COMPARED] = (dataset, last, models)
+    return models
+
+
 def _keep_choice(key: str, value: Any) -> None:
     """Give the box ``key`` the choice ``value`` on every run, not only when the choice changes.
     Pages share these boxes' keys, but each page's box is a new widget (Streamlit's widget ids
@@ -73,6 +97,24 @@ def preset_model(key: str, dataset: str | None, model: str) -> None:
     """Choose ``model`` in ``pick_model``'s box ``key`` for ``dataset`` before it is drawn (a link)."""
     st.session_state[key] = model
     st.session_state[f"{key}__dataset"] = dataset
+
+
+def preset_question(dataset: str | None, index: int) -> None:
+    """Pick the question at ``index`` of ``dataset`` in ``question_input``'s box before it is drawn (a link)."""
+    st.session_state["source"] = PICKED
+    st.session_state["picked"] = index
+    st.session_state[PICKED_FOR] = dataset
+
+
+def _remembered(key: str, last: str, allowed: Callable[[Any], bool], default: Any, draw: Callable[[], Any]) -> Any:
+    """The widget ``draw`` draws with key ``key``, on this page's value, else the one it last had on
+    any page (the plain key ``last``: Streamlit forgets a widget's value when its page is left), else
+    ``default``; a value that is not ``allowed`` is skipped."""
+    current, remembered = st.session_state.get(key), st.session_state.get(last)
+    _keep_choice(key, current if allowed(current) else remembered if allowed(remembered) else default)
+    value = draw()
+    st.session_state[last] = value
+    return value
 
 
 CLEAN_LABEL = "Clean questions only"
@@ -108,21 +150,23 @@ def require_datasets(store: Store) -> list[str]:
 
 
 ChosenQuestion = tuple[str, Sequence[Candidate], str | None]
+PICKED_FOR = "picked__dataset"  # the dataset the box "picked" was last drawn for
 
 
 def question_input(store: Store, url: str, dataset: str, dataset_version: str) -> Callable[[], ChosenQuestion]:
-    """The typed-or-picked question widgets (keys ``source``, ``question``, ``k``, ``picked``). The
+    """The typed-or-picked question widgets (keys ``source``, ``question``, ``k``, ``picked``). They
+    start on their values last used on any page (Ask and Compare share them), the picked question
+    per dataset (by qid: another dataset's, or another version's position, never carries over). The
     returned function, called when the page's button is clicked, gives the checked question, its
     candidates (BM25's top k, or the dataset question's own pool) and its qid (``None`` when typed);
     it raises ``InputError`` on a bad question."""
-    source = st.radio("Question", [TYPED, PICKED], horizontal=True, key="source", label_visibility="collapsed")
+    source = _remembered("source", LAST_SOURCE, lambda value: value in (TYPED, PICKED), TYPED, lambda: st.radio(
+        "Question", [TYPED, PICKED], horizontal=True, key="source", label_visibility="collapsed"))
     if source == TYPED:
-        typed = st.text_input("Your question", key="question", placeholder="e.g. who discovered penicillin")
-        k = int(
-            st.number_input(
-                "BM25 candidates to rerank", min_value=1, max_value=1000, value=candidate_pools.DEFAULT_CANDIDATES, key="k"
-            )
-        )
+        typed = _remembered("question", LAST_TYPED, lambda value: isinstance(value, str), "", lambda: st.text_input(
+            "Your question", key="question", placeholder="e.g. who discovered penicillin"))
+        k = int(_remembered("k", LAST_K, lambda value: value is not None, candidate_pools.DEFAULT_CANDIDATES,
+                            lambda: st.number_input("BM25 candidates to rerank", min_value=1, max_value=1000, key="k")))
         whole = whole_collection_toggle(store, dataset)
 
         def chosen() -> ChosenQuestion:
@@ -131,12 +175,20 @@ def question_input(store: Store, url: str, dataset: str, dataset_version: str) -
 
         return chosen
     questions = get_questions(store, url, dataset, dataset_version)
+    picked = st.session_state.get("picked") if st.session_state.get(PICKED_FOR) == dataset else None
+    if picked not in range(len(questions)):
+        qid = st.session_state.get(LAST_PICKED, {}).get(dataset)
+        picked = next((i for i, question in enumerate(questions) if question.qid == qid), 0 if questions else None)
+    _keep_choice("picked", picked)
+    st.session_state[PICKED_FOR] = dataset
     picked = st.selectbox(
         "Dataset question",
         range(len(questions)),
         format_func=lambda i: f"{questions[i].qid} [{questions[i].split}] {questions[i].text}",
         key="picked",
     )
+    if picked is not None:
+        st.session_state[LAST_PICKED] = {**st.session_state.get(LAST_PICKED, {}), dataset: questions[picked].qid}
 
     def chosen() -> ChosenQuestion:
         if picked is None:

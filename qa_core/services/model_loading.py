@@ -73,14 +73,17 @@ def default_model(store: Store, names: Sequence[str], dataset: str | None = None
     return next(used, names[0] if names else None)
 
 
-def default_models(store: Store, names: Sequence[str], dataset: str, count: int) -> list[str]:
+def default_models(store: Store, names: Sequence[str], dataset: str, count: int,
+                   last_used: str | None = None) -> list[str]:
     """``count`` of ``names`` to compare first: the trained models ``dataset`` has a version of, last
-    used first, then the baselines (Compare starts on trained models when they exist)."""
+    used first, then the baselines (Compare starts on trained models when they exist). ``last_used``
+    (a session's model on another page), when one of ``names``, goes before them without taking one's place."""
     trained = [name for name in names if not systems.is_system(name) and registry.ranker_class(name).capabilities.trainable
                and store.models.promoted_model(name, dataset) is not None]
     used = [model for _, on, model in usage(store) if on == dataset and model in trained]
     ordered = list(dict.fromkeys([*used, *trained, *names]))
-    return ordered[:count]
+    first = [last_used] if last_used in names else []
+    return list(dict.fromkeys([*first, *ordered[:count]]))
 
 
 def train_command(name: str, dataset: str | None = None) -> str:
