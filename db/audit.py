@@ -20,6 +20,30 @@ from db.models import AuditEventRow, CandidateRow, DatasetRow, QuestionRow, User
 from qa_core.access import LOCAL, LOCAL_KIND, AccessDenied, Actor, Permission, Role, require
 
 SIGN_IN_AGAIN = "sign in again (nothing was saved)"
+ACTIONS = {  # what each action of the trail means: the Audit page filters and explains by it
+    "import": "dataset imported",
+    "import_qrels": "labels imported (qrels)",
+    "import_run": "first-stage run imported",
+    "delete_dataset": "dataset deleted",
+    "adjudicate": "conflict adjudicated",
+    "train": "training job started",
+    "cancel_job": "training job cancelled",
+    "register": "model version registered",
+    "promote": "model promoted",
+    "rollback": "model rolled back",
+    "role_change": "role changed",
+    "merge_users": "identities merged into one user",
+    "save_run": "run saved",
+    "calibration_settings": "calibration settings changed",
+    "user_created": "first sign-in",
+    "sign_out": "signed out",
+    "guidelines": "guidelines saved as a new version",
+    "annotation_settings": "labelling settings changed",
+    "keep question": "question kept in a split",
+    "add_system": "external system added",
+    "rename_system": "external system renamed",
+    "remove_system": "external system removed",
+}
 
 
 def authorize(session: Session, actor: Actor | None, permission: Permission, *, team: bool) -> Actor:
@@ -89,7 +113,10 @@ def ended_by_sign_out(signed_in_at: datetime | None, signed_out_at: datetime | N
 def record(
     session: Session, actor: Actor, action: str, target: str = "", detail: dict[str, Any] | None = None
 ) -> None:
-    """Append one audit event in the caller's transaction."""
+    """Append one audit event in the caller's transaction. ``action`` must be one of ``ACTIONS``:
+    one missing there could not be chosen on the Audit page nor asked for by ``audit --action``."""
+    if action not in ACTIONS:
+        raise ValueError(f"audit action {action!r} is not in db.audit.ACTIONS")
     session.execute(
         insert(AuditEventRow).values(
             created_at=now(),

@@ -11,8 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from db.audit import record
 from db.base import NewVersion
 from db.store import Store
+from qa_core.access import LOCAL
 from qa_core.data.demo import load_demo
 from qa_core.services import models, users
 from qa_core.services.retraining import VersionCheck
@@ -69,6 +71,22 @@ def test_unknown_roles_and_audit_actions_are_refused_by_name(registry: Store) ->
     with pytest.raises(InputError, match="unknown audit action"):
         users.audit_events(registry, ["promote", "promot"])
     assert [event["action"] for event in users.audit_events(registry, ["promote"])] == ["promote"]
+
+
+def test_every_action_the_store_records_can_be_asked_for_and_a_service_password_is_never_shown(
+        registry: Store, tmp_path: Path) -> None:
+    """The trail's actions are one list the store checks as it writes: the systems' and kept
+    questions' actions were written but could not be chosen on the Audit page or asked for by
+    ``audit --action``. A service added before its URL's password was refused shows it cut."""
+    registry.systems.add_system("old", "service", url="http://reader:s3cret-Pw@127.0.0.1:9/score?key=k3y")
+    registry.systems.remove_system("old")
+    [added] = users.audit_events(registry, ["add_system"])
+    assert added["detail"]["url"] == "http://…@127.0.0.1:9/score?…"
+    assert [event["action"] for event in users.audit_events(registry, ["remove_system"])] == ["remove_system"]
+    shown = users.audit_csv(users.audit_table(registry)).decode() + str(users.audit_events(registry))
+    assert "s3cret" not in shown and "k3y" not in shown and "external system added" in shown
+    with registry.session_scope() as session, pytest.raises(ValueError, match="not in db.audit.ACTIONS"):
+        record(session, LOCAL, "added_system")
 
 
 def test_a_page_given_a_store_it_cannot_reach_says_why_in_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,33 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from db.audit import ACTIONS as AUDIT_ACTIONS
 from qa_core.access import AccessDenied, parse_role
+from qa_core.rankers.service_client import shown_url
 from qa_core.types import InputError
 
 if TYPE_CHECKING:
     from db.store import Store
     from qa_core.access import Actor, Role
 
-AUDIT_ACTIONS = {
-    "import": "dataset imported",
-    "import_qrels": "labels imported (qrels)",
-    "import_run": "first-stage run imported",
-    "delete_dataset": "dataset deleted",
-    "adjudicate": "conflict adjudicated",
-    "train": "training job started",
-    "cancel_job": "training job cancelled",
-    "register": "model version registered",
-    "promote": "model promoted",
-    "rollback": "model rolled back",
-    "role_change": "role changed",
-    "merge_users": "identities merged into one user",
-    "save_run": "run saved",
-    "calibration_settings": "calibration settings changed",
-    "user_created": "first sign-in",
-    "sign_out": "signed out",
-    "guidelines": "guidelines saved as a new version",
-    "annotation_settings": "labelling settings changed",
-}
 AUDIT_COLUMNS = ["at", "actor", "action", "what", "target", "detail"]
 USER_COLUMNS = ["recorded as", "email", "name", "role", "first sign-in", "last sign-in", "signed out", "issuer", "subject"]
 
@@ -134,4 +116,13 @@ def audit_events(store: Store, actions: list[str] | None = None) -> list[dict[st
     unknown = sorted(set(actions or ()) - set(AUDIT_ACTIONS))
     if unknown:
         raise InputError(f"unknown audit action(s) {', '.join(unknown)}; known: {', '.join(AUDIT_ACTIONS)}")
-    return store.users.audit_events(actions)
+    return [_shown(event) for event in store.users.audit_events(actions)]
+
+
+def _shown(event: dict[str, Any]) -> dict[str, Any]:
+    """``event`` as a page, a CSV or a CLI line may show it: a service URL in its detail cut as
+    ``shown_url`` cuts it (one added before ``check_url`` refused credentials may still hold them)."""
+    detail = event["detail"] or {}
+    if not detail.get("url"):
+        return event
+    return {**event, "detail": {**detail, "url": shown_url(detail["url"])}}
