@@ -7,6 +7,7 @@ import functools
 import glob
 import itertools
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -17,7 +18,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -360,64 +361,96 @@ def settled(page) -> None:
 PICK_TIMEOUT_MS = 10_000  # an open list shows its options at once; longer means a rerun closed it
 
 
-def choose(page, box: str, option: str, attempts: int = 3) -> None:
-    """Pick ``option`` (its exact name) in the select box labelled ``box`` and wait until the app
-    has run with it. A rerun that redraws the box (its options depend on another box's choice)
-    closes the list under the click, and ``settled`` cannot rule that out: right after a choice
-    the app may not have started the rerun it asked for. So a pick that did not take is retried."""
+def until_taken(page, act: Callable[[], None], taken: Callable[[], None], attempts: int = 3,
+                recover: Callable[[], None] | None = None) -> None:
+    """Do ``act`` once the app is idle, let it run, and check ``taken`` (an ``expect`` on what the
+    action shows: a value, a button it enables); do it again when it did not take. ``settled``
+    alone cannot rule out a lost action: the browser marks a run as running only once the server
+    has started it, so right after an action it may still say "not running", and a rerun already
+    on its way can redraw a box under the keys or close a list under the click. ``recover`` tidies
+    up after a try that failed (a list left open would take the next click)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
-    from playwright.sync_api import expect
 
-    select_box = page.get_by_role("combobox", name=box, exact=True)  # its value: the chosen option's name
     for attempt in range(1, attempts + 1):
         settled(page)
-        select_box.click()
         try:
-            page.get_by_role("option", name=option, exact=True).click(timeout=PICK_TIMEOUT_MS)
+            act()
             settled(page)
-            expect(select_box).to_have_value(option, timeout=PICK_TIMEOUT_MS)
+            taken()
             return
         except (PlaywrightTimeoutError, AssertionError):
             if attempt == attempts:
                 raise
-            page.keyboard.press("Escape")  # a list still open would take the next click
+            if recover is not None:
+                recover()
 
 
-def enter_text(page, field, value: str, ready, attempts: int = 3) -> None:
-    """Type ``value`` into the text box ``field``, commit it (Enter) and wait until ``ready`` (the
-    button the value enables) is enabled. A rerun already under way when the keys arrive (an
-    upload's, a choice's) can finish after them and leave the app without the value, so a value
-    that did not take is typed again."""
+def choose(page, box: str, option: str | re.Pattern[str], typed: str | None = None, attempts: int = 3) -> None:
+    """Pick ``option`` (its exact name, or a pattern of it) in the select box labelled ``box`` and
+    wait until the app has run with it; ``typed`` first filters the list (it draws only the options
+    in view). A rerun that redraws the box (its options depend on another box's choice) closes the
+    list under the click, so a pick that did not take is retried (``until_taken``)."""
     from playwright.sync_api import expect
 
-    for attempt in range(1, attempts + 1):
-        settled(page)
+    select_box = page.get_by_role("combobox", name=box, exact=True)  # its value: the chosen option's name
+
+    def pick() -> None:
+        select_box.click()
+        if typed is not None:
+            select_box.fill(typed)
+        page.get_by_role("option", name=option, exact=True).click(timeout=PICK_TIMEOUT_MS)
+
+    until_taken(page, pick, lambda: expect(select_box).to_have_value(option, timeout=PICK_TIMEOUT_MS), attempts,
+                recover=lambda: page.keyboard.press("Escape"))
+
+
+def choose_radio(page, option: str, attempts: int = 3) -> None:
+    """Click the radio button ``option`` (a view, a question source) and wait until it is checked
+    after the app has run: a rerun under way can draw the radio group again and lose the click."""
+    from playwright.sync_api import expect
+
+    until_taken(page, lambda: page.get_by_text(option, exact=True).click(),
+                lambda: expect(page.get_by_role("radio", name=option, exact=True)).to_be_checked(
+                    timeout=PICK_TIMEOUT_MS), attempts)
+
+
+def enter_text(page, field, value: str, ready=None, attempts: int = 3) -> None:
+    """Type ``value`` into the text box ``field``, commit it (Enter) and wait until the app has it:
+    ``ready`` (the button the value enables) enabled, or else the box still showing the value after
+    the run. A rerun already under way when the keys arrive (an upload's, a choice's, the page's
+    first) can draw the box again after them and leave the app without the value, so a value that
+    did not take is typed again."""
+    from playwright.sync_api import expect
+
+    def typed() -> None:
         field.fill(value)
         field.press("Enter")
-        settled(page)
-        try:
+
+    def taken() -> None:
+        if ready is None:
+            expect(field).to_have_value(value, timeout=PICK_TIMEOUT_MS)
+        else:
             expect(ready).to_be_enabled(timeout=PICK_TIMEOUT_MS)
-            return
-        except AssertionError:
-            if attempt == attempts:
-                raise
+
+    until_taken(page, typed, taken, attempts)
 
 
 def add_choice(page, box: str, option: str, attempts: int = 3) -> None:
     """Add ``option`` to the multiselect whose label holds ``box`` and wait until the app has run
     with it; a pick that a late rerun swallowed (the list closed under the click) is made again, as
     in ``choose``."""
+    from playwright.sync_api import expect
+
     chosen = page.get_by_test_id("stMultiSelect").filter(has_text=box)
-    for _ in range(attempts):
-        settled(page)
+
+    def pick() -> None:
         chosen.locator("input").click()
         chosen.locator("input").fill(option)  # the list draws only its first options: filter it down to this one
-        page.get_by_role("option", name=option, exact=True).click()
+        page.get_by_role("option", name=option, exact=True).click(timeout=PICK_TIMEOUT_MS)
         page.keyboard.press("Escape")
-        settled(page)
-        if chosen.get_by_text(option, exact=True).count():
-            return
-    raise AssertionError(f"{option!r} could not be added to {box!r}")
+
+    until_taken(page, pick, lambda: expect(chosen.get_by_text(option, exact=True)).to_have_count(
+        1, timeout=PICK_TIMEOUT_MS), attempts, recover=lambda: page.keyboard.press("Escape"))
 
 
 def _require_chromium() -> None:

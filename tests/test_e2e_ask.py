@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from db.store import Store
-from tests.conftest import BROWSER_TIMEOUT_MS, choose, page_screenshots, settled
+from tests.conftest import BROWSER_TIMEOUT_MS, choose, enter_text, page_screenshots
 
 DEMO_QUESTION, DEMO_ANSWER = "who discovered penicillin", "Alexander Fleming"
 
@@ -18,8 +18,7 @@ def test_ask_page_ranks_a_typed_question(running_app, page, screenshot_dir):
     page.goto(f"{running_app.url}/Ask")
     question = page.get_by_role("textbox", name="Your question")
     expect(question).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    question.fill(DEMO_QUESTION)
-    question.press("Enter")  # commits the value (a rerun) before the click
+    enter_text(page, question, DEMO_QUESTION)  # commits the value (a rerun) before the click
     page.get_by_role("button", name="Rank").click()
     expect(page.get_by_text("Ranked candidates")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_text("Question class: HUM")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
@@ -50,8 +49,7 @@ def test_the_demo_smcnn_answers_the_first_typed_question(running_app, page):
     question = page.get_by_role("textbox", name="Your question")
     expect(question).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     choose(page, "Model", "smcnn")
-    question.fill(FIRST_QUESTION)
-    question.press("Enter")  # commits the value (a rerun) before the click
+    enter_text(page, question, FIRST_QUESTION)  # commits the value (a rerun) before the click
     page.get_by_role("button", name="Rank").click()
     expect(page.get_by_text("Ranked candidates")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_text(re.compile(r"^smcnn on demo · \d+ candidates"))).to_be_visible()
@@ -100,10 +98,8 @@ def judge_by_key(page, annotator: str, qid: str, grade: int, meaning: str) -> No
 
     name = page.get_by_role("textbox", name="Annotator (your name, as on the Label page) to judge here")
     expect(name).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    name.fill(annotator)
-    name.press("Enter")
-    settled(page)
-    expect(page.get_by_role("button", name=f"{grade} · {meaning}")).to_be_enabled(timeout=BROWSER_TIMEOUT_MS)
+    # The link's first run ranks the question: the name typed meanwhile may be lost, and is typed again.
+    enter_text(page, name, annotator, ready=page.get_by_role("button", name=f"{grade} · {meaning}"))
     page.keyboard.press(str(grade))
     expect(page.get_by_text(re.compile(rf"^Labelled {re.escape(qid)} / .+ as {grade} \({meaning}\)\.$"))).to_be_visible(
         timeout=BROWSER_TIMEOUT_MS)

@@ -8,7 +8,7 @@ import re
 import uuid
 
 from db.store import Store
-from tests.conftest import BROWSER_TIMEOUT_MS, page_screenshots
+from tests.conftest import BROWSER_TIMEOUT_MS, enter_text, page_screenshots
 
 # A question both baselines answer first among the demo's BM25 candidates ("who discovered
 # penicillin" is not: BM25 ranks "Some patients are allergic to penicillin." first, Fleming 8th).
@@ -22,8 +22,7 @@ def test_compare_two_models_on_a_question(running_app, page, screenshot_dir):
     page.goto(f"{running_app.url}/Compare")
     question = page.get_by_role("textbox", name="Your question")
     expect(question).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    question.fill(DEMO_QUESTION)
-    question.press("Enter")  # commits the value (a rerun) before the click
+    enter_text(page, question, DEMO_QUESTION)  # commits the value (a rerun) before the click
     page.get_by_role("button", name="Compare", exact=True).click()
     expect(page.get_by_text("Rankings side by side")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     for model in ("smcnn", "bm25"):  # the default pair: the demo's trained model (`make run`), then a baseline
@@ -44,8 +43,7 @@ def test_label_five_pairs_with_the_keyboard(running_app, page, screenshot_dir):
     page.goto(f"{running_app.url}/Label")
     name = page.get_by_role("textbox", name="Your name")
     expect(name).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    name.fill(annotator)
-    name.press("Enter")
+    enter_text(page, name, annotator, ready=page.get_by_role("button", name="2 · partly answers"))  # the first pair's
     pair = page.get_by_text(PAIR)
     expect(pair).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     page.get_by_role("heading", name="Label").click()  # keys go to the page, not to a text box

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import BROWSER_TIMEOUT_MS, add_choice, page_screenshots
+from tests.conftest import BROWSER_TIMEOUT_MS, add_choice, choose_radio, page_screenshots
 
 
 def test_three_models_on_a_split_then_a_bar_opens_ask(running_app, page, screenshot_dir):
@@ -16,7 +16,7 @@ def test_three_models_on_a_split_then_a_bar_opens_ask(running_app, page, screens
     page.goto(f"{running_app.url}/Compare")
     idle = page.get_by_test_id("stApp")
     expect(page.get_by_text("Whole split")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    page.get_by_text("Whole split").click()
+    choose_radio(page, "Whole split")
     add_choice(page, "Models (the first is the reference)", "overlap")  # a third beside the defaults: smcnn, bm25
     expect(idle).to_have_attribute("data-test-script-state", "notRunning", timeout=BROWSER_TIMEOUT_MS)
     page.get_by_role("button", name="Compare on the split").click()

@@ -8,7 +8,7 @@ import uuid
 
 from db.store import Store
 from qa_core.types import Candidate, Dataset, Question
-from tests.conftest import BROWSER_TIMEOUT_MS, choose, settled
+from tests.conftest import BROWSER_TIMEOUT_MS, choose, enter_text, settled
 
 DATASET = "zz-hidden-text"  # last in the dataset box: the other browser tests open on the demo
 OVERRIDE, ZERO_WIDTH_SPACE = "\u202e", "\u200b"
@@ -28,9 +28,8 @@ def test_the_label_page_shows_imported_text_without_its_direction_override(runni
     name = page.get_by_role("textbox", name="Your name")
     expect(name).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     choose(page, "Dataset", DATASET)
-    name = page.get_by_role("textbox", name="Your name")
-    name.fill(f"e2e-hidden-{uuid.uuid4().hex[:8]}")
-    name.press("Enter")
+    enter_text(page, name, f"e2e-hidden-{uuid.uuid4().hex[:8]}",
+               ready=page.get_by_role("button", name="2 · partly answers"))  # the name took: its pair is drawn
     shown = page.get_by_test_id("stMarkdownContainer").filter(has_text="bacteria were found")
     expect(shown.first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     settled(page)

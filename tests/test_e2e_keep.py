@@ -8,7 +8,7 @@ import re
 
 from db.keep import kept_qid
 from db.store import Store
-from tests.conftest import BROWSER_TIMEOUT_MS, choose, page_screenshots, settled
+from tests.conftest import BROWSER_TIMEOUT_MS, choose, choose_radio, enter_text, page_screenshots
 from tests.test_e2e_ask import judge_by_key
 
 KEPT_QUESTION = "where did fleming discover penicillin"
@@ -21,8 +21,7 @@ def test_a_typed_question_is_kept_listed_and_judged(running_app, page, screensho
     question = page.get_by_role("textbox", name="Your question")
     expect(question).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     choose(page, "Model", "overlap")
-    question.fill(KEPT_QUESTION)
-    question.press("Enter")
+    enter_text(page, question, KEPT_QUESTION)
     page.get_by_role("button", name="Rank").click()
     expect(page.get_by_text("Ranked candidates")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_role("combobox", name="Keep in split", exact=True)).to_have_value("explore")
@@ -32,15 +31,8 @@ def test_a_typed_question_is_kept_listed_and_judged(running_app, page, screensho
         timeout=BROWSER_TIMEOUT_MS)
     page_screenshots(page, screenshot_dir, "ask-keep")
 
-    page.get_by_text("Pick a dataset question", exact=True).click()
-    settled(page)
-    listed = f"{qid} [explore] {KEPT_QUESTION}"
-    box = page.get_by_role("combobox", name="Dataset question", exact=True)
-    box.click()
-    page.keyboard.type(qid)  # the list draws only the options in view: filter it to the kept question
-    page.get_by_role("option", name=listed, exact=True).click()
-    settled(page)
-    expect(box).to_have_value(listed)
+    choose_radio(page, "Pick a dataset question")
+    choose(page, "Dataset question", f"{qid} [explore] {KEPT_QUESTION}", typed=qid)  # filtered to the kept question
     page.get_by_role("button", name="Rank", exact=True).click()
     expect(page.get_by_text(f"question {qid}'s own candidates", exact=False)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     judge_by_key(page, "kim", qid, 2, "partly answers")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from db.store import Store
 from tests import ROOT
-from tests.conftest import BROWSER_TIMEOUT_MS, choose
+from tests.conftest import BROWSER_TIMEOUT_MS, choose, enter_text
 
 QUESTION = "which river flows through the long valley"
 ANSWER = "The Long River flows through the long valley."
@@ -52,14 +52,12 @@ def test_a_200_kb_candidate_is_refused_and_one_at_the_limit_is_explained(running
     expect(question).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     choose(page, "Dataset", "longtexts")
     choose(page, "Model", "overlap")  # the Model box is redrawn for the chosen dataset
-    question.fill(QUESTION)
-    question.press("Enter")
+    enter_text(page, question, QUESTION)
     page.get_by_role("button", name="Rank").click()
     expect(page.get_by_text("Ranked candidates")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     # BM25 retrieves the two candidates that share the question's words.
     expect(page.get_by_text(re.compile(r"^overlap on longtexts · 2 candidates"))).to_be_visible()
-    page.get_by_test_id("stSelectbox").filter(has_text="Explain candidate").click()
-    page.get_by_role("option").filter(has_text="The valley is long").click()
+    choose(page, "Explain candidate", re.compile("The valley is long"))  # the candidate at the limit
     expect(page.get_by_text(re.compile(r"^#\d · score \d\.\d{4}"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(page.locator(".rl-highlighted", has_text="Answer, ").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(page.locator(".rl-arcs", has_text="REL links").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)

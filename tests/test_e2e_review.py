@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 
 from db.store import Store
-from tests.conftest import BROWSER_TIMEOUT_MS, choose, settled
+from tests.conftest import BROWSER_TIMEOUT_MS, choose, choose_radio, enter_text, settled
 
 PAIRS = {("demo-23", "demo-23-5"): "Antarctica is the coldest continent.",
          ("demo-46", "demo-46-6"): "Sandro Botticelli painted The Birth of Venus."}
@@ -31,14 +31,12 @@ def test_settling_a_conflict_moves_the_box_and_clears_the_note(running_app, page
     page.goto(f"{running_app.url}/Label")
     name = page.get_by_role("textbox", name="Your name")
     expect(name).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    name.fill(f"e2e-reviewer-{tag}")
-    name.press("Enter")
-    # The name is taken once the Annotator box shows it (the text box goes): a view switched to
-    # before that run may start without a reviewer (seen once in a loaded clean-clone run).
-    expect(page.get_by_role("combobox", name="Annotator", exact=True)).to_have_value(
-        f"e2e-reviewer-{tag}", timeout=BROWSER_TIMEOUT_MS)
-    settled(page)
-    page.get_by_text("Review conflicts", exact=True).click()
+    # The name is taken once the first pair's grade buttons are drawn (the Annotator box shows it, the
+    # text box goes): a view switched to before that run may start without a reviewer (seen once in a
+    # loaded clean-clone run).
+    enter_text(page, name, f"e2e-reviewer-{tag}", ready=page.get_by_role("button", name="2 · partly answers"))
+    expect(page.get_by_role("combobox", name="Annotator", exact=True)).to_have_value(f"e2e-reviewer-{tag}")
+    choose_radio(page, "Review conflicts")
     box = page.get_by_role("combobox", name="Conflict to settle", exact=True)
     expect(box).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
 
@@ -48,9 +46,7 @@ def test_settling_a_conflict_moves_the_box_and_clears_the_note(running_app, page
         note_box = page.get_by_role("textbox", name="Note (optional)")
         expect(note_box).to_have_value("")  # a note written for another conflict is not carried here
         if note:
-            note_box.fill(note)
-            note_box.press("Enter")
-            settled(page)
+            enter_text(page, note_box, note)
         page.get_by_role("button", name="1 · ", exact=False).click()
         expect(page.get_by_text(f"Settled {' / '.join(pair)} as 1")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
         settled(page)

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from qa_core.data.demo import load_demo
-from tests.conftest import BROWSER_TIMEOUT_MS, add_choice, choose, enter_text, page_screenshots, settled
+from tests.conftest import BROWSER_TIMEOUT_MS, add_choice, choose, choose_radio, enter_text, page_screenshots, settled
 from tests.scoring_services import serving
 
 
@@ -56,8 +56,7 @@ def _add_both(page, screenshot_dir, run: Path, service_url: str) -> None:
         timeout=BROWSER_TIMEOUT_MS)
 
     page.get_by_role("tab", name="Add a service").click()
-    page.get_by_label("Scoring URL (POST)").fill(service_url)
-    page.get_by_label("Scoring URL (POST)").press("Enter")
+    enter_text(page, page.get_by_label("Scoring URL (POST)"), service_url)  # the run added may still be drawing
     add_service = page.get_by_role("button", name="Add the service")
     enter_text(page, page.get_by_label("Name").nth(1), "served", ready=add_service)
     add_service.click()
@@ -75,7 +74,7 @@ def _run_on_compare(running_app, page, screenshot_dir) -> None:
 
     page.goto(f"{running_app.url}/Compare")
     expect(page.get_by_text("Whole split")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
-    page.get_by_text("Whole split").click()
+    choose_radio(page, "Whole split")
     add_choice(page, "Models (the first is the reference)", "system:lengths")
     expect(page.get_by_text(shown("system:lengths: a stored run of demo"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     box = page.get_by_test_id("stMultiSelect").filter(has_text="Models (the first is the reference)")
@@ -123,13 +122,9 @@ def _service_on_ask_and_errors(running_app, page, screenshot_dir, service_url: s
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Ask").click()
     expect(page.get_by_role("combobox", name="Model", exact=True)).to_have_value("system:lengths",
                                                                                timeout=BROWSER_TIMEOUT_MS)
-    page.get_by_text("Pick a dataset question").click()  # the run ranks only its dataset's questions
+    choose_radio(page, "Pick a dataset question")  # the run ranks only its dataset's questions
     ranked = load_demo().split("test")[0]  # one the run ranks (its first 20 test questions)
-    question_box = page.get_by_role("combobox", name="Dataset question", exact=True)
-    question_box.click()
-    question_box.fill(ranked.qid)  # the list draws only its first options: filter it down
-    page.get_by_role("option", name=f"{ranked.qid} [test] {ranked.text}", exact=True).click()
-    settled(page)
+    choose(page, "Dataset question", f"{ranked.qid} [test] {ranked.text}", typed=ranked.qid)  # filtered down
     page.get_by_role("button", name="Rank", exact=True).click()
     expect(page.get_by_text(shown(f"system:lengths on demo · {len(ranked.candidates)} candidates, question {ranked.qid}")))\
         .to_be_visible(timeout=BROWSER_TIMEOUT_MS)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from db.store import Store
-from tests.conftest import BROWSER_TIMEOUT_MS, page_screenshots
+from tests.conftest import BROWSER_TIMEOUT_MS, enter_text, page_screenshots
 
 
 def test_train_page_retrains_and_registers_a_new_version(running_app, page, screenshot_dir):
@@ -20,8 +20,7 @@ def test_train_page_retrains_and_registers_a_new_version(running_app, page, scre
     epochs = page.get_by_role("spinbutton", name=re.compile("Epochs"))
     expect(epochs).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(page.get_by_text("smcnn").first).to_be_visible()
-    epochs.fill("2")
-    epochs.press("Enter")
+    enter_text(page, epochs, "2")  # the page's first run may still be drawing: a value it drops is typed again
     page.get_by_role("button", name="Retrain").click()
     expect(page.get_by_text(re.compile(r"version \d+ registered"))).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
 
