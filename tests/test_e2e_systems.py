@@ -134,6 +134,7 @@ def _service_on_ask_and_errors(running_app, page, screenshot_dir, service_url: s
     # The picked question and the model go along to Compare by the sidebar, and the question is still
     # there back on Ask (Streamlit forgets a left page's widgets: it opened on "Type a question").
     picked = f"{ranked.qid} [test] {ranked.text}"
+    question_box = page.get_by_role("combobox", name="Dataset question", exact=True)
     page.get_by_test_id("stSidebarNav").get_by_role("link", name="Compare").click()
     models = page.get_by_test_id("stMultiSelect").filter(has_text="Models (the first is the reference)")
     expect(models.locator("[data-tag]").first).to_contain_text("system:lengths", timeout=BROWSER_TIMEOUT_MS)
