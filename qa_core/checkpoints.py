@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import io
+import math
 import os
 import pickle
 import re
@@ -323,7 +324,12 @@ def collect_garbage(
       before marks existed), older than the grace period: only safe when no other store uses the
       folder, since they may be its registered models.
     Never: a file this store registers, or one marked by another store.
+
+    ``grace_minutes`` below 0 or not finite is refused (``InputError``): NaN or a negative period
+    would count a running training's temporary file as stale and delete it.
     """
+    if not math.isfinite(grace_minutes) or grace_minutes < 0:
+        raise InputError(f"the grace period is a number of minutes, 0 or more; got {grace_minutes}")
     report = CleanUp()
     cutoff = time.time() - grace_minutes * 60
     keep = {path.resolve() for path in registered}

@@ -63,18 +63,26 @@ def parse_database_url(url: str) -> URL:
     """``sqlalchemy.engine.make_url``, also for a password holding an unencoded ``@``.
 
     URLs want ``%40`` there, but people paste passwords as they are: the user part then ends at
-    the LAST ``@`` before the host (as browsers read it). A URL that still cannot be parsed raises
-    ``InputError`` without repeating any of it, so no part of a password reaches a message.
+    the LAST ``@`` before the host (as browsers read it). The query (from the first ``?`` that a
+    ``=`` follows) is parsed apart, since its values may hold an ``@`` too (``?password=a@b``),
+    which ``make_url`` would read as the end of the user part. A URL that still cannot be parsed
+    raises ``InputError`` without repeating any of it, so no part of a password reaches a message.
     """
     from sqlalchemy.engine import make_url
 
     scheme, separator, rest = url.partition("://")
-    user_part, _, host_part = rest.rpartition("@")
+    before_query, _, query = rest.partition("?")
+    # user:p?a=1@host/db: the only '@' follows the '?', and no '/' (of a host/database) precedes it
+    in_password = "@" not in before_query and "@" in query and "/" not in rest.rpartition("@")[0]
+    if "=" not in query or in_password:  # a '?' inside the password, not a query
+        before_query, query = rest, ""
+    user_part, _, host_part = before_query.rpartition("@")
     if separator and "@" in user_part and not rest.startswith("/"):
         user, _, password = user_part.partition(":")
-        url = f"{scheme}://{quote(user, safe='')}:{quote(password, safe='')}@{host_part}"
+        before_query = f"{quote(user, safe='')}:{quote(password, safe='')}@{host_part}"
     try:
-        return make_url(url)
+        parsed = make_url(f"{scheme}{separator}{before_query}")
+        return parsed.update_query_string(query) if query else parsed
     except Exception:  # ArgumentError, ValueError (a port that is not a number), ...
         raise InputError(
             "the database URL cannot be read; expected dialect://user:password@host:port/database "

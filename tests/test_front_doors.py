@@ -92,7 +92,7 @@ def test_every_action_the_store_records_can_be_asked_for_and_a_service_password_
 def test_a_page_given_a_store_it_cannot_reach_says_why_in_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
     """The pages open the store as the CLI does (``store_setup.open_store``): the driver's message,
     its hint and SQLAlchemy's link were shown, now one sentence with the password masked."""
-    monkeypatch.setenv("RERANK_LAB_DB", "postgresql+psycopg://bob:s3cr3t@127.0.0.1:1/db")  # nothing listens on port 1
+    monkeypatch.setenv("RERANK_LAB_DB", "postgresql+psycopg://bob:s3cr3t@127.0.0.1:1/db?sslpassword=k3y")  # nothing listens on port 1
     [error] = [element.value for element in open_page(LANDING).error]
     assert error.lower().startswith("cannot open the store at postgresql") and "bob:\\*\\*\\*@" in error, error
-    assert "\n" not in error and "s3cr3t" not in error and "sqlalche.me" not in error
+    assert "\n" not in error and "s3cr3t" not in error and "k3y" not in error and "sqlalche.me" not in error

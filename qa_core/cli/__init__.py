@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from qa_core import config
 from qa_core.cli import admin, data, evaluate, systems, training
-from qa_core.cli.common import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+from qa_core.cli.common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, terminal_text
 from qa_core.types import InputError, NotTrainedError, StorageError
 
 
@@ -52,11 +52,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line(message: str) -> str:
-    """Messages quote user data (question text, file lines) that may hold newlines."""
-    return " ".join(message.split())
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.db is None:
@@ -68,14 +63,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = args.func(args)
     except (InputError, NotTrainedError) as exc:
-        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+        print(f"error: {terminal_text(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:  # a path the user gave cannot be read or written (no such folder, a file in the way)
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {_one_line(where + (exc.strerror or str(exc)))}", file=sys.stderr)
+        print(f"error: {terminal_text(where + (exc.strerror or str(exc)))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except SQLAlchemyError as exc:  # outside the store's own sessions (the store turns its own into StorageError)
-        print(f"error: {_one_line(str(StorageError(database_refusal(exc))))}", file=sys.stderr)
+        print(f"error: {terminal_text(str(StorageError(database_refusal(exc))))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,20 @@ def add_label_arguments(parser: argparse.ArgumentParser) -> None:
                         help="evaluate against the dataset's gold labels (default) or the training-label rule "
                              "(adjudicated > annotators' majority > gold)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar (the final output still prints)")
+
+
+def terminal_text(text: str) -> str:
+    """``text`` as one line of a terminal: runs of blanks (newlines, tabs) as one space, direction
+    controls dropped (``visible_text``), and every other control character (Unicode's Cc: ESC, BEL,
+    backspace, the C1 set) written as its escape ``\\x1b``, so data printed cannot move the cursor,
+    recolour or retitle the terminal, and shows that something was there. (JSON lines need none of
+    this: ``json.dumps`` escapes control characters itself.)"""
+    from qa_core.text.normalise import visible_text
+
+    return "".join(
+        f"\\x{ord(char):02x}" if unicodedata.category(char) == "Cc" else char
+        for char in " ".join(visible_text(text).split())
+    )
 
 
 def emit(record: dict) -> None:

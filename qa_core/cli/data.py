@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from qa_core.cli.common import ORPHAN_EXAMPLES, actor, add_command, emit, open_store
+from qa_core.cli.common import ORPHAN_EXAMPLES, actor, add_command, emit, open_store, terminal_text
 from qa_core.services import store_setup
 
 
@@ -19,16 +19,19 @@ def cmd_data_import(args: argparse.Namespace) -> None:
                                         actor=actor())
     emit({"imported": name, **store.datasets.dataset_summary(name), "import": report.summary()})
     if report.moved:
-        print(f"note: {len(report.moved)} candidates kept their labels under another id (rows moved in the file)",
-              file=sys.stderr)
+        _note(f"{len(report.moved)} candidates kept their labels under another id (rows moved in the file)")
     listing = f"list them: python -m qa_core data orphans --data {name}"
     if report.edited_labelled:
-        print(f"note: {len(report.edited_labelled)} labelled candidates have another text under the same id: "
-              f"{_examples(report.edited_labelled)}; their labels judged the earlier text and stay on the id ({listing})",
-              file=sys.stderr)
+        _note(f"{len(report.edited_labelled)} labelled candidates have another text under the same id: "
+              f"{_examples(report.edited_labelled)}; their labels judged the earlier text and stay on the id ({listing})")
     if report.retired:
-        print(f"note: {len(report.retired)} candidates are no longer in the file: {_examples(report.retired)}; their "
-              f"{report.orphaned_labels} labels are kept ({listing})", file=sys.stderr)
+        _note(f"{len(report.retired)} candidates are no longer in the file: {_examples(report.retired)}; their "
+              f"{report.orphaned_labels} labels are kept ({listing})")
+
+
+def _note(message: str) -> None:
+    """A note for people on stderr; it quotes ids and names from the file, shown as ``terminal_text``."""
+    print(f"note: {terminal_text(message)}", file=sys.stderr)
 
 
 def _examples(candidates: Sequence[tuple[str, str, int]]) -> str:

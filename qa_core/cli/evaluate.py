@@ -15,6 +15,7 @@ from qa_core.cli.common import (
     emit,
     open_store,
     progress_bar,
+    terminal_text,
 )
 from qa_core.services import candidate_pools, model_loading
 from qa_core.types import Dataset, InputError
@@ -48,15 +49,18 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_rank(args: argparse.Namespace) -> None:
+    """The ``--top`` candidates, one line each: rank, score and the text as a terminal may show it
+    (``terminal_text``: the output is read line-wise, and a dataset must not drive the terminal)."""
     from qa_core.services.ranking import rank_pool
 
+    if args.top < 1:
+        raise InputError(f"--top is the number of candidates to print, at least 1; got {args.top}")
     store = open_store(args)
     question = candidate_pools.check_question(args.question)
     ranker = model_loading.load_ranker(store, args.model, args.data)
     candidates = candidate_pools.candidates_for_question(store, args.data, question, k=args.candidates)
     for scored in rank_pool(ranker, question, candidates, model=args.model).scored[: args.top]:
-        # One line per candidate whatever the text holds (newlines, tabs): the output is read line-wise.
-        print(f"{scored.rank:>3}  {scored.score:.4f}  {' '.join(scored.candidate.text.split())}")
+        print(f"{scored.rank:>3}  {scored.score:.4f}  {terminal_text(scored.candidate.text)}")
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
@@ -203,7 +207,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     rank.add_argument("--data", default="demo")
     rank.add_argument("--model", default="overlap", help="a checkpoint path or one of: {models}")
     rank.add_argument("--candidates", type=int, default=50, help="BM25 candidates to rerank")
-    rank.add_argument("--top", type=int, default=10)
+    rank.add_argument("--top", type=int, default=10, help="candidates to print (at least 1)")
 
     _add_compare_parser(commands)
     _add_batch_score_parser(commands)

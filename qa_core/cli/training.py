@@ -33,11 +33,12 @@ def cmd_worker(args: argparse.Namespace) -> None:
     one JSON line per job on stdout."""
     import logging
 
+    from qa_core.services.store_setup import masked_url
     from qa_core.services.worker import serve
 
     store = open_store(args)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s worker %(levelname)s %(message)s")
-    logging.getLogger(__name__).info("serving the training jobs of %s", store.engine.url.render_as_string(hide_password=True))
+    logging.getLogger(__name__).info("serving the training jobs of %s", masked_url(store.url))
     serve(store, lease_seconds=args.lease, poll_seconds=args.poll, until_idle=args.until_idle, max_jobs=args.max_jobs,
           report=emit, actor=actor())
 

@@ -8,6 +8,7 @@ No Streamlit here: the pages cache what these return.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from qa_core import config
 from qa_core.types import InputError
@@ -59,11 +60,20 @@ def ensure_demo(store: Store, *, beside_others: bool = False) -> bool:
 
 
 def masked_url(url: str) -> str:
-    """The database URL with any password hidden, safe to show on a page."""
+    """The database URL with any password hidden, safe to show on a page, in a message or a log.
+
+    The password before the '@' is SQLAlchemy's ``***``, and so is the value of every query
+    parameter: a driver takes secrets there under names of its own (libpq's ``password``,
+    ``sslpassword``, ``passfile``; pyodbc's whole ``odbc_connect`` string), so the names are shown
+    and no value is."""
     try:
-        return config.parse_database_url(url).render_as_string(hide_password=True)
-    except Exception:  # not parseable: show nothing that could be a secret
+        parsed = config.parse_database_url(url)
+    except InputError:  # not parseable: show nothing that could be a secret
         return "(unparseable database URL)"
+    shown = parsed.set(query={}).render_as_string(hide_password=True)
+    if not parsed.query:
+        return shown
+    return f"{shown}?" + "&".join(f"{quote(key, safe='')}=***" for key in parsed.query)
 
 
 def device_label() -> str:

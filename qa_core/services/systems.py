@@ -47,8 +47,19 @@ def listed_name(system: str) -> str:
 
 
 def system_name(name: str) -> str:
-    """The store's name of ``system:<name>`` (a plain name passes unchanged)."""
-    return name[len(PREFIX):] if is_system(name) else name
+    """The store's name of ``system:<name>`` (a plain name passes unchanged, surrounding blanks
+    dropped as the store drops them): what every write and look-up uses, so a system added as
+    ``system:foo`` is found, renamed and removed by that name and by ``foo``."""
+    name = name.strip()
+    return name[len(PREFIX):].strip() if is_system(name) else name
+
+
+def _new_name(name: str) -> str:
+    """``system_name`` of a name being given; ``InputError`` when nothing is left after the prefix."""
+    stored = system_name(name)
+    if not stored and name.strip():
+        raise InputError(f"a system needs a name after {PREFIX!r} (the prefix alone names nothing)")
+    return stored
 
 
 def names(store: Store, dataset: str | None) -> list[str]:
@@ -111,6 +122,7 @@ def add_run(store: Store, path: Path, dataset: str, name: str, *, actor: Actor |
             fmt: str | None = None, file_name: str | None = None) -> dict[str, Any]:
     """Check the run at ``path`` against ``dataset`` and keep it as system ``name``; returns the
     system with its coverage ``note``. Nothing is kept when the run is refused."""
+    name = _new_name(name)
     path = Path(path)
     check = check_run(path, store.datasets.load_dataset(dataset).questions, dataset, fmt)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -144,6 +156,7 @@ def add_service(store: Store, url: str, name: str, *, actor: Actor | None = None
     A service that is down, slow or answers outside the contract is refused with its one sentence."""
     from qa_core.rankers.service_client import ServiceClient, check_url
 
+    name = _new_name(name)
     url = check_url(url)
     client = ServiceClient(url)
     try:
@@ -259,7 +272,7 @@ def overview(store: Store, dataset: str | None = None) -> list[dict[str, Any]]:
 
 
 def rename(store: Store, name: str, new_name: str, *, actor: Actor | None = None) -> None:
-    store.systems.rename_system(system_name(name), system_name(new_name), actor=actor)
+    store.systems.rename_system(system_name(name), _new_name(new_name), actor=actor)
 
 
 def remove(store: Store, name: str, *, actor: Actor | None = None) -> None:
