@@ -1,4 +1,4 @@
-"""Command line: ``python -m qa_core data|train|worker|train-classifier|evaluate|rank|compare|batch-score|models|gc|users|audit``.
+"""Command line: ``python -m qa_core data|train|worker|train-classifier|evaluate|reproduce|rank|compare|batch-score|models|gc|users|audit|systems``.
 
 Whoever runs it holds the database URL, so it acts as an operator with every right
 (``qa_core.access.operator``), recorded in the audit trail as ``cli:<OS user>``.
