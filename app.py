@@ -28,8 +28,11 @@ def landing() -> None:
         "candidates or the question's own pool, rerank them with a baseline or a neural model, and see "
         "why: scores, rank changes against the first stage, word heatmaps and REL links."
     )
-    for path, summary in pages:
-        st.page_link(path, label=summary)
+    for path, summary in pages:  # the page's name is the link; what it does wraps beside it
+        name, _, does = summary.partition(": ")
+        link, text = st.columns([1, 7], vertical_alignment="center")
+        link.page_link(path, label=name)
+        text.markdown(as_markdown(does))
 
     st.caption(f"Running on: {store_setup.device_label()} · Store: {as_markdown(store_setup.masked_url(url))}")
 
