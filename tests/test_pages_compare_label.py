@@ -187,11 +187,10 @@ def test_a_comparison_stays_with_its_dataset(store_url):
     DEV questions; choosing its dataset again shows it."""
     store = Store(store_url)
     store_setup.ensure_demo(store)
-    demo = load_demo()
-    store.datasets.import_dataset(Dataset("other", [dataclasses.replace(q, qid=f"x{q.qid}") for q in demo.questions]))
+    store.datasets.import_dataset(Dataset("other", [dataclasses.replace(q, qid=f"x{q.qid}") for q in load_demo().questions]))
     store.close()
     app = open_page(COMPARE)
-    app.selectbox(key="dataset").select("demo")
+    assert app.selectbox(key="dataset").value == "demo"
     app.radio(key="source").set_value("Pick a dataset question").run()
     app.button(key="compare_question").click().run()
     assert not app.exception, app.exception
