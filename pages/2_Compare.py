@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages.common.caches import current_ranker, get_questions, split_run
+from pages.common.caches import current_ranker, get_questions, load_ranker, split_run
 from pages.common.pickers import (
     pick_clean,
     pick_dataset,
@@ -41,9 +41,19 @@ MODELS, SEEDS = "Models", "Seed runs"
 TOP = 10  # ranks shown side by side and in the chart
 LINKED = 5  # selected questions linked to Ask at once
 QUESTION_KEY, SPLIT_KEY, FUSED_KEY = "compare_question_result", "compare_split_result", "compare_fused_message"
-JUDGING_KEY = "compare_judging"  # the compared question's dataset, qid and stored labels, for judging in place
+RUNS_KEY = "compare_runs"  # one-question comparisons made in this session: each one's id keys its widgets
 
 st.set_page_config(page_title="Compare · Rerank Lab", layout="wide")
+
+
+def another_dataset(shown: dict, dataset: str, what: str) -> bool:
+    """Whether ``shown`` (a kept comparison) is of another dataset than the one chosen: then it is
+    not shown (its rankings, explanations and runs are of that dataset), only named."""
+    if shown["dataset"] == dataset:
+        return False
+    st.caption(as_markdown(f"Your {what} on {shown['dataset']} is not shown here: choose that dataset again to see "
+                           f"it, or compare on {dataset}."))
+    return True
 
 
 def ranked_list(table, top: int) -> str:
@@ -95,14 +105,18 @@ if view == ONE:
         try:
             question, candidates, qid = chosen_question()
             with st.spinner("Ranking…"):
-                st.session_state[QUESTION_KEY] = compare.compare_question(rankers, question, candidates)
-            st.session_state[JUDGING_KEY] = {"dataset": dataset, "qid": qid,
-                                             "stored": candidate_pools.stored_labels(store, dataset, qid) if qid else {}}
+                compared = compare.compare_question(rankers, question, candidates)
+            st.session_state[RUNS_KEY] = st.session_state.get(RUNS_KEY, 0) + 1
+            # Its dataset, qid and stored labels, for explaining and judging in place.
+            st.session_state[QUESTION_KEY] = {
+                "id": st.session_state[RUNS_KEY], "comparison": compared, "dataset": dataset, "qid": qid,
+                "stored": candidate_pools.stored_labels(store, dataset, qid) if qid else {}}
         except (InputError, NotTrainedError) as error:
             st.error(as_markdown(str(error)))
 
-    result = st.session_state.get(QUESTION_KEY)
-    if result is not None:
+    shown = st.session_state.get(QUESTION_KEY)
+    if shown is not None and not another_dataset(shown, dataset, "comparison of one question"):
+        result = shown["comparison"]
         st.subheader("Rankings side by side")
         st.markdown(f"{len(result.ranks)} candidates · question: {as_markdown(result.question)}")
         for column, model in zip(st.columns(len(result.models)), result.models):
@@ -116,7 +130,7 @@ if view == ONE:
         st.subheader("Why: one candidate through each model")
         reference = result.rankings[result.models[0]]
         missed = ranking.missed_answers(reference)
-        only_missed = st.toggle(f"Only right answers {result.models[0]} ranked below a wrong one ({len(missed)})",
+        only_missed = st.toggle(f"Only right answers {as_markdown(result.models[0])} ranked below a wrong one ({len(missed)})",
                                 key="compare_missed")
         ranks = missed if only_missed else [scored.rank for scored in reference.scored]
         if not ranks:
@@ -126,11 +140,10 @@ if view == ONE:
                                   format_func=lambda r: ranking.option_label(reference.at(r)))
             doc_id = reference.at(opened).candidate.doc_id
             st.markdown(as_markdown(reference.at(opened).candidate.text))
-            judging = st.session_state[JUDGING_KEY]
-            stored = judging["stored"].get(doc_id)
+            stored = shown["stored"].get(doc_id)
             st.caption(f"Stored label: {'none' if stored is None else stored} (latest in the store)")
             rerun_if_judged()  # a label written or undone: once more, so every view shows it
-            judge_panel(store, judging, judging["qid"], doc_id)
+            judge_panel(store, shown, shown["qid"], doc_id)
             install_keys({})  # the grade and undo keys
             # One tab per model, each as wide as Ask's explanation (side-by-side columns squeezed the
             # words of every figure into one another).
@@ -139,8 +152,8 @@ if view == ONE:
                             for model in result.models])
             for tab, model in zip(tabs, result.models):
                 with tab:
-                    explain_candidate(result.rankings[model], ranks_of[model], dataset,
-                                      f"compare-{model}-{ranks_of[model]}")
+                    explain_candidate(result.rankings[model], ranks_of[model], shown["dataset"],
+                                      f"compare-{shown['id']}-{model}-{ranks_of[model]}")
 
 else:
     questions = get_questions(store, url, dataset, dataset_version)
@@ -185,12 +198,14 @@ else:
         st.session_state.pop(SPLIT_KEY, None)
         try:
             with st.spinner("Scoring and testing…"):
-                st.session_state[SPLIT_KEY] = (dataset, split, rule, compare_now())
+                st.session_state[SPLIT_KEY] = {"dataset": dataset, "split": split, "rule": rule, "source": source,
+                                               "comparison": compare_now()}
         except (InputError, NotTrainedError) as error:
             st.error(as_markdown(str(error)))
 
-    if st.session_state.get(SPLIT_KEY) is not None:
-        shown_dataset, shown_split, shown_rule, result = st.session_state[SPLIT_KEY]
+    shown = st.session_state.get(SPLIT_KEY)
+    if shown is not None and not another_dataset(shown, dataset, "comparison on a split"):
+        shown_dataset, shown_split, shown_rule, result = (shown[k] for k in ("dataset", "split", "rule", "comparison"))
         reference = result.models[0]
         st.subheader("Means with 95% bootstrap intervals")
         st.table(compare.means_table(result))
@@ -230,7 +245,7 @@ else:
                                      selection_mode="points", key="scatter_chart")
         ask_model = next((m for m in (other, reference) if m in names), names[0])
         for qid in compare.selected_questions([*bars.selection.points, *points.selection.points])[:LINKED]:
-            st.link_button(f"Open {qid} in Ask", ask_url(shown_dataset, qid, ask_model), icon=":material/search:",
+            st.link_button(f"Open {as_markdown(qid)} in Ask", ask_url(shown_dataset, qid, ask_model), icon=":material/search:",
                            type="primary", key=f"ask-{qid}")
 
         left, right = st.columns(2)
@@ -255,20 +270,24 @@ else:
             key="per_question",
         )
 
+        # Fused from the result's own dataset throughout: its runs, its members' rankers and DEV questions
+        # (a result is shown only while its dataset is the chosen one, above).
         members = [m for m in result.models if m in rankers and m in result.runs]
-        if source == MODELS and len(members) >= compare.MIN_MODELS:
+        if shown["source"] == MODELS and len(members) >= compare.MIN_MODELS:
             st.subheader("Fuse these")
             left, right = st.columns([3, 1])
             method = left.selectbox("Fusion", list(fusion.METHOD_LABELS), format_func=fusion.METHOD_LABELS.get,
                                     key="fusion_method")
-            if right.button("Fuse these", key="fuse", help=f"ranx fusion of {', '.join(members)}, tuned on DEV; "
-                            "kept in the store and offered in the model list"):
+            if right.button("Fuse these", key="fuse", help=as_markdown(f"ranx fusion of {', '.join(members)}, tuned on "
+                            f"DEV of {shown_dataset}; kept in the store and offered in the model list")):
                 try:
                     with st.spinner("Scoring DEV and tuning the fusion…"):
-                        dev = [q for q in questions if q.split == "dev"]
+                        own = get_questions(store, url, shown_dataset, candidate_pools.dataset_version(store, shown_dataset))
+                        dev = [q for q in own if q.split == "dev"]
                         recipe, fused_dev, fused_split = stored_runs.build_fusion(
-                            {m: rankers[m] for m in members}, dev, {m: result.runs[m] for m in members}, method)
-                        compared = [q for q in questions if q.split == shown_split]
+                            {m: load_ranker(store, url, m, shown_dataset) for m in members}, dev,
+                            {m: result.runs[m] for m in members}, method)
+                        compared = [q for q in own if q.split == shown_split]
                         stored_runs.save_fusion(store, shown_dataset, recipe,
                                                 {"dev": (dev, fused_dev), shown_split: (compared, fused_split)},
                                                 actor=current_actor())
@@ -276,5 +295,5 @@ else:
                         f"Kept {recipe.tag} (DEV MAP {recipe.dev_map:.4f}, {recipe.params or 'no parameters'}): "
                         "choose it in the model list to compare it like any model.")
                     st.rerun()
-                except InputError as error:
+                except (InputError, NotTrainedError) as error:
                     st.error(as_markdown(str(error)))

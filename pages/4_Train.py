@@ -18,6 +18,7 @@ from qa_core.services import candidate_pools, jobs, model_loading, models, retra
 from qa_core.types import InputError
 
 JOB_KEY = "train_job"
+ROLLED_BACK_KEY = "train_rolled_back"  # the roll back's toast, shown by the run after it
 POLL_SECONDS = 1.0
 
 st.set_page_config(page_title="Train · Rerank Lab", layout="wide")
@@ -153,8 +154,9 @@ else:
     blocked = models.needs_confirmation(check, unchecked is None) and not confirmed
     already = in_use is not None and in_use["promoted"] and in_use["version"] == chosen
     reason = unchecked or f"Version {chosen} is significantly worse on DEV"
-    unconfirmed = f"{reason}: confirm below first." if blocked else None
-    if middle.button(f"Promote for {dataset}", key="train_promote", disabled=already or blocked, help=unconfirmed):
+    unconfirmed = as_markdown(f"{reason}: confirm below first.") if blocked else None
+    if middle.button(f"Promote for {as_markdown(dataset)}", key="train_promote", disabled=already or blocked,
+                     help=unconfirmed):
         try:
             models.promote(store, model, int(chosen), dataset, actor=actor, check=check, compared=unchecked is None,
                            confirmed=confirmed)
@@ -162,12 +164,14 @@ else:
         except InputError as error:  # e.g. the role was taken away meanwhile
             st.error(as_markdown(str(error)))
     target = store.models.rollback_target(model, dataset)
-    rollback_label = "Roll back" if target is None else f"Roll back {dataset} to version {target['version']}"
-    rollback_help = f"No earlier version was promoted for {dataset}." if target is None else None
+    rollback_label = "Roll back" if target is None else f"Roll back {as_markdown(dataset)} to version {target['version']}"
+    rollback_help = f"No earlier version was promoted for {as_markdown(dataset)}." if target is None else None
+    if ROLLED_BACK_KEY in st.session_state:  # a toast sent just before st.rerun() never shows (Streamlit issue 7740)
+        st.toast(st.session_state.pop(ROLLED_BACK_KEY))
     if right.button(rollback_label, key="train_rollback", disabled=target is None, help=rollback_help):
         try:
             back = models.rollback(store, model, dataset, target["version"], actor=actor)
-            st.toast(f"Version {back['version']} promoted again for {dataset}")
+            st.session_state[ROLLED_BACK_KEY] = f"Version {back['version']} promoted again for {as_markdown(dataset)}"
             st.rerun()
         except InputError as error:  # another session rolled back or promoted in between
             st.error(as_markdown(str(error)))

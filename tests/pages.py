@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 from streamlit.testing.v1 import AppTest
@@ -54,3 +55,17 @@ def open_page(path: str, **query: str) -> AppTest:
 def markdown(app: AppTest) -> str:
     """Every markdown element's text, one per line."""
     return "\n".join(element.value for element in app.markdown)
+
+
+def select_points(app: AppTest, key: str, points: list[dict]) -> AppTest:
+    """Run ``app`` again as after a user selected ``points`` (plotly's point dicts, ``customdata``
+    and all) in its ``st.plotly_chart`` with ``key``. AppTest has no interaction for a chart's
+    selection, so this sends the widget state the browser sends: the selection as JSON (Streamlit's
+    ``PlotlyChartSelectionSerde``), beside every other widget's state."""
+    (chart,) = [chart for chart in app.get("plotly_chart") if chart.proto.id.endswith(f"-{key}")]
+    states = app._tree.get_widget_states()
+    states.widgets.add(id=chart.proto.id, string_value=json.dumps(
+        {"selection": {"points": points, "point_indices": list(range(len(points))), "box": [], "lasso": []}}))
+    app._run(states)
+    assert not app.exception, app.exception
+    return app

@@ -3,6 +3,7 @@ baseline models (overlap, BM25) and real spaCy."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -76,6 +77,23 @@ def test_compare_two_models_on_a_typed_question(store_url):
     assert not app.exception, app.exception
     assert app.selectbox(key="compare_open").value == int(last.split(" · ")[0].lstrip("#"))
     assert any(f" · #{app.selectbox(key='compare_open').value} · " in line for line in explained() if "bm25" in line)
+
+    # A counterfactual edit belongs to its comparison: another question compared shows no edit's score
+    # and the edit box holds the new candidate's text (its key once named only the model and rank).
+    def bm25_box():
+        (box,) = [area for area in app.text_area if area.key.startswith("compare-") and "-bm25-" in area.key]
+        return box
+
+    app.selectbox(key="compare_open").select_index(0).run()
+    bm25_box().input(f"{DEMO_ANSWER} developed the theory of relativity in 1905")
+    next(button for button in app.button if button.label == "Score edited text").click().run()
+    assert [metric.label for metric in app.metric] == ["Score of the edited text"]
+    app.text_input(key="question").input("who discovered penicillin")
+    app.button(key="compare_question").click().run()
+    assert not app.exception, app.exception
+    assert not app.metric and not [c.value for c in app.caption if c.value.startswith("Would rank #")]
+    first = [m.value for m in app.markdown if m.value.startswith("1. ")][0].splitlines()[0]
+    assert app.selectbox(key="compare_open").value == 1 and bm25_box().value in first and "penicillin" in first
 
 
 def test_compare_on_a_split_shows_deltas_tests_and_disagreements(store_url):
@@ -162,6 +180,39 @@ def test_compare_escapes_candidate_text(store_url):
     explained = [html.proto.body for html in app.get("html") if "rl-highlighted" in html.proto.body] + [
         m.value for m in app.markdown if "rl-arcs" in m.value]
     assert len(explained) >= 4 and not any("<script" in body for body in explained)  # the explanations' too
+
+
+def test_a_comparison_stays_with_its_dataset(store_url):
+    """A comparison (either view) is not shown under another dataset, nor fused with its rankers and
+    DEV questions; choosing its dataset again shows it."""
+    store = Store(store_url)
+    store_setup.ensure_demo(store)
+    store.datasets.import_dataset(Dataset("other", [dataclasses.replace(q, qid=f"x{q.qid}") for q in load_demo().questions]))
+    store.close()
+    app = open_page(COMPARE)
+    assert app.selectbox(key="dataset").value == "demo"
+    app.radio(key="source").set_value("Pick a dataset question").run()
+    app.button(key="compare_question").click().run()
+    assert not app.exception, app.exception
+    assert [h.value for h in app.subheader][:1] == ["Rankings side by side"]
+
+    def moved_on() -> None:
+        app.selectbox(key="dataset").select("other").run()
+        assert not app.exception, app.exception
+        assert not app.subheader and not app.get("plotly_chart") and not app.tabs and not app.text_area
+        assert any(c.value.startswith("Your comparison") and " on demo is not shown here" in c.value for c in app.caption)
+
+    moved_on()
+    app.radio(key="view").set_value("Whole split").run()
+    app.selectbox(key="dataset").select("demo").run()
+    app.button(key="compare_split").click().run()
+    assert not app.exception, app.exception
+    assert [b.key for b in app.button if b.key == "fuse"] == ["fuse"]
+    moved_on()
+    assert not [b for b in app.button if b.key == "fuse"]
+    app.selectbox(key="dataset").select("demo").run()  # its own dataset again: shown, fusable
+    assert any(c.value.startswith("Δ = model − vs") and "of demo" in c.value for c in app.caption)
+    assert [b.key for b in app.button if b.key == "fuse"] == ["fuse"]
 
 
 # ============================================================================ Label

@@ -5,6 +5,7 @@ model is scored: cheap."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,3 +56,9 @@ def test_a_new_run_file_service_url_or_service_version_changes_the_key(store: St
 def test_a_baseline_or_an_untrained_model_has_no_version_to_key(store: Store) -> None:
     assert model_loading.current_version(store, "bm25", "demo") == VersionInUse()
     assert model_loading.current_version(store, "smcnn", "demo") == VersionInUse()  # nothing trained yet
+
+
+def test_the_train_command_quotes_the_dataset_name() -> None:
+    command = model_loading.train_command("smcnn", "my data; rm -rf x")
+    assert shlex.split(command) == ["python", "-m", "qa_core", "train", "--model", "smcnn", "--data", "my data; rm -rf x"]
+    assert model_loading.train_command("smcnn") == "python -m qa_core train --model smcnn --data DATASET"

@@ -7,6 +7,7 @@ No Streamlit here: the pages cache the rankers these load, keyed by ``current_ve
 
 from __future__ import annotations
 
+import shlex
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -87,7 +88,10 @@ def default_models(store: Store, names: Sequence[str], dataset: str, count: int,
 
 
 def train_command(name: str, dataset: str | None = None) -> str:
-    return f"python -m qa_core train --model {name} --data {dataset or 'DATASET'}"
+    """The command line that trains ``name`` on ``dataset``, ready to paste into a shell: each name
+    quoted (a dataset name may hold spaces or ``;``)."""
+    data = shlex.quote(dataset) if dataset else "DATASET"
+    return f"python -m qa_core train --model {shlex.quote(name)} --data {data}"
 
 
 @dataclass(frozen=True)
