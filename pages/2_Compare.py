@@ -41,7 +41,7 @@ MODELS, SEEDS = "Models", "Seed runs"
 TOP = 10  # ranks shown side by side and in the chart
 LINKED = 5  # selected questions linked to Ask at once
 QUESTION_KEY, SPLIT_KEY, FUSED_KEY = "compare_question_result", "compare_split_result", "compare_fused_message"
-JUDGING_KEY = "compare_judging"  # the compared question's dataset, qid and stored labels, for judging in place
+JUDGING_KEY = "compare_judging"  # the compared question's dataset and qid, for judging in place
 
 st.set_page_config(page_title="Compare · Rerank Lab", layout="wide")
 
@@ -96,8 +96,7 @@ if view == ONE:
             question, candidates, qid = chosen_question()
             with st.spinner("Ranking…"):
                 st.session_state[QUESTION_KEY] = compare.compare_question(rankers, question, candidates)
-            st.session_state[JUDGING_KEY] = {"dataset": dataset, "qid": qid,
-                                             "stored": candidate_pools.stored_labels(store, dataset, qid) if qid else {}}
+            st.session_state[JUDGING_KEY] = {"dataset": dataset, "qid": qid}
         except (InputError, NotTrainedError) as error:
             st.error(as_markdown(str(error)))
 
@@ -127,7 +126,8 @@ if view == ONE:
             doc_id = reference.at(opened).candidate.doc_id
             st.markdown(as_markdown(reference.at(opened).candidate.text))
             judging = st.session_state[JUDGING_KEY]
-            stored = judging["stored"].get(doc_id)
+            # read on every run: a label written since Compare (Label page, another annotator) shows
+            stored = candidate_pools.stored_labels(store, judging["dataset"], judging["qid"]).get(doc_id) if judging["qid"] else None
             st.caption(f"Stored label: {'none' if stored is None else stored} (latest in the store)")
             rerun_if_judged()  # a label written or undone: once more, so every view shows it
             judge_panel(store, judging, judging["qid"], doc_id)

@@ -256,10 +256,22 @@ def test_latest_stored_label_is_shown_next_to_gold(store_url):
     store.labels.add_label(candidate_id, "ann", 2)  # the latest counts
     store.close()
 
-    table = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap").dataframe[0].value
+    app = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap")
+    table = app.dataframe[0].value
     row = table[table["text"] == wrong.text].iloc[0]
     assert row["stored_label"] == "2" and row["gold_label"] == "0"
     assert (table["stored_label"] == "").sum() == len(table) - 1  # blank, not "None"
+
+    # A label written elsewhere after Rank (the Label page, another annotator) shows at the next run,
+    # in the table and on the open candidate, without ranking again.
+    top = next(c for c in question.candidates if c.text == table.iloc[0]["text"])
+    store = Store(store_url)
+    store.labels.add_label(store.datasets.find_candidate_id("demo", SISTINE, top.doc_id), "bob", 4)
+    store.close()
+    app.run()
+    assert not app.exception, app.exception
+    assert app.dataframe[0].value.iloc[0]["stored_label"] == "4"
+    assert any(line.startswith("**#1** ·") and line.endswith("· stored 4") for line in markdown(app).splitlines())
 
 
 def test_judge_in_place_on_ask_writes_the_store_and_the_table(store_url, both_modes):
