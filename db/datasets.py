@@ -92,7 +92,7 @@ class DatasetStore(StoreBase):
             return list(session.scalars(select(DatasetRow.name).order_by(DatasetRow.name)))
 
     def dataset_stamp(self, name: str) -> tuple[int, Any]:
-        """(row id, created_at) of the dataset: changes on every (re-)import. One indexed lookup,
+        """(row id, created_at) of the dataset: changes on every (re-)import, kept question and run. One indexed lookup,
         cheap enough for a cache key checked on every request (``dataset_summary`` counts rows)."""
         with self.session_scope() as session:
             row = session.execute(select(DatasetRow.id, DatasetRow.created_at).where(DatasetRow.name == name)).first()
@@ -253,10 +253,13 @@ class DatasetStore(StoreBase):
         """Store a first-stage TREC run's (doc_id, rank, score) on existing candidates.
 
         Every (qid, doc_id) must exist, else nothing is written. Returns the candidates updated.
+        The dataset's stamp (``created_at``) moves, as an import's: it is the key of the pages'
+        caches of its questions and runs, which would keep the old first-stage ranks.
         """
         with self.session_scope() as session:
             who = authorize(session, actor, Permission.IMPORT, team=self.team)
-            ids = candidate_ids(session, dataset_row(session, dataset).id)
+            row = dataset_row(session, dataset)
+            ids = candidate_ids(session, row.id)
             updates = []
             for qid, entries in run.items():
                 for doc_id, rank, score in entries:
@@ -267,6 +270,7 @@ class DatasetStore(StoreBase):
                     )
             if updates:
                 session.execute(update(CandidateRow), updates)
+                row.created_at = now()
             record(session, who, "import_run", dataset, {"candidates": len(updates)})
             return len(updates)
 

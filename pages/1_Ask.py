@@ -92,7 +92,6 @@ if (clicked or rank_now) and ranker is not None:
             "id": st.session_state[RUNS_KEY],
             "ranking": result,
             "dataset": dataset,
-            "stored": candidate_pools.stored_labels(store, dataset, qid),  # typed: every question's, keyed qid/doc_id
             "store_analysis": store_analysis,
         }
     except index_builds.IndexBuilding as building:
@@ -110,11 +109,11 @@ def analysis_line(summary: ranking.AnalysisSummary, read_by_model: bool) -> str:
 
 
 @st.fragment
-def why(state: dict, key: str, rows: list[int]) -> None:
+def why(state: dict, key: str, rows: list[int], stored: dict[str, int]) -> None:
     """The open candidate's explanation. A fragment: opening another candidate, the filter, the trees
     toggle and a counterfactual edit rerun only this part, not the page with its ranked table (issue 16);
-    ``rows`` is the table row last clicked (a click reruns the whole page). The open candidate is
-    judged here (``judge_panel``)."""
+    ``rows`` is the table row last clicked (a click reruns the whole page), ``stored`` the labels the
+    page's run read for the table. The open candidate is judged here (``judge_panel``)."""
     rerun_if_judged()
     st.subheader("Why")
     result: ranking.Ranking = state["ranking"]
@@ -143,7 +142,7 @@ def why(state: dict, key: str, rows: list[int]) -> None:
         scored = result.at(rank)
         labels = "".join(
             f" · {name} {value}"
-            for name, value in (("gold", scored.candidate.label), ("stored", state["stored"].get(scored.candidate.doc_id)))
+            for name, value in (("gold", scored.candidate.label), ("stored", stored.get(scored.candidate.doc_id)))
             if value is not None
         )
         st.markdown(f"**#{rank}** · score {scored.score:.4f}{labels}")
@@ -155,7 +154,10 @@ def why(state: dict, key: str, rows: list[int]) -> None:
 state = st.session_state.get(RESULT_KEY)
 if state is not None:
     result: ranking.Ranking = state["ranking"]
-    table = result.table(state["stored"])
+    # Read on every run, never kept with the result: a label written since Rank (on the Label page, by
+    # another annotator, judged below) shows at once. A typed question's: every question's, keyed qid/doc_id.
+    stored = candidate_pools.stored_labels(store, state["dataset"], result.qid)
+    table = result.table(stored)
     st.subheader("Ranked candidates")
     st.markdown(
         f"**{as_markdown(result.model)}** on **{as_markdown(state['dataset'])}** · "
@@ -196,7 +198,7 @@ if state is not None:
         key=f"{key}-table",
     )
     keep_panel(store, state)
-    why(state, key, picked.selection.rows if picked is not None else [])
-    show_contrast(result, state["stored"], key)
+    why(state, key, picked.selection.rows if picked is not None else [], stored)
+    show_contrast(result, stored, key)
     install_keys({})  # the judge panel's grade and undo keys
 preload_elements("DataFrame", "PlotlyChart")  # the ranked table and the heatmaps, before the first Rank

@@ -107,10 +107,9 @@ if view == ONE:
             with st.spinner("Ranking…"):
                 compared = compare.compare_question(rankers, question, candidates)
             st.session_state[RUNS_KEY] = st.session_state.get(RUNS_KEY, 0) + 1
-            # Its dataset, qid and stored labels, for explaining and judging in place.
+            # Its dataset and qid, for explaining and judging in place.
             st.session_state[QUESTION_KEY] = {
-                "id": st.session_state[RUNS_KEY], "comparison": compared, "dataset": dataset, "qid": qid,
-                "stored": candidate_pools.stored_labels(store, dataset, qid) if qid else {}}
+                "id": st.session_state[RUNS_KEY], "comparison": compared, "dataset": dataset, "qid": qid}
         except (InputError, NotTrainedError) as error:
             st.error(as_markdown(str(error)))
 
@@ -140,7 +139,9 @@ if view == ONE:
                                   format_func=lambda r: ranking.option_label(reference.at(r)))
             doc_id = reference.at(opened).candidate.doc_id
             st.markdown(as_markdown(reference.at(opened).candidate.text))
-            stored = shown["stored"].get(doc_id)
+            # read on every run: a label written since Compare (Label page, another annotator) shows
+            stored = (candidate_pools.stored_labels(store, shown["dataset"], shown["qid"]).get(doc_id)
+                      if shown["qid"] else None)
             st.caption(f"Stored label: {'none' if stored is None else stored} (latest in the store)")
             rerun_if_judged()  # a label written or undone: once more, so every view shows it
             judge_panel(store, shown, shown["qid"], doc_id)

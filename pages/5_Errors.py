@@ -150,4 +150,5 @@ for tab, by in zip(tabs, errors.SLICES):
         )
         st.plotly_chart(viz.slice_bar_figure(slices, by, table, errors.SLICES.get(by, by)), key=f"slice-chart-{by}")
 
-show_slice_words(ranker, questions, table, dataset, model)
+show_slice_words(ranker, questions, table, dataset, model,
+                 computed_for=(model_loading.current_version(store, model, dataset).key, rule, dataset_version))

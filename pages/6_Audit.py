@@ -34,7 +34,10 @@ actions = st.multiselect(
     placeholder="every action",
 )
 events = users.audit_table(store, actions or None)
-if events.empty:
+if events.empty and actions:  # other actions may well be recorded: say it is the filter
+    st.info(as_markdown(f"Nothing matches the chosen actions ({', '.join(actions)}): no such event is recorded. "
+                        "Clear the filter to see every action."))
+elif events.empty:
     st.info("Nothing recorded yet: imports, training, promotions, roll backs, adjudications and role changes appear here.")
 else:
     st.dataframe(events, hide_index=True, key="audit_events")

@@ -256,10 +256,22 @@ def test_latest_stored_label_is_shown_next_to_gold(store_url):
     store.labels.add_label(candidate_id, "ann", 2)  # the latest counts
     store.close()
 
-    table = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap").dataframe[0].value
+    app = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap")
+    table = app.dataframe[0].value
     row = table[table["text"] == wrong.text].iloc[0]
     assert row["stored_label"] == "2" and row["gold_label"] == "0"
     assert (table["stored_label"] == "").sum() == len(table) - 1  # blank, not "None"
+
+    # A label written elsewhere after Rank (the Label page, another annotator) shows at the next run,
+    # in the table and on the open candidate, without ranking again.
+    top = next(c for c in question.candidates if c.text == table.iloc[0]["text"])
+    store = Store(store_url)
+    store.labels.add_label(store.datasets.find_candidate_id("demo", SISTINE, top.doc_id), "bob", 4)
+    store.close()
+    app.run()
+    assert not app.exception, app.exception
+    assert app.dataframe[0].value.iloc[0]["stored_label"] == "4"
+    assert any(line.startswith("**#1** ·") and line.endswith("· stored 4") for line in markdown(app).splitlines())
 
 
 def test_judge_in_place_on_ask_writes_the_store_and_the_table(store_url, both_modes):
@@ -427,6 +439,42 @@ def test_errors_label_source_follows_the_store(store_url):
     assert worst.loc["demo-39", "label_source"] == "adjudicated"
     sources = app.dataframe[4].value.set_index("label source")["questions"]
     assert sources.to_dict() == {"gold": len(worst) - 2, "labels": 1, "adjudicated": 1}
+
+
+def test_errors_slice_words_are_found_again_for_a_new_version_rule_or_label(store_url, tiny_smcnn):
+    """Words found for one model version, label rule and labels are never shown for others: the page
+    offers the button again. A one-question slice, and a version with the same weights, keep the
+    slice's questions and their order the same throughout."""
+
+    def words_shown() -> bool:
+        return (any("top words from" in caption.value for caption in app.caption)
+                or any("No wrong answer is ranked above a right one in this slice" in info.value for info in app.info))
+
+    def find_words() -> None:
+        app.button(key="words-run").click().run()
+        assert not app.exception, app.exception
+        assert words_shown()
+
+    register(store_url, tiny_smcnn)
+    app = errors_page()
+    app.selectbox(key="model").select("smcnn").run()
+    app.selectbox(key="words-slice").select("a question class").run()
+    app.selectbox(key="words-class").select("DESC").run()
+    [qid] = app.dataframe[0].value.query("`class` == 'DESC'")["qid"]
+    find_words()
+    register(store_url, tiny_smcnn)  # a new version
+    app.run()
+    assert not words_shown()
+    find_words()
+    app.radio(key="labels").set_value(LabelRule.TRAINING).run()  # no labels in the store yet: the same labels
+    assert not words_shown()
+    find_words()
+    candidate = next(q for q in load_demo().questions if q.qid == qid).candidates[0]
+    store = Store(store_url)
+    store.labels.add_label(store.datasets.find_candidate_id("demo", qid, candidate.doc_id), "ann", 0 if candidate.label else 1)
+    store.close()
+    app.run()
+    assert not words_shown()
 
 
 def test_errors_page_without_model_or_labels_says_why(store_url):

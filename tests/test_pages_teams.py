@@ -91,3 +91,6 @@ def test_local_mode_needs_no_configuration_and_works_as_before(store_url) -> Non
     audit_page = open_page(AUDIT)
     assert "No one has signed in yet" in shown(audit_page)
     assert audit_page.dataframe[0].value["actor"].tolist() == ["system"]  # the demo import
+    audit_page.multiselect(key="audit_actions").select("promote").run()  # matches nothing, though the import is there
+    assert "Nothing matches the chosen actions (promote)" in shown(audit_page) and "Nothing recorded yet" not in shown(audit_page)
+    assert not audit_page.dataframe  # no empty events table (and no users signed in)

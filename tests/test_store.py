@@ -354,9 +354,13 @@ def test_save_and_load_run(store: Store) -> None:
 
 def test_set_first_stage(store: Store) -> None:
     store.datasets.import_dataset(small_dataset())
+    imported = store.datasets.dataset_stamp("demo")
     assert store.datasets.set_first_stage("demo", {"q1": [("d3", 1, 7.0), ("d1", 2, 3.5)]}) == 2
+    stamp = store.datasets.dataset_stamp("demo")
+    assert stamp != imported  # the dataset version the pages cache its questions by: the new ranks load
     with pytest.raises(InputError, match="zz"):
         store.datasets.set_first_stage("demo", {"q2": [("d1", 1, 1.0)], "q1": [("zz", 1, 1.0)]})
+    assert store.datasets.dataset_stamp("demo") == stamp  # a refused run changes nothing
     by_id = {c.doc_id: c for c in store.datasets.load_dataset("demo").questions[0].candidates}
     assert (by_id["d3"].first_stage_rank, by_id["d3"].first_stage_score) == (1, 7.0)
     assert (by_id["d1"].first_stage_rank, by_id["d1"].first_stage_score) == (2, 3.5)

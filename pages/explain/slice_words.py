@@ -3,7 +3,7 @@ right ones, across a slice of questions, with one click to the examples."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 import pandas as pd
 import streamlit as st
@@ -18,7 +18,10 @@ SLICE_KINDS = {f"the worst {WORST}": None, "a question class": "class", "a quest
 
 
 def show_slice_words(ranker: Ranker, questions: Sequence[Question], table: pd.DataFrame, dataset: str,
-                     model: str) -> None:
+                     model: str, computed_for: Hashable) -> None:
+    """The slice picker and, once asked for, its words, kept for the session until the slice, its
+    labels or ``computed_for`` change (what else the words depend on: the model version in use, the
+    label rule, the dataset import), so that words of an older version or rule are never shown."""
     st.subheader("Words behind wrong answers ranked above right ones")
     st.caption(f"For each question of the slice, every wrong answer ranked above the best-ranked right one is "
                f"explained by the model's default explainer; its top {slice_words.TOP_WORDS} words (positive "
@@ -31,7 +34,9 @@ def show_slice_words(ranker: Ranker, questions: Sequence[Question], table: pd.Da
         value = right.selectbox(kind.removeprefix("a ").capitalize(), sorted(table[column].astype(str).unique()),
                                 key=f"words-{column}")
     chosen = slice_words.slice_questions(questions, table, column, value, worst=WORST if column is None else None)
-    cache_key = ("words", dataset, model, kind, value, tuple(q.qid for q in chosen))
+    # The labels too: under the training-label rule a new label turns an answer right or wrong.
+    labelled = tuple((q.qid, tuple(c.label for c in q.candidates)) for q in chosen)
+    cache_key = ("words", dataset, model, computed_for, kind, value, labelled)
     if st.session_state.get("words-key") != cache_key:
         if not st.button(f"Find the words ({len(chosen)} questions)", key="words-run"):
             return

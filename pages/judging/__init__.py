@@ -18,7 +18,7 @@ from pages.common.scripts import run_script
 from pages.common.signin import current_actor
 from pages.render.markdown import as_markdown
 from qa_core.access import Permission
-from qa_core.services import candidate_pools, labeling
+from qa_core.services import labeling
 from qa_core.services.labeling import workplace
 from qa_core.types import InputError
 
@@ -93,27 +93,25 @@ def take_local_name() -> None:
 
 
 def judge_in_place(store, state: dict, qid: str, doc_id: str, grade: int) -> None:
-    """Button callback: ``grade`` for the pair as the current annotator, then the result's stored
-    labels read again (the table shows them once the page reruns)."""
+    """Button callback: ``grade`` for the pair as the current annotator; the page's next run reads
+    the stored labels again and shows it."""
     actor = current_actor()
     try:
         workplace.judge_in_place(store, state["dataset"], qid, doc_id, grade, annotator_now(), actor)
     except InputError as error:  # e.g. the dataset was replaced, or the role was taken away meanwhile
         st.session_state[JUDGE_NOTICE] = f"Not saved: {error}"
         return
-    state["stored"] = candidate_pools.stored_labels(store, state["dataset"], qid)
     st.session_state[JUDGE_NOTICE] = f"Labelled {qid} / {doc_id} as {grade} ({GRADE_NAMES[grade]})."
     st.session_state[JUDGED] = True
 
 
-def undo_in_place(store, state: dict, qid: str) -> None:
+def undo_in_place(store, state: dict) -> None:
     """Button callback: take back the annotator's latest label in the dataset (kept in the history)."""
     try:
         undone = workplace.undo_in_place(store, state["dataset"], annotator_now(), current_actor())
     except InputError as error:
         st.session_state[JUDGE_NOTICE] = f"Not undone: {error}"
         return
-    state["stored"] = candidate_pools.stored_labels(store, state["dataset"], qid)
     st.session_state[JUDGE_NOTICE] = (
         "Nothing of yours to undo in this dataset." if undone is None
         else f"Took back your label {undone['value']} of candidate {undone['candidate_id']} (it stays in the history)."
@@ -153,7 +151,7 @@ def judge_panel(store, state: dict, qid: str | None, doc_id: str) -> None:
         st.caption(as_markdown(notice))
     grade_buttons("judge-grade", judge_in_place, lambda grade: (store, state, qid, doc_id, grade),
                   disabled=name is None, primary_from=1)
-    keyed_button(st.button, "Undo", key="judge-undo", shortcut="U", on_click=undo_in_place, args=(store, state, qid),
+    keyed_button(st.button, "Undo", key="judge-undo", shortcut="U", on_click=undo_in_place, args=(store, state),
                  disabled=name is None)
     st.caption(as_markdown(f"Keys: 0–4 judge this candidate as {name or 'the annotator named above'}"
                                      " · U undo your latest label in this dataset"))

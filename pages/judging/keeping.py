@@ -9,7 +9,7 @@ import streamlit as st
 from pages.common.signin import current_actor
 from pages.render.markdown import as_markdown
 from qa_core.access import Permission
-from qa_core.services import candidate_pools, keep
+from qa_core.services import keep
 from qa_core.types import InputError
 
 KEEP_NOTICE = "keep_notice"
@@ -23,7 +23,6 @@ def keep_now(store, state: dict, split: str) -> None:
         st.session_state[KEEP_NOTICE] = ("error", str(error))
         return
     state["ranking"] = keep.as_kept(state["ranking"], kept)
-    state["stored"] = candidate_pools.stored_labels(store, state["dataset"], kept.qid)
     st.session_state[KEEP_NOTICE] = ("success", keep.describe(kept, state["dataset"]))
 
 
