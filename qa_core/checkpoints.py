@@ -276,6 +276,7 @@ def rebuild(path: str | Path, kind: str, from_state: Callable[[dict[str, Any]], 
 _NAME = re.compile(r"^(?P<labels>[A-Za-z0-9_-]+)\.(?:(?P<owner>[0-9a-f]{12})\.)?(?P<token>[0-9a-f]{12})\.pt$")
 _TEMPORARY = re.compile(r"^\..+\.tmp$")  # ``atomic_file``'s temporaries: .<name>.<random>.tmp
 GC_GRACE_MINUTES = 60.0
+GC_MIN_GRACE_MINUTES = 1  # a checkpoint's write takes seconds: a file this young may be one being written
 
 
 def slug(text: str, limit: int = 40) -> str:
@@ -325,11 +326,12 @@ def collect_garbage(
       folder, since they may be its registered models.
     Never: a file this store registers, or one marked by another store.
 
-    ``grace_minutes`` below 0 or not finite is refused (``InputError``): NaN or a negative period
-    would count a running training's temporary file as stale and delete it.
+    ``grace_minutes`` below ``GC_MIN_GRACE_MINUTES`` or not finite is refused (``InputError``): NaN,
+    0 or a negative period would count a running training's temporary file as stale and delete it.
     """
-    if not math.isfinite(grace_minutes) or grace_minutes < 0:
-        raise InputError(f"the grace period is a number of minutes, 0 or more; got {grace_minutes}")
+    if not math.isfinite(grace_minutes) or grace_minutes < GC_MIN_GRACE_MINUTES:
+        raise InputError(f"the grace period is a number of minutes, {GC_MIN_GRACE_MINUTES} or more (a younger file "
+                         f"may be one a running training is writing); got {grace_minutes}")
     report = CleanUp()
     cutoff = time.time() - grace_minutes * 60
     keep = {path.resolve() for path in registered}

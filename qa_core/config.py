@@ -72,8 +72,11 @@ def parse_database_url(url: str) -> URL:
 
     scheme, separator, rest = url.partition("://")
     before_query, _, query = rest.partition("?")
-    # user:p?a=1@host/db: the only '@' follows the '?', and no '/' (of a host/database) precedes it
-    in_password = "@" not in before_query and "@" in query and "/" not in rest.rpartition("@")[0]
+    # user:p?a=1@host/db: the only '@' follows the '?', no '/' precedes it and a host/database follows
+    # it. Without that '/' (host?password=p@ss) the '@' is the query's: read as a password it would
+    # put the query's secret in the user name or its tail in the host, both shown unmasked.
+    user_part, _, host_part = rest.rpartition("@")
+    in_password = "@" not in before_query and "@" in query and "/" not in user_part and "/" in host_part
     if "=" not in query or in_password:  # a '?' inside the password, not a query
         before_query, query = rest, ""
     user_part, _, host_part = before_query.rpartition("@")

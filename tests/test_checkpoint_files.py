@@ -97,7 +97,8 @@ def test_two_stores_sharing_a_data_folder_keep_their_own_models(store: Store, da
         # Each store's gc keeps the other's registered model.
         for mine, theirs in ((store, second), (other, first)):
             registered = {Path(v["checkpoint_path"]) for v in mine.models.model_versions()}
-            collect_garbage(data_dir / "models", owner=mine.store_id, registered=registered, grace_minutes=0)
+            age(Path(theirs["checkpoint_path"]), 2 * HOUR)  # past the grace period: only its mark keeps it
+            collect_garbage(data_dir / "models", owner=mine.store_id, registered=registered, grace_minutes=1)
             assert Path(theirs["checkpoint_path"]).is_file()
     finally:
         other.close()
@@ -161,7 +162,8 @@ def test_gc_cleans_what_killed_trainings_leave_and_nothing_else(database_url: st
         assert all(p.exists() for p in (registered, legacy_registered, young, theirs, unmarked))
         assert not orphan.exists() and not temporary.exists()
 
-        lines, _ = gc(env, "--unmarked", "--older-than", "0")
+        age(young, 2 * 60)
+        lines, _ = gc(env, "--unmarked", "--older-than", "1")
         assert {record["deleted"] for record in lines[:-1]} == {str(unmarked), str(young)}
         assert all(p.exists() for p in (registered, legacy_registered, theirs))
         assert jobs.load_promoted(store, "overlap", "demo").version["checkpoint_path"] == str(registered)

@@ -45,6 +45,19 @@ def test_a_secret_in_the_database_urls_query_is_never_shown(key: str, cli_env: P
     assert _hidden(err) and f"{key}=***" in err
 
 
+@pytest.mark.parametrize(("url", "shown"), [
+    ("postgresql://host?password=s3@cr3t", "postgresql://host?password=***"),  # no database: the '@' is the query's
+    ("postgresql://host:5432?password=s3@cr3t", "postgresql://host:5432?password=***"),
+    ("postgresql://bob:s3?x=@cr3t/db", "postgresql://bob:***@cr3t/db"),  # a '?' and '=' in the password
+    ("postgresql://bob:s3?x=1@cr3t", "(unparseable database URL)"),  # either reading is a guess: nothing shown
+])
+def test_a_password_beside_a_question_mark_and_an_at_sign_is_never_shown(url: str, shown: str) -> None:
+    """Which '@' ends a password and which '?' starts a query is a guess when both are unencoded; a
+    wrong guess showed the query's password as the user name (``host%3Fpassword%3Ds3``) or its tail
+    as the host (``host:***@cr3t``)."""
+    assert masked_url(url) == shown
+
+
 def test_the_worker_logs_its_store_without_the_querys_values(cli_env: Path, capsys: pytest.CaptureFixture,
                                                              caplog: pytest.LogCaptureFixture) -> None:
     url = f"sqlite:///{cli_env / 'store.sqlite'}?timeout=31337"  # a value that is no secret, but stands for one
@@ -116,12 +129,13 @@ def test_rank_prints_no_control_character_and_refuses_a_top_below_one(cli_env: P
     assert r"x\x1b[2J" in err and "\x1b" not in err
 
 
-@pytest.mark.parametrize("older_than", ["nan", "-5", "inf", "-inf"])
+@pytest.mark.parametrize("older_than", ["nan", "-5", "0", "0.5", "inf", "-inf"])
 def test_gc_refuses_a_grace_period_that_is_negative_or_not_finite(older_than: str, cli_env: Path,
                                                                   capsys: pytest.CaptureFixture) -> None:
-    """NaN or a negative period made a running training's temporary file count as stale."""
+    """NaN, 0 or a negative period made a running training's temporary file count as stale."""
     running = config.checkpoint_dir() / ".smcnn-demo.abc123.tmp"
     running.write_bytes(b"half a checkpoint")
     _refused(*run_cli("gc", f"--older-than={older_than}", capsys=capsys),
-             f"the grace period is a number of minutes, 0 or more; got {float(older_than)}")
+             f"the grace period is a number of minutes, 1 or more (a younger file may be one a running "
+             f"training is writing); got {float(older_than)}")
     assert running.read_bytes() == b"half a checkpoint"

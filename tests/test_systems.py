@@ -25,7 +25,7 @@ from db.store import Store
 from qa_core import ordering
 from qa_core.access import AccessDenied
 from qa_core.data.demo import load_demo
-from qa_core.rankers.service_client import ServiceClient, ServiceError
+from qa_core.rankers.service_client import ServiceClient, ServiceError, shown_url
 from qa_core.services import compare, model_loading, systems
 from qa_core.services.experiments import score_questions
 from qa_core.types import Candidate, InputError
@@ -491,3 +491,15 @@ def test_a_service_dying_mid_split_gives_no_half_table(demo_store: Store):
             compare.compare_split({"overlap": model_loading.load_ranker(demo_store, "overlap", "demo"),
                                    "system:dying": ranker}, questions)
     demo_store.systems.remove_system("dying")
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("http://10.0.0.5/a@b/score", "http://10.0.0.5/a@b/score"),  # an '@' in the path: the real host is shown
+    ("http://reader:s3cret@10.0.0.5/score", "http://…@10.0.0.5/score"),
+    ("reader:s3cret@10.0.0.5", "…@10.0.0.5"),  # no scheme: cut by hand
+    ("http://10.0.0.5:bad@x/", "http://…@x/"),  # does not parse: cut by hand
+    ("http://10.0.0.5/score?key=k3y@x", "http://10.0.0.5/score?…"),
+])
+def test_a_service_url_is_shown_without_its_secrets_and_with_its_host(url: str, shown: str) -> None:
+    """The cut was made at any last '@', so a path holding one showed its tail as the host."""
+    assert shown_url(url) == shown

@@ -113,14 +113,19 @@ def check_url(url: str) -> str:
 
 
 def shown_url(url: str) -> str:
-    """``url`` as a message or a page may show it: what precedes its last '@' (a user and password)
-    and what follows its first '?' (a query, which may hold a token) replaced by '…'.
+    """``url`` as a message or a page may show it: a user and password (what precedes the '@' that
+    ends them) and a query (what follows the first '?', which may hold a token) replaced by '…'.
 
-    Cut by hand on the text rather than with a URL parser, because the text may not parse (a bad
-    port, no scheme) and must still not show its password; an '@' in a path is cut the same way,
-    and the '…' shows that something was."""
+    An http(s) URL that parses without user info keeps its '@' (one in a path: ``http://h/a@b``); any other
+    text is cut by hand at its last '@', because it may not parse (a bad port, no scheme) and must
+    still not show its password; the '…' shows that something was cut."""
+    try:
+        parsed = httpx.URL(url)
+        plain = parsed.scheme in ("http", "https") and bool(parsed.host) and not parsed.userinfo
+    except (httpx.InvalidURL, TypeError):
+        plain = False
     before, at, rest = url.rpartition("@")
-    if at:
+    if at and not plain:
         scheme, sep, _ = before.partition("://")
         url = f"{scheme}{sep}…@{rest}" if sep else f"…@{rest}"
     path, query, _ = url.partition("?")
