@@ -20,10 +20,9 @@ from qa_core.types import Candidate, InputError
 TYPED, PICKED = "Type a question", "Pick a dataset question"
 NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
 LAST_DATASET, LAST_MODEL, LAST_CLEAN = "last_dataset", "last_model", "last_clean"
-# LAST_MODEL: (dataset, model) of the last model the user chose (a model box changed, or a link);
-# MODEL_PICKS: how many such choices this session made; LAST_COMPARED: ((dataset, MODEL_PICKS then),
-# the models) of pick_models
-MODEL_PICKS, LAST_COMPARED = "model_picks", "last_compared"
+# Per dataset (``_remember``): LAST_MODEL, how many models the user chose for it (a model box changed, or a
+# link) and the last; LAST_COMPARED, that count when pick_models last drew its models, and the models
+LAST_COMPARED = "last_compared"
 # question_input's choices: typed or picked, the typed text, BM25's k, and per dataset the picked qid
 LAST_SOURCE, LAST_TYPED, LAST_K, LAST_PICKED = "last_source", "last_typed", "last_k", "last_picked"
 
@@ -53,8 +52,10 @@ def pick_model(container, store: Store, dataset: str, key: str, options: Sequenc
     Only the user's change of the box counts as a choice (``_count_pick``): the default it opens on
     does not, so merely visiting a page changes no other page's choice."""
     options = list(options) if options is not None else model_loading.model_names(store, dataset)
-    chosen = _choice_for(key, LAST_MODEL, dataset, lambda model: model in options)
-    if chosen is None:
+    chosen = _drawn_for(key, dataset)
+    if chosen not in options:
+        chosen = _model_picks(dataset)[1]
+    if chosen not in options:
         chosen = model_loading.default_model(store, options, dataset)
     _keep_choice_for(key, dataset, chosen)
     model = container.selectbox("Model", options, key=key, on_change=_count_pick, args=(key, dataset))
@@ -67,40 +68,24 @@ def pick_models(container, store: Store, dataset: str, names: Sequence[str], ext
     """A page's models to compare: a multiselect over ``names`` and ``extra`` (say, fused runs) of at most
     ``most``. It starts on the model last chosen for ``dataset`` on another page of this session, then
     ``model_loading.default_models``'s ``most`` - 1 (so that model fits: Compare's three at most give
-    two defaults); coming back, it shows this page's own choice again unless a model was chosen
-    elsewhere meanwhile (a new ``MODEL_PICKS``). Another dataset's choice never carries over."""
-    scope = (dataset, st.session_state.get(MODEL_PICKS, 0))
-    chosen = _choice_for(key, LAST_COMPARED, scope)
+    two defaults); coming back, it shows this page's own choice for ``dataset`` again unless a model
+    was chosen for it elsewhere meanwhile. Another dataset's choice never carries over."""
+    picks, last_used = _model_picks(dataset)
+    chosen = _drawn_for(key, (dataset, picks))
     if chosen is None:
-        chosen = model_loading.default_models(store, names, dataset, most - 1,
-                                              last_used=_remembered_for(LAST_MODEL, dataset))
-    _keep_choice_for(key, scope, [model for model in chosen if model in names or model in extra])
+        kept = _recalled(LAST_COMPARED, dataset)
+        chosen = (kept[1] if kept is not None and kept[0] == picks
+                  else model_loading.default_models(store, names, dataset, most - 1, last_used=last_used))
+    _keep_choice_for(key, (dataset, picks), [model for model in chosen if model in names or model in extra])
     models = container.multiselect(options=[*names, *extra], max_selections=most, key=key, **box)
-    st.session_state[LAST_COMPARED] = (scope, models)
+    _remember(LAST_COMPARED, dataset, (picks, models))
     return models
 
 
-def _choice_for(key: str, last: str, scope: Hashable, allowed: Callable[[Any], bool] | None = None) -> Any | None:
-    """The choice of the box ``key`` for ``scope`` (what its options come from: a dataset, with its
-    version or the model picks where they matter): the box's own value if it was last drawn for
-    ``scope``, else the ``(scope, value)`` remembered under ``last`` (Streamlit forgets a page's widget
-    values on leaving it), else None; a value that is not ``allowed`` is skipped. The one rule by
-    which another dataset's choice never carries over, for every box that remembers one."""
-    for value in (_drawn_for(key, scope), _remembered_for(last, scope)):
-        if value is not None and (allowed is None or allowed(value)):
-            return value
-    return None
-
-
 def _drawn_for(key: str, scope: Hashable) -> Any | None:
-    """The value of the box ``key`` if it was last given a choice for ``scope`` (``_keep_choice_for``), else None."""
+    """The value of the box ``key`` if it was last given a choice for ``scope`` (``_keep_choice_for``:
+    the dataset its options come from, with what else makes a value stale), else None."""
     return st.session_state.get(key) if st.session_state.get(f"{key}__for") == scope else None
-
-
-def _remembered_for(last: str, scope: Hashable) -> Any | None:
-    """The value remembered under ``last`` as ``(scope, value)``, if it is for ``scope``; else None."""
-    remembered = st.session_state.get(last)
-    return remembered[1] if remembered is not None and remembered[0] == scope else None
 
 
 def _keep_choice_for(key: str, scope: Hashable, value: Any) -> None:
@@ -109,12 +94,29 @@ def _keep_choice_for(key: str, scope: Hashable, value: Any) -> None:
     st.session_state[f"{key}__for"] = scope
 
 
+def _recalled(last: str, dataset: str | None) -> Any | None:
+    """What ``_remember`` kept under ``last`` for ``dataset``, else None. With ``_drawn_for``, the one
+    rule of every remembered choice (model, models, picked question): each dataset its own, another
+    dataset's never carries over, and leaving a dataset for another forgets neither."""
+    return st.session_state.get(last, {}).get(dataset)
+
+
+def _remember(last: str, dataset: str | None, value: Any) -> None:
+    """Keep ``value`` under ``last`` for ``dataset`` (a plain session key: Streamlit forgets a page's
+    widget values when the page is left)."""
+    st.session_state[last] = {**st.session_state.get(last, {}), dataset: value}
+
+
+def _model_picks(dataset: str | None) -> tuple[int, str | None]:
+    """How many models the user chose for ``dataset`` in this session, and the last one."""
+    return _recalled(LAST_MODEL, dataset) or (0, None)
+
+
 def _count_pick(key: str, dataset: str | None) -> None:
     """The user chose the model in the box ``key`` for ``dataset`` (the box's ``on_change``, or a
-    link): remember it for every page (``LAST_MODEL``) and count it (``MODEL_PICKS``), which tells
-    Compare that a model was chosen elsewhere."""
-    st.session_state[LAST_MODEL] = (dataset, st.session_state[key])
-    st.session_state[MODEL_PICKS] = st.session_state.get(MODEL_PICKS, 0) + 1
+    link): remember it for every page, and count it, which tells Compare that a model was chosen
+    elsewhere (``pick_models``)."""
+    _remember(LAST_MODEL, dataset, (_model_picks(dataset)[0] + 1, st.session_state[key]))
 
 
 def _keep_choice(key: str, value: Any) -> None:
@@ -214,7 +216,7 @@ def question_input(store: Store, url: str, dataset: str, dataset_version: str) -
     scope = (dataset, dataset_version)
     picked = _drawn_for("picked", scope)
     if picked not in range(len(questions)):
-        qid = st.session_state.get(LAST_PICKED, {}).get(dataset)
+        qid = _recalled(LAST_PICKED, dataset)
         picked = next((i for i, question in enumerate(questions) if question.qid == qid), 0 if questions else None)
     _keep_choice_for("picked", scope, picked)
     picked = st.selectbox(
@@ -224,7 +226,7 @@ def question_input(store: Store, url: str, dataset: str, dataset_version: str) -
         key="picked",
     )
     if picked is not None:
-        st.session_state[LAST_PICKED] = {**st.session_state.get(LAST_PICKED, {}), dataset: questions[picked].qid}
+        _remember(LAST_PICKED, dataset, questions[picked].qid)
 
     def chosen() -> ChosenQuestion:
         if picked is None:
