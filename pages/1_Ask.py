@@ -54,7 +54,8 @@ rank_now = False
 if params and st.session_state.get(APPLIED_KEY) != params:
     st.session_state[APPLIED_KEY] = params
     named = params.get("dataset")
-    pool = get_questions(store, url, named, candidate_pools.dataset_version(store, named)) if named in datasets else []
+    named_version = candidate_pools.dataset_version(store, named) if named in datasets else None
+    pool = get_questions(store, url, named, named_version) if named in datasets else []
     request = ask_request(params, datasets, models, pool)
     for problem in request.problems:
         st.warning(as_markdown(f"Link ignored in part: {problem}."))
@@ -63,7 +64,7 @@ if params and st.session_state.get(APPLIED_KEY) != params:
     if request.model is not None:
         preset_model("model", request.dataset or st.session_state.get("dataset"), request.model)
     if request.question_index is not None:
-        preset_question(request.dataset, request.question_index)
+        preset_question(request.dataset, named_version, request.question_index)
         rank_now = True
 
 left, right = st.columns(2)

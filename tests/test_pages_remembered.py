@@ -1,7 +1,9 @@
 """The pages remember what a person was looking at, in one session, across pages (AppTest's
 ``switch_page``, which drops a left page's widget values as a browser's page change does): the
-typed-or-picked question on Ask and Compare, the picked question per dataset, and Compare's models
-starting on the model last used on another page. Local mode only: nothing here depends on roles."""
+typed-or-picked question on Ask and Compare, the picked question per dataset (by qid across a
+re-import), and each dataset's model and Compare's models, starting on the model last chosen on another
+page: only a model chosen by hand or by a link counts, never the default a page opened on. Local mode
+only: nothing here depends on roles."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def go(app, page: str):
     return app
 
 
-def test_the_question_comes_back_on_ask_and_moves_to_compare(app):
+def test_the_question_comes_back_on_ask_and_moves_to_compare(app, store_url: str):
     go(app, ASK)
     app.text_input(key="question").input("who painted the sistine chapel").run()
     app.number_input(key="k").set_value(7).run()
@@ -60,19 +62,65 @@ def test_the_question_comes_back_on_ask_and_moves_to_compare(app):
     assert app.selectbox(key="picked").value == 3
     app.selectbox(key="dataset").select(OTHER).run()
     assert app.selectbox(key="picked").value == 5
+
+    # A re-import that reorders the questions: the box keeps the question, not its place in the list.
+    picked = shown(app.selectbox(key="picked"))
+    store = Store(store_url)
+    other = dataclasses.replace(load_demo(), name=OTHER)
+    store.datasets.import_dataset(dataclasses.replace(other, questions=other.questions[::-1]), replace=True)
+    store.close()
+    app.run()
     assert not app.exception, app.exception
+    assert shown(app.selectbox(key="picked")) == picked
+    assert app.selectbox(key="picked").value == len(other.questions) - 1 - 5
+
+
+def shown(box) -> str:
+    """The option a select box shows."""
+    return box.options[box.index]
 
 
 def test_compare_starts_on_the_model_last_used_elsewhere(app):
+    models = lambda: app.multiselect(key="models").value  # noqa: E731
     go(app, COMPARE)
-    assert app.multiselect(key="models").value == ["bm25", "overlap"]  # a fresh session: the usual defaults
+    assert models() == ["bm25", "overlap"]  # a fresh session: the usual defaults
     app.multiselect(key="models").set_value(["overlap", "bm25"]).run()
-    go(go(app, LABEL), COMPARE)
-    assert app.multiselect(key="models").value == ["overlap", "bm25"]  # no model chosen elsewhere: its own choice
+    go(go(go(app, ERRORS), ASK), COMPARE)  # their model boxes opened on a default: no model chosen
+    assert models() == ["overlap", "bm25"]  # its own choice
 
     go(app, ASK).selectbox(key="model").select("smcnn").run()
-    assert go(app, COMPARE).multiselect(key="models").value == ["smcnn", "bm25", "overlap"]  # first, then the defaults
+    assert go(app, COMPARE) and models() == ["smcnn", "bm25", "overlap"]  # first, then the defaults
     go(app, ERRORS).selectbox(key="model").select("overlap").run()
-    assert go(app, COMPARE).multiselect(key="models").value == ["overlap", "bm25"]  # not repeated
+    assert go(app, COMPARE) and models() == ["overlap", "bm25"]  # not repeated
+    app.multiselect(key="models").set_value(["bm25", "smcnn"]).run()
+    go(app, ERRORS).selectbox(key="model").select("bm25").run()
+    app.selectbox(key="model").select("overlap").run()  # the same model as before, chosen again
+    assert go(app, COMPARE) and models() == ["overlap", "bm25"]
+
+
+def test_each_dataset_keeps_its_own_models(app):
+    go(app, ASK).selectbox(key="model").select("overlap").run()
     app.selectbox(key="dataset").select(OTHER).run()
-    assert app.multiselect(key="models").value == ["bm25", "overlap"]  # the demo's model stays with the demo
+    assert app.selectbox(key="model").value == "bm25"  # the demo's choice stays with the demo
+    app.selectbox(key="dataset").select("demo").run()
+    assert app.selectbox(key="model").value == "overlap"  # and comes back with it
+
+    models = lambda: app.multiselect(key="models").value  # noqa: E731
+    assert go(app, COMPARE) and models() == ["overlap", "bm25"]
+    app.multiselect(key="models").set_value(["bm25", "smcnn"]).run()
+    app.selectbox(key="dataset").select(OTHER).run()
+    assert models() == ["bm25", "overlap"]  # nothing chosen for the other dataset
+    app.multiselect(key="models").set_value(["overlap", "bm25"]).run()
+    go(go(app, ERRORS), COMPARE)  # Errors opened on the other dataset: no model chosen
+    assert app.selectbox(key="dataset").value == OTHER and models() == ["overlap", "bm25"]
+    app.selectbox(key="dataset").select("demo").run()
+    assert models() == ["bm25", "smcnn"]  # the demo's own choice, kept meanwhile
+
+
+def test_a_model_chosen_by_a_link_goes_first_on_compare(app):
+    app.query_params.update(dataset=OTHER, model="overlap")  # Errors' link to Ask
+    assert go(app, ASK).selectbox(key="model").value == "overlap"
+    app.query_params.clear()
+    go(app, COMPARE)
+    assert app.selectbox(key="dataset").value == OTHER
+    assert app.multiselect(key="models").value == ["overlap", "bm25"]

@@ -3,7 +3,7 @@ switch, the label rule, and the typed-or-picked question; plus the blank cell of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -20,7 +20,9 @@ from qa_core.types import Candidate, InputError
 TYPED, PICKED = "Type a question", "Pick a dataset question"
 NO_DATASETS = "No datasets in the store. Import one with `python -m qa_core data import PATH --name NAME`."
 LAST_DATASET, LAST_MODEL, LAST_CLEAN = "last_dataset", "last_model", "last_clean"
-LAST_COMPARED = "last_compared"  # (dataset, LAST_MODEL then, the models) of pick_models
+# Per dataset (``_remember``): LAST_MODEL, how many models the user chose for it (a model box changed, or a
+# link) and the last; LAST_COMPARED, that count when pick_models last drew its models, and the models
+LAST_COMPARED = "last_compared"
 # question_input's choices: typed or picked, the typed text, BM25's k, and per dataset the picked qid
 LAST_SOURCE, LAST_TYPED, LAST_K, LAST_PICKED = "last_source", "last_typed", "last_k", "last_picked"
 
@@ -44,20 +46,19 @@ def pick_dataset(container, datasets: Sequence[str], key: str, store: Store | No
 
 def pick_model(container, store: Store, dataset: str, key: str, options: Sequence[str] | None = None) -> str:
     """A page's model select box over ``options`` (default: every model, those ready for ``dataset``
-    first). It starts on the model last used for ``dataset`` (this session's, else the store's last
-    trained or promoted) and goes there again when the dataset changes, so another dataset's choice
-    never carries over; the version in use is said under it."""
+    first). It starts on the model last chosen for ``dataset`` in this session (on any page, by hand
+    or by a link), else the store's last trained or promoted, and goes there again when the dataset
+    changes, so another dataset's choice never carries over; the version in use is said under it.
+    Only the user's change of the box counts as a choice (``_count_pick``): the default it opens on
+    does not, so merely visiting a page changes no other page's choice."""
     options = list(options) if options is not None else model_loading.model_names(store, dataset)
-    for_dataset = f"{key}__dataset"
-    chosen = st.session_state.get(key)
-    if chosen not in options or st.session_state.get(for_dataset) != dataset:
-        remembered = st.session_state.get(LAST_MODEL)
-        chosen = (remembered[1] if remembered and remembered[0] == dataset and remembered[1] in options
-                  else model_loading.default_model(store, options, dataset))
-        st.session_state[for_dataset] = dataset
-    _keep_choice(key, chosen)
-    model = container.selectbox("Model", options, key=key)
-    st.session_state[LAST_MODEL] = (dataset, model)
+    chosen = _drawn_for(key, dataset)
+    if chosen not in options:
+        chosen = _model_picks(dataset)[1]
+    if chosen not in options:
+        chosen = model_loading.default_model(store, options, dataset)
+    _keep_choice_for(key, dataset, chosen)
+    model = container.selectbox("Model", options, key=key, on_change=_count_pick, args=(key, dataset))
     container.caption(as_markdown(model_loading.version_in_use(store, model, dataset)))
     return model
 
@@ -65,22 +66,57 @@ def pick_model(container, store: Store, dataset: str, key: str, options: Sequenc
 def pick_models(container, store: Store, dataset: str, names: Sequence[str], extra: Sequence[str], key: str,
                 most: int, **box: Any) -> list[str]:
     """A page's models to compare: a multiselect over ``names`` and ``extra`` (say, fused runs) of at most
-    ``most``. It starts on the model last used for ``dataset`` on another page of this session, then
-    ``model_loading.default_models``'s two; coming back, it shows this page's own choice again unless
-    a model was chosen elsewhere meanwhile. Another dataset's choice never carries over."""
-    last = st.session_state.get(LAST_MODEL)
-    chosen = st.session_state.get(key)
-    compared = st.session_state.get(LAST_COMPARED)
-    if chosen is None or compared is None or compared[0] != dataset:  # a page or a dataset just opened
-        if compared is not None and compared[:2] == (dataset, last):
-            chosen = [model for model in compared[2] if model in names or model in extra]
-        else:
-            last_used = last[1] if last and last[0] == dataset else None
-            chosen = model_loading.default_models(store, names, dataset, 2, last_used=last_used)[:most]
-    _keep_choice(key, chosen)
+    ``most``. It starts on the model last chosen for ``dataset`` on another page of this session, then
+    ``model_loading.default_models``'s ``most`` - 1 (so that model fits: Compare's three at most give
+    two defaults); coming back, it shows this page's own choice for ``dataset`` again unless a model
+    was chosen for it elsewhere meanwhile. Another dataset's choice never carries over."""
+    picks, last_used = _model_picks(dataset)
+    chosen = _drawn_for(key, (dataset, picks))
+    if chosen is None:
+        kept = _recalled(LAST_COMPARED, dataset)
+        chosen = (kept[1] if kept is not None and kept[0] == picks
+                  else model_loading.default_models(store, names, dataset, most - 1, last_used=last_used))
+    _keep_choice_for(key, (dataset, picks), [model for model in chosen if model in names or model in extra])
     models = container.multiselect(options=[*names, *extra], max_selections=most, key=key, **box)
-    st.session_state[LAST_COMPARED] = (dataset, last, models)
+    _remember(LAST_COMPARED, dataset, (picks, models))
     return models
+
+
+def _drawn_for(key: str, scope: Hashable) -> Any | None:
+    """The value of the box ``key`` if it was last given a choice for ``scope`` (``_keep_choice_for``:
+    the dataset its options come from, with what else makes a value stale), else None."""
+    return st.session_state.get(key) if st.session_state.get(f"{key}__for") == scope else None
+
+
+def _keep_choice_for(key: str, scope: Hashable, value: Any) -> None:
+    """``_keep_choice``, noting the scope the choice is for (read by ``_drawn_for``)."""
+    _keep_choice(key, value)
+    st.session_state[f"{key}__for"] = scope
+
+
+def _recalled(last: str, dataset: str | None) -> Any | None:
+    """What ``_remember`` kept under ``last`` for ``dataset``, else None. With ``_drawn_for``, the one
+    rule of every remembered choice (model, models, picked question): each dataset its own, another
+    dataset's never carries over, and leaving a dataset for another forgets neither."""
+    return st.session_state.get(last, {}).get(dataset)
+
+
+def _remember(last: str, dataset: str | None, value: Any) -> None:
+    """Keep ``value`` under ``last`` for ``dataset`` (a plain session key: Streamlit forgets a page's
+    widget values when the page is left)."""
+    st.session_state[last] = {**st.session_state.get(last, {}), dataset: value}
+
+
+def _model_picks(dataset: str | None) -> tuple[int, str | None]:
+    """How many models the user chose for ``dataset`` in this session, and the last one."""
+    return _recalled(LAST_MODEL, dataset) or (0, None)
+
+
+def _count_pick(key: str, dataset: str | None) -> None:
+    """The user chose the model in the box ``key`` for ``dataset`` (the box's ``on_change``, or a
+    link): remember it for every page, and count it, which tells Compare that a model was chosen
+    elsewhere (``pick_models``)."""
+    _remember(LAST_MODEL, dataset, (_model_picks(dataset)[0] + 1, st.session_state[key]))
 
 
 def _keep_choice(key: str, value: Any) -> None:
@@ -94,16 +130,17 @@ def _keep_choice(key: str, value: Any) -> None:
 
 
 def preset_model(key: str, dataset: str | None, model: str) -> None:
-    """Choose ``model`` in ``pick_model``'s box ``key`` for ``dataset`` before it is drawn (a link)."""
-    st.session_state[key] = model
-    st.session_state[f"{key}__dataset"] = dataset
+    """Choose ``model`` in ``pick_model``'s box ``key`` for ``dataset`` before it is drawn (a link):
+    a choice of the user's, as one made in the box."""
+    _keep_choice_for(key, dataset, model)
+    _count_pick(key, dataset)
 
 
-def preset_question(dataset: str | None, index: int) -> None:
-    """Pick the question at ``index`` of ``dataset`` in ``question_input``'s box before it is drawn (a link)."""
+def preset_question(dataset: str | None, dataset_version: str | None, index: int) -> None:
+    """Pick the question at ``index`` of ``dataset`` (as of ``dataset_version``) in ``question_input``'s
+    box before it is drawn (a link)."""
     st.session_state["source"] = PICKED
-    st.session_state["picked"] = index
-    st.session_state[PICKED_FOR] = dataset
+    _keep_choice_for("picked", (dataset, dataset_version), index)
 
 
 def _remembered(key: str, last: str, allowed: Callable[[Any], bool], default: Any, draw: Callable[[], Any]) -> Any:
@@ -150,7 +187,6 @@ def require_datasets(store: Store) -> list[str]:
 
 
 ChosenQuestion = tuple[str, Sequence[Candidate], str | None]
-PICKED_FOR = "picked__dataset"  # the dataset the box "picked" was last drawn for
 
 
 def question_input(store: Store, url: str, dataset: str, dataset_version: str) -> Callable[[], ChosenQuestion]:
@@ -175,12 +211,14 @@ def question_input(store: Store, url: str, dataset: str, dataset_version: str) -
 
         return chosen
     questions = get_questions(store, url, dataset, dataset_version)
-    picked = st.session_state.get("picked") if st.session_state.get(PICKED_FOR) == dataset else None
+    # The box's position holds within one version of the dataset; another dataset or version (a
+    # re-import may reorder the questions) goes by the qid last picked on the dataset.
+    scope = (dataset, dataset_version)
+    picked = _drawn_for("picked", scope)
     if picked not in range(len(questions)):
-        qid = st.session_state.get(LAST_PICKED, {}).get(dataset)
+        qid = _recalled(LAST_PICKED, dataset)
         picked = next((i for i, question in enumerate(questions) if question.qid == qid), 0 if questions else None)
-    _keep_choice("picked", picked)
-    st.session_state[PICKED_FOR] = dataset
+    _keep_choice_for("picked", scope, picked)
     picked = st.selectbox(
         "Dataset question",
         range(len(questions)),
@@ -188,7 +226,7 @@ def question_input(store: Store, url: str, dataset: str, dataset_version: str) -
         key="picked",
     )
     if picked is not None:
-        st.session_state[LAST_PICKED] = {**st.session_state.get(LAST_PICKED, {}), dataset: questions[picked].qid}
+        _remember(LAST_PICKED, dataset, questions[picked].qid)
 
     def chosen() -> ChosenQuestion:
         if picked is None:

@@ -76,9 +76,11 @@ def default_model(store: Store, names: Sequence[str], dataset: str | None = None
 
 def default_models(store: Store, names: Sequence[str], dataset: str, count: int,
                    last_used: str | None = None) -> list[str]:
-    """``count`` of ``names`` to compare first: the trained models ``dataset`` has a version of, last
-    used first, then the baselines (Compare starts on trained models when they exist). ``last_used``
-    (a session's model on another page), when one of ``names``, goes before them without taking one's place."""
+    """The models of ``names`` to compare first: ``count`` of them, the trained models ``dataset`` has a
+    version of, last used first, then the baselines (Compare starts on trained models when they
+    exist); and ``last_used`` (a session's model on another page), when one of ``names``, first. It
+    takes none of the ``count`` places: when it is not among them, ``count`` + 1 names come back (so
+    Compare, three models at most, asks for two)."""
     trained = [name for name in names if not systems.is_system(name) and registry.ranker_class(name).capabilities.trainable
                and store.models.promoted_model(name, dataset) is not None]
     used = [model for _, on, model in usage(store) if on == dataset and model in trained]
