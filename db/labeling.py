@@ -52,6 +52,7 @@ from db.base import (
     not_retracted,
     now,
 )
+from db.labels import UNDO_ATTEMPTS, retract_last
 from db.models import AdjudicationRow, CandidateRow, LabelRow, QueueClaimRow
 from qa_core.access import Actor, Permission, acting_name
 from qa_core.types import InputError, StorageError
@@ -275,6 +276,42 @@ class LabelingStore(StoreBase):
         except StorageError as error:
             log.warning("claims of %s on %s stay open until their lease ends: %s", holder, dataset, error)
             return 0
+
+    def undo_and_claim(
+        self, dataset: str, annotator: str, holder: str, split: str | None = None, *,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS, actor: Actor | None = None,
+    ) -> Claim | None:
+        """Retract the latest current judgement that ``annotator`` gave through ``holder`` in
+        ``dataset`` (its ``split`` if given) and lease that pair to ``holder`` again, to show it,
+        in one transaction; ``None``, with nothing retracted, when there is no such judgement or
+        another session holds that pair now. The holder's other open claims on the dataset end
+        (a tab shows one pair). A signed-in ``actor`` undoes only their own judgements."""
+
+        def undo(session: Session) -> Claim:
+            who = authorize(session, actor, Permission.LABEL, team=self.team)
+            undoer = check_annotator(acting_name(who, annotator))
+            label = retract_last(session, undoer, dataset, holder, split)
+            if label is None:
+                raise _NoLongerEligible
+            at = now()
+            end_open_claims(session, "expired", QueueClaimRow.candidate_id == label.candidate_id, QueueClaimRow.expires_at <= at, at=at)
+            end_open_claims(
+                session, "released", QueueClaimRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)),
+                QueueClaimRow.holder == holder,
+            )
+            if session.scalar(select(exists().where(QueueClaimRow.candidate_id == label.candidate_id, QueueClaimRow.ended_at.is_(None)))):
+                raise _NoLongerEligible  # another session shows the pair: take nothing back
+            expires = at + timedelta(seconds=lease_seconds)
+            claim_id = insert_id(
+                session, QueueClaimRow, candidate_id=label.candidate_id, annotator=undoer, holder=holder,
+                claimed_at=at, expires_at=expires,
+            )
+            return Claim(claim_id, label.candidate_id, undoer, holder, at, expires)
+
+        try:  # a concurrent claim of the pair (the unique index on open claims) is seen on the next attempt
+            return self.retrying(undo, UNDO_ATTEMPTS)
+        except _NoLongerEligible:
+            return None
 
     def label_claim(self, claim_id: int, value: int, note: str | None = None, *, actor: Actor | None = None) -> int:
         """Append the claim's annotator's judgement of its pair and end the claim ("labelled"), in

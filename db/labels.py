@@ -270,19 +270,8 @@ class LabelStore(StoreBase):
 
         def undo(session: Session) -> dict[str, Any] | None:
             who = authorize(session, actor, Permission.LABEL, team=self.team)
-            undoer = check_annotator(acting_name(who, annotator))
-            query = select(LabelRow).where(LabelRow.annotator == undoer, not_retracted())
-            if holder is not None:
-                query = query.where(
-                    LabelRow.claim_id.in_(select(QueueClaimRow.id).where(QueueClaimRow.holder == holder))
-                )
-            if dataset is not None:
-                query = query.where(LabelRow.candidate_id.in_(candidates_of(session, dataset, CandidateRow.id)))
-            label = session.scalars(query.order_by(LabelRow.id.desc()).limit(1)).first()
-            if label is None:
-                return None
-            session.execute(insert(LabelRetractionRow).values(label_id=label.id, annotator=undoer))
-            return {"label_id": label.id, "candidate_id": label.candidate_id, "value": label.value}
+            label = retract_last(session, check_annotator(acting_name(who, annotator)), dataset, holder)
+            return None if label is None else {"label_id": label.id, "candidate_id": label.candidate_id, "value": label.value}
 
         return self.retrying(undo, UNDO_ATTEMPTS)
 
@@ -338,3 +327,21 @@ class LabelStore(StoreBase):
                 }
                 for row in rows
             }
+
+
+def retract_last(
+    session: Session, annotator: str, dataset: str | None = None, holder: str | None = None, split: str | None = None
+) -> LabelRow | None:
+    """Retract ``annotator``'s latest current judgement (in ``dataset``, its ``split``, given by
+    ``holder`` where given) inside the caller's transaction, and return it; ``None`` when there is none.
+    The queue's undo calls it too, to retract and lease the pair again in one transaction."""
+    query = select(LabelRow).where(LabelRow.annotator == annotator, not_retracted())
+    if holder is not None:
+        query = query.where(LabelRow.claim_id.in_(select(QueueClaimRow.id).where(QueueClaimRow.holder == holder)))
+    if dataset is not None:
+        candidates = candidates_of(session, dataset, CandidateRow.id)
+        query = query.where(LabelRow.candidate_id.in_(candidates if split is None else candidates.where(QuestionRow.split == split)))
+    label = session.scalars(query.order_by(LabelRow.id.desc()).limit(1)).first()
+    if label is not None:
+        session.execute(insert(LabelRetractionRow).values(label_id=label.id, annotator=annotator))
+    return label

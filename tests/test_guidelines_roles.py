@@ -70,11 +70,11 @@ def test_the_label_page_offers_the_guideline_editor_to_admins_only(store_url: st
 
     ada = team_page(LABEL, claims("ada"))
     ada.radio(key="label_view").set_value("Guidelines").run()
-    ada.text_area(key="guidelines_text").input(GUIDELINES)
+    ada.text_area(key="guidelines_text:demo").input(GUIDELINES)
     ada.button[[b.label for b in ada.button].index("Save as a new version")].click().run()
     assert not ada.exception, ada.exception
-    ada.checkbox(key="calibration_on").check()
-    ada.number_input(key="calibration_size").set_value(1)
+    ada.checkbox(key="calibration_on:demo").check()
+    ada.number_input(key="calibration_size:demo").set_value(1)
     ada.button[[b.label for b in ada.button].index("Save calibration")].click().run()
     assert not ada.exception, ada.exception
     store = Store(store_url)

@@ -215,6 +215,29 @@ def test_undo_shows_the_pair_again_and_keeps_history(queue_store: Store) -> None
     assert session(queue_store, "bob").undo() is None
 
 
+def test_undo_takes_back_only_what_it_can_show_again(queue_store: Store) -> None:
+    def queue(annotator: str, split: str) -> LabelingSession:
+        return LabelingSession.build(queue_store, "queue", annotator, split=split, holder=f"{annotator}-tab",
+                                     policy=QueuePolicy(overlap_share=1.0))  # every pair wants two annotators
+
+    def alices() -> dict[int, int]:
+        return {c: grades["alice"] for c, grades in queue_store.labels.current_labels("queue", "alice").items()}
+
+    dev = queue("alice", "dev")
+    item = dev.current()
+    dev.label(item, 3)
+    train = queue("alice", "train")
+    assert train.current() is not None
+    assert train.undo() is None and alices() == {item.candidate_id: 3}  # the dev label is not the train queue's
+    bob = queue("bob", "dev")
+    held = bob.current()
+    assert held.candidate_id == item.candidate_id
+    assert dev.undo() is None and alices() == {item.candidate_id: 3}  # bob's tab shows it: nothing taken back
+    bob.skip(held)
+    assert dev.undo().candidate_id == item.candidate_id and alices() == {}
+    assert [c.holder for c in queue_store.queue.open_claims("queue")] == ["alice-tab"]  # shown again, alone
+
+
 def test_adjudicated_pairs_leave_the_queue(queue_store: Store) -> None:
     records = queue_store.datasets.candidate_rows("queue")
     queue_store.labels.adjudicate(records[0].candidate_id, 2, "carol")

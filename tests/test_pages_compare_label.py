@@ -340,11 +340,19 @@ def test_agreement_and_review_settle_a_conflict(store_url):
     assert any("another reviewer" in w.value for w in app.warning)
     [s for s in app.selectbox if s.label == "Annotator"][0].select("New annotator…").run()
     app.text_input(key="new_annotator").input("carol").run()  # not a party: may settle it
+
+    def note():
+        return next(box for box in app.text_input if box.label == "Note (optional)")
+
+    note().input("written for the first conflict").run()
+    app.selectbox(key="conflict").select_index(1).run()
+    assert note().value == ""  # a note belongs to the conflict it was written for
+    note().input("bob misread it").run()
     app.button(key="settle-1").click().run()
     assert not app.exception, app.exception
     adjudications = store.labels.adjudications("demo")
-    assert [(a["value"], a["adjudicator"]) for a in adjudications.values()] == [(1, "carol")]
-    assert len(app.dataframe[0].value) == 1
+    assert [(a["value"], a["adjudicator"], a["note"]) for a in adjudications.values()] == [(1, "carol", "bob misread it")]
+    assert len(app.dataframe[0].value) == 1 and note().value == ""
     store.close()
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from db.store import Store
 from qa_core.services import model_loading, store_setup
+from qa_core.types import Dataset
 from tests.pages import LABEL, open_page
 
 
@@ -88,7 +89,7 @@ def test_agreement_with_enough_overlap_shows_coefficients_and_intervals(store_ur
 def test_share_of_double_annotated_pairs_is_set_on_the_page(store_url):
     app = start("alice")
     app.radio(key="label_view").set_value("Agreement").run()
-    app.slider(key="overlap_share").set_value(100)
+    app.slider(key="overlap_share:demo").set_value(100)
     app.button[[b.label for b in app.button].index("Save share")].click().run()
     assert not app.exception, app.exception
     store = Store(store_url)
@@ -133,7 +134,7 @@ def test_guidelines_written_on_the_page_show_beside_the_pair_and_version_the_lab
     assert any("No guidelines for this dataset yet" in c.value for c in app.caption)
     assert any("**2 · partly answers**" in m.value for m in app.markdown)  # the grade scale, always
     app.radio(key="label_view").set_value("Guidelines").run()
-    app.text_area(key="guidelines_text").input("A year alone <b>partly</b> answers a *when* question.")
+    app.text_area(key="guidelines_text:demo").input("A year alone <b>partly</b> answers a *when* question.")
     app.button[[b.label for b in app.button].index("Save as a new version")].click().run()
     assert not app.exception, app.exception
     assert any("version 1 is in force" in s.value for s in app.success)
@@ -144,6 +145,33 @@ def test_guidelines_written_on_the_page_show_beside_the_pair_and_version_the_lab
     store = Store(store_url)
     (version,) = store.annotation.label_guideline_versions("demo").values()
     assert version == 1
+    store.close()
+
+
+def test_the_settings_editors_show_the_chosen_datasets_values_and_save_nothing_into_another(store_url):
+    store = Store(store_url)
+    store_setup.ensure_demo(store)
+    store.datasets.import_dataset(Dataset("other", store.datasets.load_dataset("demo").questions[:5]))
+    store.annotation.save_guidelines("demo", "DEMO RULES", "admin")
+    store.annotation.save_guidelines("other", "OTHER RULES", "admin")
+    store.calibration.set_calibration("demo", True, 7, "admin")
+    store.annotation.set_annotation_settings("demo", 0.5, 2, "admin")
+    app = start("alice")
+    app.radio(key="label_view").set_value("Guidelines").run()
+    assert app.text_area(key="guidelines_text:demo").value == "DEMO RULES"
+    app.selectbox(key="label_dataset").set_value("other").run()
+    assert app.text_area(key="guidelines_text:other").value == "OTHER RULES"  # was DEMO RULES, kept by its key
+    assert (app.checkbox(key="calibration_on:other").value, app.number_input(key="calibration_size:other").value) == (
+        False, store.calibration.calibration_settings("other").pairs)
+    for button in ("Save as a new version", "Save calibration"):
+        app.button[[b.label for b in app.button].index(button)].click().run()
+        assert not app.exception, app.exception
+    assert [g.text for g in store.annotation.guideline_history("other")] == ["OTHER RULES"]
+    assert not store.calibration.calibration_settings("other").enabled
+    app.radio(key="label_view").set_value("Agreement").run()
+    assert app.slider(key="overlap_share:other").value == 20  # the default, not demo's 50%
+    app.button[[b.label for b in app.button].index("Save share")].click().run()
+    assert store.annotation.annotation_settings("other").overlap_share == 0.2
     store.close()
 
 

@@ -36,8 +36,8 @@ def test_a_new_annotator_calibrates_on_gold_first_and_sees_agreement_before_real
     app = start("alice")
     app.radio(key="label_view").set_value("Guidelines").run()
     assert any("Now off (the default)" in c.value for c in app.caption)
-    app.checkbox(key="calibration_on").check()
-    app.number_input(key="calibration_size").set_value(3)
+    app.checkbox(key="calibration_on:demo").check()
+    app.number_input(key="calibration_size:demo").set_value(3)
     app.button[[b.label for b in app.button].index("Save calibration")].click().run()
     assert not app.exception, app.exception
     store = Store(store_url)

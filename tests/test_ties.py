@@ -17,7 +17,7 @@ from qa_core.data.importers import read_trec_run
 from qa_core.evaluation import MEASURES, METRICS, evaluate, tie_aware, tie_groups
 from qa_core.rankers.base import Explanation, Ranker, as_candidates
 from qa_core.retrieval import BM25Index
-from qa_core.types import Candidate
+from qa_core.types import Candidate, Question
 
 RANX_METRICS = {"map": "map", "mrr": "mrr", "p@1": "precision@1", "ndcg@10": "ndcg@10"}
 
@@ -183,6 +183,17 @@ def test_ask_ranks_and_counterfactual_ranks_follow_the_rule():
     assert list(result.table()["tied"]) == [False, True, True] and result.tied() == 2
     # d1 edited to three words ties d2's score: doc id descending puts it after d2
     assert result.counterfactual(3, "four five six").rank == 2
+
+
+def test_the_label_pages_suggestion_ranks_a_tie_as_ask_does():
+    from qa_core.services.labeling import suggestions
+    from qa_core.services.ranking import rank_pool
+
+    pool = [Candidate("d1", "one two three"), Candidate("d3", "one two three"), Candidate("d2", "one")]
+    asked = {s.candidate.doc_id: s.rank for s in rank_pool(_LengthRanker(), "which?", pool).scored}
+    question = Question("q", "which?", pool)
+    hints = {doc: suggestions.suggest(_LengthRanker(), "length", question, doc) for doc in asked}
+    assert {doc: hint.rank for doc, hint in hints.items()} == asked == {"d3": 1, "d1": 2, "d2": 3}
 
 
 def test_the_cli_reports_ties_beside_trec_evals_values(cli_env, capsys):

@@ -127,7 +127,7 @@ def overlap_setting(desk: Desk) -> None:
     with st.form("overlap_form", border=False):
         share = st.slider(
             "Share of pairs judged by two annotators", 0, 100, round(settings.overlap_share * 100), step=5,
-            format="%d%%", key="overlap_share",
+            format="%d%%", key=desk.key("overlap_share"),
         )
         st.caption(as_markdown(management.overlap_line(settings)))
         if not manages:

@@ -25,7 +25,7 @@ def guidelines_view(desk: Desk) -> None:
             st.markdown(current)  # the guidelines' own markdown; Streamlit escapes HTML in it
     else:
         with st.form("guidelines_form", border=False):
-            text = st.text_area("Guidelines (markdown)", current, height=300, key="guidelines_text")
+            text = st.text_area("Guidelines (markdown)", current, height=300, key=desk.key("guidelines_text"))
             saved = st.form_submit_button("Save as a new version", disabled=author is None)
         if author is None:
             st.info("Choose or type your name above to edit the guidelines.")
@@ -37,7 +37,7 @@ def guidelines_view(desk: Desk) -> None:
             else:
                 st.session_state[NOTICE] = f"Guidelines version {guideline.version} is in force."
                 st.rerun()
-    calibration_setting(store, dataset, author)
+    calibration_setting(desk)
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.success(as_markdown(notice))
@@ -52,8 +52,9 @@ def guidelines_view(desk: Desk) -> None:
     st.caption("Keys: " + keys_help(desk.views))
 
 
-def calibration_setting(store, dataset: str, author: str | None) -> None:
+def calibration_setting(desk: Desk) -> None:
     """Whether new annotators judge gold pairs first, and how many: the dataset manager's setting."""
+    store, dataset, author = desk.store, desk.dataset, desk.annotator
     settings = store.calibration.calibration_settings(dataset)
     st.markdown("**Calibration of new annotators**")
     st.caption(as_markdown(management.calibration_line(settings)))
@@ -61,8 +62,8 @@ def calibration_setting(store, dataset: str, author: str | None) -> None:
         st.caption("Only an admin changes it.")
         return
     with st.form("calibration_form", border=False):
-        enabled = st.checkbox("Calibrate new annotators on gold pairs first", value=settings.enabled, key="calibration_on")
-        pairs = st.number_input("Gold pairs", 1, management.MAX_CALIBRATION_PAIRS, settings.pairs, key="calibration_size")
+        enabled = st.checkbox("Calibrate new annotators on gold pairs first", value=settings.enabled, key=desk.key("calibration_on"))
+        pairs = st.number_input("Gold pairs", 1, management.MAX_CALIBRATION_PAIRS, settings.pairs, key=desk.key("calibration_size"))
         saved = st.form_submit_button("Save calibration", disabled=author is None)
     if saved and author is not None:
         try:

@@ -60,7 +60,8 @@ def undo(session: labeling.LabelingSession) -> None:
     st.session_state.pop(SHOWN, None)
     item = session.undo()
     st.session_state[NOTICE] = (
-        "Nothing of yours to undo here, or another session holds that pair now."
+        "Nothing of yours to undo in this queue (dataset and split), or another session shows that pair now: "
+        "nothing was taken back."
         if item is None
         else f"Took back your label of {item.record.qid} / {item.record.doc_id} (it stays in the history)."
     )

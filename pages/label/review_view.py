@@ -15,15 +15,19 @@ from qa_core.services.labeling import review, suggestions
 from qa_core.types import InputError
 
 
+def note_key(conflict: labeling.Conflict) -> str:
+    """The note box of one conflict: a note belongs to the conflict it was written for, so the
+    next conflict's box starts empty, and a settled conflict's box goes with it."""
+    return f"adjudication_note:{conflict.candidate_id}"
+
+
 def settle(store, conflict: labeling.Conflict, grade: int, reviewer: str | None) -> None:
-    """Button callback: the reviewer's final grade of the conflict on screen. Its note belongs to
-    this conflict only, so the box is emptied for the next one."""
+    """Button callback: the reviewer's final grade of the conflict on screen, with its note."""
     try:
-        review.settle(store, conflict, grade, reviewer, st.session_state.get("adjudication_note"), current_actor())
+        review.settle(store, conflict, grade, reviewer, st.session_state.get(note_key(conflict)), current_actor())
     except InputError as error:
         st.session_state[NOTICE] = f"Not settled: {error}"
         return
-    st.session_state["adjudication_note"] = ""
     st.session_state[NOTICE] = f"Settled {conflict.qid} / {conflict.doc_id} as {grade} ({GRADE_NAMES[grade]})."
 
 
@@ -87,7 +91,7 @@ def review_view(desk: Desk) -> None:
             "**Labels:** "
             + as_markdown(", ".join(f"{name}: {grade}" for name, grade in conflict.labels.items()))
         )
-    st.text_input("Note (optional)", key="adjudication_note")
+    st.text_input("Note (optional)", key=note_key(conflict))
     party = review.is_party(conflict, reviewer)
     if reviewer is None:
         st.info("Choose or type your name above to settle conflicts as a reviewer.")

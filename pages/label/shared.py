@@ -74,6 +74,12 @@ class Desk:
     annotator: str | None
     views: tuple[str, ...]
 
+    def key(self, name: str) -> str:
+        """The key of a widget that edits this dataset's setting: a keyed widget keeps what it
+        holds when only its ``value=`` changes, so under one key a switch of dataset would show
+        the old dataset's setting, and a save would store it as the new one's."""
+        return f"{name}:{self.dataset}"
+
     def scores(self, model: str) -> labeling.BackgroundScores:
         """``model``'s background scores of the dataset (``NotTrainedError`` without a version)."""
         store, dataset = self.store, self.dataset

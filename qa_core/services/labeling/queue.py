@@ -104,11 +104,13 @@ class LabelingSession:
         policy: QueuePolicy | None = None,
         records: Sequence[CandidateRecord] | None = None,
         actor: Actor | None = None,
+        split: str | None = None,
     ):
-        """``order``: the dataset's candidate ids best first (``order_candidates``); ``holder``:
-        the app session's id (default: the annotator, i.e. one session per annotator);
-        ``records``: the dataset's ``candidate_rows`` if the caller has them already; ``actor``:
-        who writes the labels (the store checks it; default: the local user in local mode)."""
+        """``order``: the dataset's (``split``'s, if given) candidate ids best first
+        (``order_candidates``); ``holder``: the app session's id (default: the annotator, i.e. one
+        session per annotator); ``records``: those candidates' ``candidate_rows`` if the caller
+        has them already; ``actor``: who writes the labels (the store checks it; default: the
+        local user in local mode)."""
         if not annotator or not annotator.strip():
             raise InputError("choose or type an annotator name first")
         self.store, self.dataset = store, dataset
@@ -116,7 +118,10 @@ class LabelingSession:
         self.holder = holder or self.annotator
         self.policy = policy or QueuePolicy()
         self.order = list(dict.fromkeys(order))
-        self.records = {r.candidate_id: r for r in (records if records is not None else store.datasets.candidate_rows(dataset))}
+        self.split = split
+        self.records = {
+            r.candidate_id: r for r in (records if records is not None else store.datasets.candidate_rows(dataset, split=split))
+        }
         unknown = [c for c in self.order if c not in self.records]
         if unknown:
             raise InputError(f"the queue holds {len(unknown)} candidate ids that are not in dataset {dataset!r}")
@@ -149,7 +154,7 @@ class LabelingSession:
         records = store.datasets.candidate_rows(dataset, split=split)
         judged = judged_candidates(store, dataset) if strategy == POOL else ()
         order = order_candidates(strategy, records, seed=seed, scores=scores, depth=depth, judged=judged)
-        return cls(store, dataset, order, annotator, holder=holder, policy=policy, records=records, actor=actor)
+        return cls(store, dataset, order, annotator, holder=holder, policy=policy, records=records, actor=actor, split=split)
 
     def current(self) -> QueueItem | None:
         """The pair to show now (the same one on every call until it is finished), or ``None``
@@ -167,19 +172,15 @@ class LabelingSession:
         self.store.queue.end_claim(item.claim.claim_id, "skipped", actor=self.actor)
 
     def undo(self) -> QueueItem | None:
-        """Retract the annotator's last judgement in this dataset (history keeps it) and show
-        that pair again; ``None`` when there is nothing to undo or another session holds it."""
-        undone = self.store.labels.undo_last(self.annotator, self.dataset, holder=self.holder, actor=self.actor)
-        if undone is None:
-            return None
-        self.store.queue.release_claims(self.dataset, self.holder, actor=self.actor)
-        claim = self.store.queue.claim_candidate(
-            undone["candidate_id"], self.annotator, self.holder, lease_seconds=self.policy.lease_seconds,
+        """Retract the annotator's last judgement in this session's queue (its dataset and split,
+        given in this app session; history keeps it) and show that pair again, in one transaction;
+        ``None``, with nothing taken back, when there is nothing to undo or another session holds
+        that pair now."""
+        claim = self.store.queue.undo_and_claim(
+            self.dataset, self.annotator, self.holder, self.split, lease_seconds=self.policy.lease_seconds,
             actor=self.actor,
         )
-        if claim is None or claim.candidate_id not in self.records:
-            return None
-        return QueueItem(claim, self.records[claim.candidate_id])
+        return None if claim is None else QueueItem(claim, self.records[claim.candidate_id])
 
     def close(self) -> int:
         """Release this session's leases (annotator switched, page left); returns how many."""

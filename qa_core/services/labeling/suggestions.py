@@ -60,7 +60,7 @@ def suggest(ranker: Ranker, model: str, question: Question, doc_id: str) -> Sugg
     pool = list(question.candidates)
     index = next(i for i, c in enumerate(pool) if c.doc_id == doc_id)
     scores = ranker.score(question.text, pool)
-    rank = 1 + sum(score > scores[index] for score in scores)
+    rank = 1 + ordering.order([c.doc_id for c in pool], scores).index(index)  # ties: the one rule, as Ask's
     explanation = ranker.explain(question.text, pool, index)
     weighted = sorted(zip(explanation.answer_weights, explanation.answer_tokens), key=lambda pair: -abs(pair[0]))
     words: list[str] = []
