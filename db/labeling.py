@@ -175,34 +175,6 @@ class LabelingStore(StoreBase):
                 return claim
         return None
 
-    def claim_candidate(
-        self,
-        candidate_id: int,
-        annotator: str,
-        holder: str | None = None,
-        *,
-        lease_seconds: float = DEFAULT_LEASE_SECONDS,
-        actor: Actor | None = None,
-    ) -> Claim | None:
-        """Lease one given pair (e.g. the one just undone, to show it again); ``None`` when another
-        session holds it. The holder's own open claim on it is renewed."""
-        annotator = self._claimant(actor, annotator)
-        holder = check_annotator(holder or annotator, "holder")
-        with self.session_scope() as session:
-            if session.get(CandidateRow, candidate_id) is None:
-                raise InputError(f"no candidate with id {candidate_id}")
-            own = session.scalars(
-                select(QueueClaimRow).where(
-                    QueueClaimRow.candidate_id == candidate_id,
-                    QueueClaimRow.holder == holder,
-                    QueueClaimRow.annotator == annotator,
-                    QueueClaimRow.ended_at.is_(None),
-                )
-            ).first()
-        if own is not None and (renewed := self._renew(own, lease_seconds, actor)) is not None:
-            return renewed
-        return self._try_claim([candidate_id], annotator, holder, None, lease_seconds, actor)
-
     def claim_group(
         self,
         groups: Sequence[Sequence[int]],

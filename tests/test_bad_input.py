@@ -27,6 +27,7 @@ from sqlalchemy.engine import make_url
 from streamlit.testing.v1 import AppTest
 
 from db.base import NewVersion
+from db.labeling import QueueScope
 from db.store import Store
 from qa_core import config
 from qa_core.cli import main
@@ -692,7 +693,7 @@ STORE_CASES: dict[str, tuple[Callable[[Store, int], object], str]] = {
     "adjudicator-too-long": (lambda s, c: s.labels.adjudicate(c, 1, "r" * 300), "too long"),
     "model-name-too-long": (lambda s, c: s.models.register_model("m" * 300, NewVersion("smcnn", model_file("x.pt"), {}, {})), "too long"),
     "model-name-with-nul": (lambda s, c: s.models.register_model("m\x00", NewVersion("smcnn", model_file("x.pt"), {}, {})), "NUL"),
-    "queue-holder-too-long": (lambda s, c: s.queue.claim_candidate(c, "ann", holder="h" * 300), "too long"),
+    "queue-holder-too-long": (lambda s, c: s.queue.claim_next(QueueScope("demo", [c], "ann", holder="h" * 300)), "too long"),
     "job-dataset-name-too-long": (lambda s, c: s.jobs.create_job("smcnn", "d" * 300, {}), "too long"),
     "qrels-annotator-with-nul": (lambda s, c: s.labels.import_qrels("demo", {"demo-01": {"demo-01-0": 1}}, "a\x00"), "NUL"),
 }

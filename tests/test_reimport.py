@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select, update
 
+from db.labeling import QueueScope
 from db.models import CandidateRow, LabelRow
 from db.store import Store
 from qa_core.data.importers import load_dataset
@@ -167,8 +168,8 @@ def test_rows_from_before_the_identity_keys_are_matched_by_text(store: Store, tm
 def test_open_claims_on_retired_candidates_end_and_a_late_label_is_kept(store: Store, tmp_path: Path) -> None:
     store.datasets.import_dataset(load_dataset(write(tmp_path / "a.csv", CSV_HEAD + "q,gone,1\nq,stays,0\n"), name="c"))
     gone, stays = (row.candidate_id for row in store.datasets.candidate_rows("c"))
-    claim = store.queue.claim_candidate(gone, "ann")
-    kept_claim = store.queue.claim_candidate(stays, "bob")
+    claim = store.queue.claim_next(QueueScope("c", [gone], "ann"))
+    kept_claim = store.queue.claim_next(QueueScope("c", [stays], "bob"))
     store.datasets.import_dataset(load_dataset(write(tmp_path / "b.csv", CSV_HEAD + "q,stays,0\n"), name="c"), replace=True)
     assert [c.claim_id for c in store.queue.open_claims("c")] == [kept_claim.claim_id]
     label_id = store.queue.label_claim(claim.claim_id, 3)  # the page sends it after the re-import: not lost
