@@ -125,7 +125,7 @@ else:
     st.caption(retraining.VERSION_METRICS_NOTE)
     numbers = versions["version"].tolist()
     in_use = store.models.promoted_model(model, dataset)
-    left, middle, right = st.columns([2, 1, 1])
+    left, middle, right = st.columns(3)  # the buttons' labels (which name a dataset) get a third each
     if st.session_state.get(f"train_versions_seen_{model}") != len(numbers):  # a new version: show it first
         st.session_state[f"train_versions_seen_{model}"] = len(numbers)
         st.session_state[f"train_version_{model}"] = numbers[0]
@@ -164,8 +164,11 @@ else:
         except InputError as error:  # e.g. the role was taken away meanwhile
             st.error(as_markdown(str(error)))
     target = store.models.rollback_target(model, dataset)
-    rollback_label = "Roll back" if target is None else f"Roll back {as_markdown(dataset)} to version {target['version']}"
-    rollback_help = f"No earlier version was promoted for {as_markdown(dataset)}." if target is None else None
+    # The dataset goes in the help: a button's label does not wrap, and a long name cut it off in its column.
+    rollback_label = "Roll back" if target is None else f"Roll back to version {target['version']}"
+    rollback_help = as_markdown(f"No earlier version was promoted for {dataset}." if target is None else
+                                f"Promote version {target['version']} again for {dataset}: the one promoted "
+                                "for it before the version in use.")
     if ROLLED_BACK_KEY in st.session_state:  # a toast sent just before st.rerun() never shows (Streamlit issue 7740)
         st.toast(st.session_state.pop(ROLLED_BACK_KEY))
     if right.button(rollback_label, key="train_rollback", disabled=target is None, help=rollback_help):
