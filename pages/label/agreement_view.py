@@ -29,10 +29,12 @@ def get_annotator_agreement(_store, url: str, dataset: str, stamp: str, scores: 
     return suggestions.store_annotator_agreement(_store, dataset, scores)
 
 
-def coefficient(value: float | None, items: int, enough: bool) -> str:
+def coefficient(value: float | None, items: int, enough: bool) -> tuple[str, str | None]:
+    """The metric's value and, apart, why it has none: a metric's value does not wrap, and the
+    reason written into it was cut off in its third of the page."""
     if not enough:
-        return f"{labeling.NOT_ENOUGH} ({items} shared)"
-    return "— (no variation)" if value is None else f"{value:.3f}"
+        return "—", f"{labeling.NOT_ENOUGH} ({items} shared)"
+    return ("—", "no variation") if value is None else (f"{value:.3f}", None)
 
 
 def agreement_view(desk: Desk) -> None:
@@ -42,16 +44,13 @@ def agreement_view(desk: Desk) -> None:
     report = board.report
     left, middle, right = st.columns(3)
     left.metric("Annotators", len(report.annotators))
-    share = "" if report.overlap_share is None else f" ({report.overlap_share:.0%} of {report.judged} judged)"
-    middle.metric("Pairs judged by two or more", f"{report.items_with_overlap}{share}")
-    right.metric(
-        "Krippendorff's α (ordinal)",
-        coefficient(report.alpha, report.items_with_overlap, report.enough),
-        help=f"95% bootstrap interval {report.alpha_ci}",
-    )
-    if report.enough:
-        right.caption(f"95% interval {report.alpha_ci}")
-    else:
+    middle.metric("Pairs judged by two or more", report.items_with_overlap)
+    if report.overlap_share is not None:
+        middle.caption(f"{report.overlap_share:.0%} of {report.judged} judged")
+    alpha, missing = coefficient(report.alpha, report.items_with_overlap, report.enough)
+    right.metric("Krippendorff's α (ordinal)", alpha, help=f"95% bootstrap interval {report.alpha_ci}")
+    right.caption(missing or f"95% interval {report.alpha_ci}")
+    if not report.enough:
         st.warning(
             f"Not enough overlap: {report.items_with_overlap} pairs were judged by two or more annotators; "
             f"agreement means little below {labeling.MIN_SHARED_PAIRS}. Raise the share of double-annotated "
