@@ -81,13 +81,12 @@ def agreement_view(desk: Desk) -> None:
         "Bias: mean of (grade − consensus) over the pairs judged with others; the consensus is the "
         "reviewer's grade, else the median. Seconds: from the pair shown to the judgement."
     )
-    tables = st.columns(3)
-    for column, (title, table) in zip(
-        tables, [("Bias per annotator", board.bias), ("Disagreement per question class", board.by_class),
-                 ("Seconds per judgement", board.timing)]
-    ):
-        column.markdown(f"**{title}**")
-        column.dataframe(table, hide_index=True)
+    # One under the other: in thirds of the page at 1280 px each table's last columns (the bias, the
+    # disagreement, the mean seconds) were cut off behind a sideways scroll.
+    for title, table in [("Bias per annotator", board.bias), ("Disagreement per question class", board.by_class),
+                         ("Seconds per judgement", board.timing)]:
+        st.markdown(f"**{title}**")
+        st.dataframe(table, hide_index=True)
     for name, figure in charts.dashboard_figures(board).items():
         st.plotly_chart(figure, key=f"chart-{name}")
 
