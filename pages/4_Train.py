@@ -60,7 +60,10 @@ with st.expander("Which labels are used", expanded=not conflicts.empty):
     st.dataframe(retraining.sources_table(store, dataset, preview), hide_index=True)
     st.markdown(f"**Conflicts** (annotators disagree, no adjudication yet): {len(conflicts)}")
     if not conflicts.empty:
-        st.dataframe(conflicts, hide_index=True)
+        # The texts at a medium width: at their own they pushed labels, used and gold (what the table is
+        # for) out of view at 1280 px.
+        st.dataframe(conflicts, hide_index=True,
+                     column_config={name: st.column_config.TextColumn(width="medium") for name in ("question", "candidate")})
 
 if st.button("Retrain", type="primary", key="train_start"):
     try:
@@ -121,7 +124,11 @@ versions = retraining.versions_table(store, model)
 if versions.empty:
     st.info("No version registered yet: retrain above.")
 else:
-    st.dataframe(versions, hide_index=True)
+    # The metrics before the longer texts: a long dataset name or a stored labels' count ("adjudicated 0,
+    # labels 14, ...") pushed them out of view at 1280 px.
+    st.dataframe(versions, hide_index=True, column_order=["version", "in use for", "dataset",
+                                                          *retraining.METRIC_COLUMNS.values(), "train labels",
+                                                          "labels", "created", "job"])
     st.caption(retraining.VERSION_METRICS_NOTE)
     numbers = versions["version"].tolist()
     in_use = store.models.promoted_model(model, dataset)
