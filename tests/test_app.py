@@ -431,6 +431,7 @@ def test_errors_label_source_follows_the_store(store_url):
     app = errors_page()
     app.selectbox(key="model").select("overlap").run()
     gold = app.dataframe[0].value.set_index("qid")  # the default rule: app labels change no metric
+    assert not gold["why"].isna().any() and (gold["why"] == "").any()  # no contrast: a blank cell, not "None"
     assert set(gold["label_source"]) == {"gold"} and gold.loc[SISTINE, "correct"] == 1
     assert any(caption.value.count("Labels: gold") == 1 for caption in app.caption)
     app.radio(key="labels").set_value(LabelRule.TRAINING).run()
