@@ -189,8 +189,8 @@ if state is not None:
             "first_stage_rank": st.column_config.NumberColumn("first-stage rank"),
             "rank_change": st.column_config.NumberColumn("rank change", help="first-stage rank − rank", format="%+d"),
             "gold_label": st.column_config.TextColumn("gold label", width="small"),
-            "stored_label": st.column_config.TextColumn(
-                "stored label", width="small", help="latest label in the store (Label page, or judged below), if any"
+            "stored_label": st.column_config.TextColumn(  # no width="small": it cut the header off
+                "stored label", help="latest label in the store (Label page, or judged below), if any"
             ),
             "text": st.column_config.TextColumn("candidate", width="large"),
         },

@@ -60,7 +60,10 @@ with st.expander("Which labels are used", expanded=not conflicts.empty):
     st.dataframe(retraining.sources_table(store, dataset, preview), hide_index=True)
     st.markdown(f"**Conflicts** (annotators disagree, no adjudication yet): {len(conflicts)}")
     if not conflicts.empty:
-        st.dataframe(conflicts, hide_index=True)
+        # The texts at a medium width: at their own they pushed labels, used and gold (what the table is
+        # for) out of view at 1280 px.
+        st.dataframe(conflicts, hide_index=True,
+                     column_config={name: st.column_config.TextColumn(width="medium") for name in ("question", "candidate")})
 
 if st.button("Retrain", type="primary", key="train_start"):
     try:
@@ -121,11 +124,15 @@ versions = retraining.versions_table(store, model)
 if versions.empty:
     st.info("No version registered yet: retrain above.")
 else:
-    st.dataframe(versions, hide_index=True)
+    # The metrics before the longer texts: a long dataset name or a stored labels' count ("adjudicated 0,
+    # labels 14, ...") pushed them out of view at 1280 px.
+    st.dataframe(versions, hide_index=True, column_order=["version", "in use for", "dataset",
+                                                          *retraining.METRIC_COLUMNS.values(), "train labels",
+                                                          "labels", "created", "job"])
     st.caption(retraining.VERSION_METRICS_NOTE)
     numbers = versions["version"].tolist()
     in_use = store.models.promoted_model(model, dataset)
-    left, middle, right = st.columns([2, 1, 1])
+    left, middle, right = st.columns(3)  # the buttons' labels (which name a dataset) get a third each
     if st.session_state.get(f"train_versions_seen_{model}") != len(numbers):  # a new version: show it first
         st.session_state[f"train_versions_seen_{model}"] = len(numbers)
         st.session_state[f"train_version_{model}"] = numbers[0]
@@ -164,8 +171,11 @@ else:
         except InputError as error:  # e.g. the role was taken away meanwhile
             st.error(as_markdown(str(error)))
     target = store.models.rollback_target(model, dataset)
-    rollback_label = "Roll back" if target is None else f"Roll back {as_markdown(dataset)} to version {target['version']}"
-    rollback_help = f"No earlier version was promoted for {as_markdown(dataset)}." if target is None else None
+    # The dataset goes in the help: a button's label does not wrap, and a long name cut it off in its column.
+    rollback_label = "Roll back" if target is None else f"Roll back to version {target['version']}"
+    rollback_help = as_markdown(f"No earlier version was promoted for {dataset}." if target is None else
+                                f"Promote version {target['version']} again for {dataset}: the one promoted "
+                                "for it before the version in use.")
     if ROLLED_BACK_KEY in st.session_state:  # a toast sent just before st.rerun() never shows (Streamlit issue 7740)
         st.toast(st.session_state.pop(ROLLED_BACK_KEY))
     if right.button(rollback_label, key="train_rollback", disabled=target is None, help=rollback_help):

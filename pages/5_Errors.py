@@ -106,7 +106,7 @@ st.caption(
 st.caption(as_markdown(errors.ties(run, qrels_from_questions(questions), profiles, clean=clean).describe()))
 shown = table.assign(
     ask=[ask_url(dataset, qid, model) for qid in table["qid"]],
-    why=contrastive.contrast_links(table, dataset, model),
+    why=blank_missing(contrastive.contrast_links(table, dataset, model)),  # no wrong answer above a right one
     overlap=blank_missing(table["overlap"], "{:.2f}"),  # none without a correct answer
 )
 st.dataframe(
@@ -116,7 +116,7 @@ st.dataframe(
         "ask": st.column_config.LinkColumn("open", display_text="Ask", width="small"),
         "why": st.column_config.LinkColumn("contrast", display_text="why A > B", width="small",
                                            help="a wrong answer is ranked above a right one: open the contrastive view"),
-        "question": st.column_config.TextColumn("question", width="large"),
+        "question": st.column_config.TextColumn("question", width="medium"),  # large hid nDCG@10 and on at 1280 px
         **{metric: st.column_config.NumberColumn(metric, format="%.3f") for metric in metrics},
         "overlap": st.column_config.TextColumn("overlap", alignment="right"),
         "overlap_bucket": "overlap bucket",

@@ -66,7 +66,7 @@ def test_names_with_markdown_read_as_written_in_labels(store):
     assert not train.exception, train.exception
     assert train.button(key="train_promote").label == f"Promote for {as_markdown(DATASET)}"
     rollback = train.button(key="train_rollback")
-    assert rollback.label == f"Roll back {as_markdown(DATASET)} to version 1"
+    assert rollback.help.startswith(f"Promote version 1 again for {as_markdown(DATASET)}:")
     rollback.click().run()
     assert not train.exception, train.exception
     assert [toast.value for toast in train.toast] == [f"Version 1 promoted again for {as_markdown(DATASET)}"]

@@ -90,7 +90,7 @@ def test_roll_back_on_the_train_page_stays_within_its_dataset(store):
     app.selectbox(key="train_model").select("smcnn").run()
     assert not app.exception, app.exception
     rollback = app.button(key="train_rollback")
-    assert rollback.label == f"Roll back {OTHER} to version 2"
+    assert rollback.label == "Roll back to version 2" and f"again for {OTHER}:" in rollback.help
     rollback.click().run()
     assert not app.exception, app.exception
     assert store.models.promoted_model("smcnn", OTHER)["version"] == 2

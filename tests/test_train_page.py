@@ -89,7 +89,8 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     comparison = app.dataframe[-1].value
     assert list(comparison.columns) == ["version 2"]  # the chosen one is the promoted one
     rollback = app.button(key="train_rollback")
-    assert not rollback.disabled and rollback.label == "Roll back demo to version 1"
+    assert not rollback.disabled and rollback.label == "Roll back to version 1"  # short: the dataset is in its help
+    assert rollback.help.startswith("Promote version 1 again for demo:")
     rollback.click().run()
     assert not app.exception, app.exception
     assert store.models.promoted_model("smcnn", "demo")["version"] == 1

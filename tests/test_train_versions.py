@@ -71,7 +71,7 @@ def test_a_worse_version_is_compared_on_dev_and_its_promotion_confirmed(store_ur
     assert store.models.promoted_model("smcnn", "demo")["version"] == 2
 
     rollback = app.button(key="train_rollback")
-    assert rollback.label == "Roll back demo to version 1"
+    assert rollback.label == "Roll back to version 1"
     rollback.click().run()
     assert store.models.promoted_model("smcnn", "demo")["version"] == 1
     again = app.button(key="train_rollback")  # after 1, 2 and a roll back to 1: nothing earlier than 1

@@ -38,8 +38,10 @@ def show_slice_words(ranker: Ranker, questions: Sequence[Question], table: pd.Da
     labelled = tuple((q.qid, tuple(c.label for c in q.candidates)) for q in chosen)
     cache_key = ("words", dataset, model, computed_for, kind, value, labelled)
     if st.session_state.get("words-key") != cache_key:
-        if not st.button(f"Find the words ({len(chosen)} questions)", key="words-run"):
+        offer = st.empty()  # emptied once clicked: the results are drawn without the button above them
+        if not offer.button(f"Find the words ({len(chosen)} questions)", key="words-run"):
             return
+        offer.empty()
         try:
             with st.spinner("Explaining the wrong answers ranked above right ones…"):
                 st.session_state["words-found"] = slice_words.examples(ranker, chosen, dataset, model)

@@ -29,10 +29,12 @@ def get_annotator_agreement(_store, url: str, dataset: str, stamp: str, scores: 
     return suggestions.store_annotator_agreement(_store, dataset, scores)
 
 
-def coefficient(value: float | None, items: int, enough: bool) -> str:
+def coefficient(value: float | None, items: int, enough: bool) -> tuple[str, str | None]:
+    """The metric's value and, apart, why it has none: a metric's value does not wrap, and the
+    reason written into it was cut off in its third of the page."""
     if not enough:
-        return f"{labeling.NOT_ENOUGH} ({items} shared)"
-    return "— (no variation)" if value is None else f"{value:.3f}"
+        return "—", f"{labeling.NOT_ENOUGH} ({items} shared)"
+    return ("—", "no variation") if value is None else (f"{value:.3f}", None)
 
 
 def agreement_view(desk: Desk) -> None:
@@ -42,16 +44,13 @@ def agreement_view(desk: Desk) -> None:
     report = board.report
     left, middle, right = st.columns(3)
     left.metric("Annotators", len(report.annotators))
-    share = "" if report.overlap_share is None else f" ({report.overlap_share:.0%} of {report.judged} judged)"
-    middle.metric("Pairs judged by two or more", f"{report.items_with_overlap}{share}")
-    right.metric(
-        "Krippendorff's α (ordinal)",
-        coefficient(report.alpha, report.items_with_overlap, report.enough),
-        help=f"95% bootstrap interval {report.alpha_ci}",
-    )
-    if report.enough:
-        right.caption(f"95% interval {report.alpha_ci}")
-    else:
+    middle.metric("Pairs judged by two or more", report.items_with_overlap)
+    if report.overlap_share is not None:
+        middle.caption(f"{report.overlap_share:.0%} of {report.judged} judged")
+    alpha, missing = coefficient(report.alpha, report.items_with_overlap, report.enough)
+    right.metric("Krippendorff's α (ordinal)", alpha, help=f"95% bootstrap interval {report.alpha_ci}")
+    right.caption(missing or f"95% interval {report.alpha_ci}")
+    if not report.enough:
         st.warning(
             f"Not enough overlap: {report.items_with_overlap} pairs were judged by two or more annotators; "
             f"agreement means little below {labeling.MIN_SHARED_PAIRS}. Raise the share of double-annotated "
@@ -82,13 +81,12 @@ def agreement_view(desk: Desk) -> None:
         "Bias: mean of (grade − consensus) over the pairs judged with others; the consensus is the "
         "reviewer's grade, else the median. Seconds: from the pair shown to the judgement."
     )
-    tables = st.columns(3)
-    for column, (title, table) in zip(
-        tables, [("Bias per annotator", board.bias), ("Disagreement per question class", board.by_class),
-                 ("Seconds per judgement", board.timing)]
-    ):
-        column.markdown(f"**{title}**")
-        column.dataframe(table, hide_index=True)
+    # One under the other: in thirds of the page at 1280 px each table's last columns (the bias, the
+    # disagreement, the mean seconds) were cut off behind a sideways scroll.
+    for title, table in [("Bias per annotator", board.bias), ("Disagreement per question class", board.by_class),
+                         ("Seconds per judgement", board.timing)]:
+        st.markdown(f"**{title}**")
+        st.dataframe(table, hide_index=True)
     for name, figure in charts.dashboard_figures(board).items():
         st.plotly_chart(figure, key=f"chart-{name}")
 

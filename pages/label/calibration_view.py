@@ -66,8 +66,9 @@ def calibration_gate(desk: Desk, annotator: str) -> bool:
     st.subheader("Your calibration against gold")
     exact, kappa, pairs = st.columns(3)
     exact.metric("Exact agreement", f"{result.exact:.0%}")
-    kappa.metric("Weighted κ (quadratic)", "— (undefined: no variation)" if result.weighted_kappa is None
-                 else f"{result.weighted_kappa:.3f}")
+    kappa.metric("Weighted κ (quadratic)", "—" if result.weighted_kappa is None else f"{result.weighted_kappa:.3f}")
+    if result.weighted_kappa is None:  # said apart: a metric's value does not wrap, and this was cut off
+        kappa.caption("undefined: no variation")
     pairs.metric("Gold pairs", len(result.pairs))
     st.caption("Gold here is binary (relevant or not): your grade counts as relevant when it is above 0, as "
                "training reads it." if result.binary else "Compared grade for grade with gold (0–4).")

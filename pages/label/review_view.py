@@ -72,6 +72,8 @@ def review_view(desk: Desk) -> None:
             ]
         ),
         hide_index=True,
+        # at their own width the texts pushed labels and gold out of view at 1280 px
+        column_config={name: st.column_config.TextColumn(width="medium") for name in ("question", "candidate")},
         key="conflicts",
     )
     by_candidate = {c.candidate_id: c for c in conflicts}
