@@ -46,14 +46,19 @@ RUNS_KEY = "compare_runs"  # one-question comparisons made in this session: each
 st.set_page_config(page_title="Compare · Rerank Lab", layout="wide")
 
 
-def another_dataset(shown: dict, dataset: str, what: str) -> bool:
-    """Whether ``shown`` (a kept comparison) is of another dataset than the one chosen: then it is
-    not shown (its rankings, explanations and runs are of that dataset), only named."""
-    if shown["dataset"] == dataset:
-        return False
-    st.caption(as_markdown(f"Your {what} on {shown['dataset']} is not shown here: choose that dataset again to see "
-                           f"it, or compare on {dataset}."))
-    return True
+def not_current(shown: dict, dataset: str, version: str, what: str) -> bool:
+    """Whether ``shown`` (a kept comparison) is of another dataset than the one chosen, or of an
+    earlier import of it: then it is not shown (its rankings, explanations and runs are of that
+    data, and fusing would mix them with this one's), only named."""
+    if shown["dataset"] != dataset:
+        st.caption(as_markdown(f"Your {what} on {shown['dataset']} is not shown here: choose that dataset again to "
+                               f"see it, or compare on {dataset}."))
+        return True
+    if shown["version"] != version:
+        st.caption(as_markdown(f"Your {what} on {dataset} is not shown: the dataset was imported again (or its "
+                               "first-stage run) since. Compare again."))
+        return True
+    return False
 
 
 def ranked_list(table, top: int) -> str:
@@ -109,12 +114,13 @@ if view == ONE:
             st.session_state[RUNS_KEY] = st.session_state.get(RUNS_KEY, 0) + 1
             # Its dataset and qid, for explaining and judging in place.
             st.session_state[QUESTION_KEY] = {
-                "id": st.session_state[RUNS_KEY], "comparison": compared, "dataset": dataset, "qid": qid}
+                "id": st.session_state[RUNS_KEY], "comparison": compared, "dataset": dataset, "version": dataset_version,
+                "qid": qid}
         except (InputError, NotTrainedError) as error:
             st.error(as_markdown(str(error)))
 
     shown = st.session_state.get(QUESTION_KEY)
-    if shown is not None and not another_dataset(shown, dataset, "comparison of one question"):
+    if shown is not None and not not_current(shown, dataset, dataset_version, "comparison of one question"):
         result = shown["comparison"]
         st.subheader("Rankings side by side")
         st.markdown(f"{len(result.ranks)} candidates · question: {as_markdown(result.question)}")
@@ -199,13 +205,13 @@ else:
         st.session_state.pop(SPLIT_KEY, None)
         try:
             with st.spinner("Scoring and testing…"):
-                st.session_state[SPLIT_KEY] = {"dataset": dataset, "split": split, "rule": rule, "source": source,
-                                               "comparison": compare_now()}
+                st.session_state[SPLIT_KEY] = {"dataset": dataset, "version": dataset_version, "split": split,
+                                               "rule": rule, "source": source, "comparison": compare_now()}
         except (InputError, NotTrainedError) as error:
             st.error(as_markdown(str(error)))
 
     shown = st.session_state.get(SPLIT_KEY)
-    if shown is not None and not another_dataset(shown, dataset, "comparison on a split"):
+    if shown is not None and not not_current(shown, dataset, dataset_version, "comparison on a split"):
         shown_dataset, shown_split, shown_rule, result = (shown[k] for k in ("dataset", "split", "rule", "comparison"))
         reference = result.models[0]
         st.subheader("Means with 95% bootstrap intervals")

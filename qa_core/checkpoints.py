@@ -276,7 +276,7 @@ def rebuild(path: str | Path, kind: str, from_state: Callable[[dict[str, Any]], 
 _NAME = re.compile(r"^(?P<labels>[A-Za-z0-9_-]+)\.(?:(?P<owner>[0-9a-f]{12})\.)?(?P<token>[0-9a-f]{12})\.pt$")
 _TEMPORARY = re.compile(r"^\..+\.tmp$")  # ``atomic_file``'s temporaries: .<name>.<random>.tmp
 GC_GRACE_MINUTES = 60.0
-GC_MIN_GRACE_MINUTES = 1  # a checkpoint's write takes seconds: a file this young may be one being written
+GC_MIN_GRACE_MINUTES = 1  # a checkpoint's write takes seconds: a temporary file this young may be one being written
 
 
 def slug(text: str, limit: int = 40) -> str:
@@ -320,7 +320,8 @@ def collect_garbage(
     - a temporary file of ``atomic_file`` (``.NAME.RANDOM.tmp``) older than the grace period:
       its writer died (a write takes seconds), whichever store it was;
     - a ``.pt`` file marked with ``owner`` (this store) that no version of this store registers,
-      older than the grace period (a finishing training registers its file seconds after writing it);
+      older than the grace period (a finishing training registers its file only after evaluating it
+      on TEST, minutes on a CPU for a large split: the default hour outlasts that, a short period may not);
     - with ``include_unmarked``, also unregistered ``.pt`` files without any store mark (names from
       before marks existed), older than the grace period: only safe when no other store uses the
       folder, since they may be its registered models.

@@ -89,7 +89,7 @@ def parse_database_url(url: str) -> URL:
     except Exception:  # ArgumentError, ValueError (a port that is not a number), ...
         raise InputError(
             "the database URL cannot be read; expected dialect://user:password@host:port/database "
-            "(or sqlite:///path/to/file.sqlite)"
+            "(or sqlite:///path/to/file.sqlite); write a '?', '@' or '/' in a password as %3F, %40 or %2F"
         ) from None
 
 

@@ -188,7 +188,7 @@ def test_compare_escapes_candidate_text(store_url):
 
 def test_a_comparison_stays_with_its_dataset(store_url):
     """A comparison (either view) is not shown under another dataset, nor fused with its rankers and
-    DEV questions; choosing its dataset again shows it."""
+    DEV questions; choosing its dataset again shows it, until that dataset is imported again."""
     store = Store(store_url)
     store_setup.ensure_demo(store)
     store.datasets.import_dataset(Dataset("other", [dataclasses.replace(q, qid=f"x{q.qid}") for q in load_demo().questions]))
@@ -217,6 +217,13 @@ def test_a_comparison_stays_with_its_dataset(store_url):
     app.selectbox(key="dataset").select("demo").run()  # its own dataset again: shown, fusable
     assert any(c.value.startswith("Δ = model − vs") and "of demo" in c.value for c in app.caption)
     assert [b.key for b in app.button if b.key == "fuse"] == ["fuse"]
+    store = Store(store_url)
+    store.datasets.import_dataset(load_demo(), replace=True)  # a new import: the kept runs are of the old one
+    store.close()
+    app.run()
+    assert not app.exception, app.exception
+    assert not [b for b in app.button if b.key == "fuse"]
+    assert any("demo is not shown: the dataset was imported again" in c.value for c in app.caption)
 
 
 # ============================================================================ Label

@@ -113,7 +113,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     )
     gc.add_argument("--dry-run", action="store_true", help="only list what would be deleted")
     gc.add_argument("--older-than", type=float, default=GC_GRACE_MINUTES, metavar="MINUTES",
-                    help=f"grace period: newer files are kept (default {GC_GRACE_MINUTES:.0f})")
+                    help=f"grace period: newer files are kept (default {GC_GRACE_MINUTES:.0f}, at least 1; a training "
+                         "registers its checkpoint after evaluating it on TEST, so a short period may delete "
+                         "one about to be registered)")
     gc.add_argument("--unmarked", action="store_true",
                     help="also unregistered files without a store mark: only when no other store shares the folder")
 

@@ -113,15 +113,20 @@ def check_url(url: str) -> str:
 
 
 def shown_url(url: str) -> str:
-    """``url`` as a message or a page may show it: a user and password (what precedes the '@' that
-    ends them) and a query (what follows the first '?', which may hold a token) replaced by '…'.
+    """``url`` as a message or a page may show it: a user and password (what precedes the last '@')
+    and a query (what follows the first '?', which may hold a token) replaced by '…'.
 
-    An http(s) URL that parses without user info keeps its '@' (one in a path: ``http://h/a@b``); any other
-    text is cut by hand at its last '@', because it may not parse (a bad port, no scheme) and must
-    still not show its password; the '…' shows that something was cut."""
+    Cut by hand on the text rather than with a URL parser, because the text may not parse (a bad
+    port, no scheme) and a parser's reading is not the writer's (``http://u:12/34@h/`` is host u,
+    port 12 to httpx, a password to its writer). Only where no reading can hide a password, an
+    http(s) URL that parses with neither user info nor a ':' in its host part, does an '@' stay:
+    it is in the path (``http://h/a@b``) and the real host is shown."""
+    authority = url.partition("://")[2]
+    for end in "/?#":
+        authority = authority.partition(end)[0]
     try:
         parsed = httpx.URL(url)
-        plain = parsed.scheme in ("http", "https") and bool(parsed.host) and not parsed.userinfo
+        plain = parsed.scheme in ("http", "https") and bool(parsed.host) and not parsed.userinfo and ":" not in authority
     except (httpx.InvalidURL, TypeError):
         plain = False
     before, at, rest = url.rpartition("@")
