@@ -137,14 +137,11 @@ def test_a_version_trained_elsewhere_names_the_dataset_and_labels_of_its_numbers
     store.models.register_model("smcnn", NewVersion("smcnn", model_file("a.pt"), {"dataset": "demo", "labels": "gold"},
                                                     {"dev_map": 0.8}, promote=True))
     store.models.register_model("smcnn", NewVersion("smcnn", model_file("b.pt"),
-                                                    {"dataset": "wikiqa", "labels": {"labels": 60, "gold": 900}},
+                                                    {"dataset": "wikiqa", "labels": {"adjudicated": 0, "labels": 60, "gold": 900}},
                                                     {"dev_map": 0.3}))
     table = retraining.comparison(store, "smcnn", 2, "demo")
-    assert table.columns.tolist() == [
-        "version 2 (wikiqa; training labels: labels 60, gold 900)",
-        "in use for demo: version 1 (demo; training labels: gold)",
-    ]
-    assert table.loc[viz.VERSION_DEV_MAP].tolist() == [0.3, 0.8]
+    assert table[["version", "in use for", "trained on", "labels", viz.VERSION_DEV_MAP]].values.tolist() == [
+        [2, "", "wikiqa", "labels 60, gold 900", 0.3], [1, "demo", "demo", "gold", 0.8]]
     store.close()
 
 
@@ -166,6 +163,6 @@ def test_the_landing_page_says_its_dev_map_is_on_the_training_labels(store_url, 
     app = open_page(LANDING)
     models = next(frame.value for frame in app.dataframe if "model" in frame.value.columns)
     assert viz.VERSION_DEV_MAP == "dev MAP (kept best, training labels)" and viz.VERSION_DEV_MAP in models.columns
-    assert models["labels"].tolist() == [f"adjudicated 0, labels 60, preferences 0, gold {resolved.counts()['gold']}"]
+    assert models["labels"].tolist() == [f"labels 60, gold {resolved.counts()['gold']}"]
     assert retraining.VERSIONS_NOTE in [caption.value for caption in app.caption]
     assert "with the labels that job trained with" in retraining.VERSIONS_NOTE

@@ -181,9 +181,9 @@ def training_figure(events: pd.DataFrame) -> go.Figure:
 
 def training_labels_text(training_data: dict[str, Any]) -> str | None:
     """The labels a version trained with, as the versions tables show them: "gold", or the pairs of
-    each source ("adjudicated 0, labels 60, preferences 0, gold 1180"); None where not recorded."""
+    each source that gave any ("labels 60, gold 1180"); None where not recorded."""
     labels = training_data.get("labels")
-    return ", ".join(f"{k} {v}" for k, v in labels.items()) if isinstance(labels, dict) else labels
+    return ", ".join(f"{k} {v}" for k, v in labels.items() if v) if isinstance(labels, dict) else labels
 
 
 def versions_table(store: Store, model: str) -> pd.DataFrame:
@@ -208,26 +208,20 @@ def versions_table(store: Store, model: str) -> pd.DataFrame:
 
 
 def comparison(store: Store, model: str, version: int, dataset: str) -> pd.DataFrame:
-    """Metrics of ``version`` beside those of the version ``dataset`` uses (rows: metric; NaN where
-    unknown). Each column names the dataset and labels its numbers are of, the version's own
-    training's (``VERSIONS_NOTE``): a version trained elsewhere brings another dataset's numbers."""
-    versions = {v["version"]: v for v in store.models.model_versions(model)}
+    """Metrics of ``version`` above those of the version ``dataset`` uses (its "in use for" says
+    ``dataset``; one row when they are one; NaN where unknown). Each row names the dataset and the
+    labels its numbers are of, its own training's: a version trained elsewhere brings another
+    dataset's."""
+    chosen = next(v for v in store.models.model_versions(model) if v["version"] == version)
     in_use = store.models.promoted_model(model, dataset)
-    columns = {f"version {version} ({_numbers_of(versions[version])})": versions[version]["metrics"] or {}}
-    if in_use is not None and in_use["version"] != version:
-        title = f"in use for {dataset}: version {in_use['version']} ({_numbers_of(in_use)})"
-        columns[title] = in_use["metrics"] or {}
-    return pd.DataFrame(
-        {name: [metrics.get(key) for key in METRIC_COLUMNS] for name, metrics in columns.items()},
-        index=list(METRIC_COLUMNS.values()),
-    )
-
-
-def _numbers_of(version: dict[str, Any]) -> str:
-    """Where a version's stored numbers come from: the dataset it trained on and its labels."""
-    data = version["training_data"] or {}
-    labels = training_labels_text(data) or "not recorded"
-    return f"{data.get('dataset') or 'dataset not recorded'}; training labels: {labels}"
+    rows = [chosen] if in_use is None or in_use["version"] == version else [chosen, in_use]
+    table = []
+    for row in rows:
+        data, metrics = row["training_data"] or {}, row["metrics"] or {}
+        table.append([row["version"], dataset if in_use is not None and row["version"] == in_use["version"] else "",
+                      data.get("dataset") or "not recorded", training_labels_text(data) or "not recorded",
+                      *(metrics.get(key) for key in METRIC_COLUMNS)])
+    return pd.DataFrame(table, columns=["version", "in use for", "trained on", "labels", *METRIC_COLUMNS.values()])
 
 
 DEV_SPLIT = "dev"  # versions are compared where they were selected, never on TEST
