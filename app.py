@@ -12,7 +12,7 @@ import streamlit as st
 from pages.common.signin import navigable_pages, open_store
 from pages.render.markdown import as_markdown
 from qa_core.data.demo import DEMO_NAME
-from qa_core.services import candidate_pools, model_loading, store_setup
+from qa_core.services import candidate_pools, model_loading, retraining, store_setup
 
 st.set_page_config(page_title="Rerank Lab", layout="wide")
 
@@ -50,6 +50,7 @@ def landing() -> None:
         st.info(f"No trained model registered yet. Train SM-CNN with `{model_loading.train_command('smcnn', DEMO_NAME)}`.")
     else:
         st.dataframe(models, hide_index=True)
+        st.caption(retraining.VERSIONS_NOTE)
 
 
 st.navigation([st.Page(landing, title="Rerank Lab", default=True)] + [st.Page(path) for path, _ in pages]).run()

@@ -248,11 +248,18 @@ class DatasetStore(StoreBase):
                     for row in session.execute(query)]
 
     def set_first_stage(
-        self, dataset: str, run: Mapping[str, Sequence[tuple[str, int, float]]], *, actor: Actor | None = None
+        self,
+        dataset: str,
+        run: Mapping[str, Sequence[tuple[str, int, float]]],
+        *,
+        lines: Mapping[tuple[str, str], int] | None = None,
+        path: str | None = None,
+        actor: Actor | None = None,
     ) -> int:
         """Store a first-stage TREC run's (doc_id, rank, score) on existing candidates.
 
-        Every (qid, doc_id) must exist, else nothing is written. Returns the candidates updated.
+        Every (qid, doc_id) must exist, else nothing is written; with the file's ``path`` and
+        ``lines`` ((qid, doc_id) -> line) the error names them. Returns the candidates updated.
         The dataset's stamp (``created_at``) moves, as an import's: it is the key of the pages'
         caches of its questions and runs, which would keep the old first-stage ranks.
         """
@@ -264,7 +271,8 @@ class DatasetStore(StoreBase):
             for qid, entries in run.items():
                 for doc_id, rank, score in entries:
                     if (qid, doc_id) not in ids:
-                        raise InputError(f"dataset {dataset!r} has no candidate {doc_id!r} for question {qid!r}")
+                        raise InputError(f"dataset {dataset!r} has no candidate {doc_id!r} for question {qid!r}",
+                                         path=path, line=(lines or {}).get((qid, doc_id)))
                     updates.append(
                         {"id": ids[(qid, doc_id)], "first_stage_rank": int(rank), "first_stage_score": float(score)}
                     )

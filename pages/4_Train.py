@@ -137,7 +137,8 @@ else:
         st.session_state[f"train_versions_seen_{model}"] = len(numbers)
         st.session_state[f"train_version_{model}"] = numbers[0]
     chosen = left.selectbox("Version", numbers, key=f"train_version_{model}")
-    st.dataframe(retraining.comparison(store, model, int(chosen), dataset))
+    st.dataframe(retraining.comparison(store, model, int(chosen), dataset), hide_index=True,
+                 column_config={"labels": st.column_config.TextColumn(width="medium")})  # not cut at 1280 px
     try:
         check = version_check(store, url, model, int(chosen), dataset, in_use["id"] if in_use else None,
                               candidate_pools.dataset_version(store, dataset))

@@ -379,8 +379,15 @@ def saved_index(
 
 def bm25_scores(query: str, texts: Sequence[str], analysis: Analysis = PLAIN) -> np.ndarray:
     """BM25 score of every text for the query, with IDF statistics from this pool alone (float64)."""
+    return bm25_scores_per_query([query], texts, analysis)[0]
+
+
+def bm25_scores_per_query(queries: Sequence[str], texts: Sequence[str], analysis: Analysis = PLAIN) -> list[np.ndarray]:
+    """``bm25_scores`` of each query over one index of the texts (an explanation scores the question
+    and each of its terms in the same pool: indexing it once per term cost three times as much)."""
     retriever = _fit(texts, analysis)
-    tokens = _query_tokens(retriever, query, analysis)
-    if not tokens:
-        return np.zeros(len(texts))
-    return retriever.get_scores(tokens).astype(np.float64)
+    scores = []
+    for query in queries:
+        tokens = _query_tokens(retriever, query, analysis)
+        scores.append(retriever.get_scores(tokens).astype(np.float64) if tokens else np.zeros(len(texts)))
+    return scores

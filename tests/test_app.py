@@ -363,6 +363,10 @@ def test_counterfactual_edit_rescored_without_reranking(store_url):
     assert any("Would rank #1 of 6" in caption.value for caption in app.caption)
     assert len(highlighted(app, "Answer, idf per word")) == weights + 1  # only the edit is explained
     assert app.dataframe[0].value.equals(before)  # the ranking is left alone
+    # Another explainer picked: the edit's heatmap is that explainer's too (it was the model's own, always).
+    next(box for box in app.selectbox if box.label == "Explainer").select("occlusion").run()
+    assert len(highlighted(app, "Answer, occlusion per word")) == 2 and not highlighted(app, "Answer, idf per word")
+    assert float(app.metric[0].value) == float(metric.value)  # the same edit, scored alike
 
 
 @pytest.mark.parametrize("text, message", [("  ", "empty"), ("x" * 1_000_000, "5,000")], ids=["empty", "one-megabyte"])

@@ -4,6 +4,8 @@ forward, word occlusion through ``score_edits``, and which explainers a model's 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -14,6 +16,8 @@ from qa_core.rankers import registry
 from qa_core.rankers.baselines import WordOverlapRanker
 from qa_core.rankers.occlusion import WordOcclusion, occlude
 from qa_core.rankers.smcnn import SMCNNConfig, SMCNNRanker
+from qa_core.services import explaining
+from qa_core.services.ranking import rank_pool
 from qa_core.types import Candidate, InputError, Question
 
 QUESTION = "Who wrote the play Hamlet?"
@@ -156,3 +160,22 @@ def test_explainers_follow_declared_capabilities():
     assert "integrated_gradients" in explainers.available(registry.ranker_class("smcnn").capabilities)
     with pytest.raises(InputError, match="no explainer 'integrated_gradients'; its explainers: model, occlusion"):
         explainers.explain(registry.create("bm25"), QUESTION, [ANSWER], 0, "integrated_gradients")
+
+
+def test_a_counterfactual_edit_is_explained_by_the_picked_explainer():
+    """The edited text's heatmap sits below the original's: both by the explainer picked (the edit
+    was once always explained by the model's own weights, whatever the picker said)."""
+    ranker = registry.create("bm25")  # its default (chosen on DEV) is occlusion
+    pool = [Candidate("d0", "The weather is cold."), Candidate("d1", ANSWER), Candidate("d2", "Hamlet is a play.")]
+    result = rank_pool(ranker, QUESTION, pool)
+    edit = "Shakespeare wrote Hamlet, a play, and the play Macbeth."  # "play" twice: shares differ
+    target = result.at(1)
+    edited_pool = [replace(c, text=edit) if i == target.index else c for i, c in enumerate(pool)]
+    weights = {}
+    for name in ("model", "occlusion"):
+        edited = result.counterfactual(1, edit, name)
+        weights[name] = edited.explanation.answer_weights
+        assert edited.explainer == name
+        assert weights[name] == explainers.explain(ranker, QUESTION, edited_pool, target.index, name).answer_weights
+    assert weights["model"] != weights["occlusion"]
+    assert result.counterfactual(1, edit).explainer == explaining.default_explainer(ranker) == "occlusion"

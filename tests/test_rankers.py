@@ -7,10 +7,12 @@ import pytest
 import torch
 from torch import nn
 
+from qa_core.data.demo import load_demo
 from qa_core.nn.encoders import ConvEncoder, WordEmbedding
 from qa_core.rankers import registry
 from qa_core.rankers.neural import NeuralRanker
 from qa_core.rankers.smcnn import SMCNN, SMCNNConfig, SMCNNRanker
+from qa_core.text.nlp import parse_many
 from qa_core.training.loop import weight_decay_groups
 from qa_core.types import Candidate, NotTrainedError, Question
 
@@ -71,6 +73,21 @@ def test_baseline_explains_with_matched_token_weights_and_links(name):
     assert by_token["Hamlet"] > 0 and by_token["play"] > 0
     assert by_token["William"] == 0 and by_token["1600"] == 0
     assert {"hamlet", "write", "play"} <= {link.label for link in explanation.links}
+
+
+def test_bm25_word_shares_add_up_to_the_score_on_every_demo_candidate():
+    """A term the answer or the question repeats is counted once in the words' sum, as in the score
+    (demo-12-5's words once summed to 0.8816 for a score of 0.6374: "president" twice in the answer)."""
+    bm25, demo = registry.create("bm25"), load_demo()
+    parse_many([text for question in demo.questions for text in (question.text, *(c.text for c in question.candidates))])
+    off = {
+        (question.qid, candidate.doc_id): (sum(explanation.answer_weights), explanation.score)
+        for question in demo.questions
+        for index, candidate in enumerate(question.candidates)
+        if abs(sum((explanation := bm25.explain(question.text, question.candidates, index)).answer_weights)
+               - explanation.score) > 1e-6
+    }
+    assert off == {}
 
 
 def test_overlap_fit_learns_idf_from_the_training_texts():

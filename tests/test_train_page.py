@@ -87,7 +87,9 @@ def test_retrain_then_promote_and_roll_back(store_url: str) -> None:
     assert store.models.promoted_model("smcnn", "demo")["version"] == 2
     assert any("version 2" in caption.value for caption in app.caption)
     comparison = app.dataframe[-1].value
-    assert list(comparison.columns) == ["version 2"]  # the chosen one is the promoted one
+    # the chosen one is the promoted one: one row, naming what its numbers are of
+    assert comparison[["version", "in use for", "trained on", "labels"]].values.tolist() == [
+        [2, "demo", "demo", "not recorded"]]
     rollback = app.button(key="train_rollback")
     assert not rollback.disabled and rollback.label == "Roll back to version 1"  # short: the dataset is in its help
     assert rollback.help.startswith("Promote version 1 again for demo:")

@@ -1,7 +1,8 @@
 """The Train page's version card through AppTest (issue 32): a version retrained on bad labels is
 compared with the promoted one on DEV (MAP difference, paired randomisation test, the questions that
 got worse), promoting it asks for a confirmation, and roll back names the version it goes back to.
-A fresh session opens on the model and dataset last used, not on the alphabetically first."""
+A fresh session opens on the model and dataset last used, not on the alphabetically first. A
+version's stored numbers name the dataset and labels they are of, there and on the landing page."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ import pytest
 
 from db.base import NewVersion
 from db.store import Store
+from qa_core.checkpoints import new_checkpoint_path
 from qa_core.data.demo import load_demo
-from qa_core.services import retraining, store_setup
+from qa_core.services import retraining, store_setup, viz
 from qa_core.services.experiments import train_ranker
+from qa_core.services.labeling import training_dataset
+from qa_core.services.registration import TrainingPlan, train_and_register
 from qa_core.types import InputError
-from tests.conftest import copy_to_models
-from tests.pages import TRAIN, open_page
+from tests.conftest import copy_to_models, model_file
+from tests.pages import LANDING, TRAIN, open_page
 
 TINY = {"max_epochs": 1, "filters": 8}
 
@@ -124,3 +128,41 @@ def test_cards_are_per_store_and_an_unchecked_version_needs_a_confirmation(store
     assert promote.disabled and "not the file registered" in promote.help
     app.checkbox(key="train_confirm_smcnn_2").check().run()
     assert not app.button(key="train_promote").disabled
+
+
+def test_a_version_trained_elsewhere_names_the_dataset_and_labels_of_its_numbers(store_url):
+    """The before/after table reads each version's own metrics: version 2, trained on wikiqa, once
+    showed wikiqa's DEV numbers beside "in use for demo" as if they were demo's."""
+    store = Store(store_url)
+    store.models.register_model("smcnn", NewVersion("smcnn", model_file("a.pt"), {"dataset": "demo", "labels": "gold"},
+                                                    {"dev_map": 0.8}, promote=True))
+    store.models.register_model("smcnn", NewVersion("smcnn", model_file("b.pt"),
+                                                    {"dataset": "wikiqa", "labels": {"adjudicated": 0, "labels": 60, "gold": 900}},
+                                                    {"dev_map": 0.3}))
+    table = retraining.comparison(store, "smcnn", 2, "demo")
+    assert table[["version", "in use for", "trained on", "labels", viz.VERSION_DEV_MAP]].values.tolist() == [
+        [2, "", "wikiqa", "labels 60, gold 900", 0.3], [1, "demo", "demo", "gold", 0.8]]
+    store.close()
+
+
+def test_the_landing_page_says_its_dev_map_is_on_the_training_labels(store_url, single_thread):
+    """A version trained on stored labels that contradict gold on DEV keeps a dev MAP on those
+    labels (cnn_wo on the demo: 0.4824, where evaluate, Compare and Errors give 0.2631 on gold): the
+    landing page's models table titles it and names the labels, as the Train page's table does."""
+    store = Store(store_url)
+    store_setup.ensure_demo(store)
+    for row in store.datasets.candidate_rows("demo", split="dev")[:60]:  # an annotator disagrees with gold
+        store.labels.add_label(row.candidate_id, "alice", 0 if (row.gold_label or 0) > 0 else 1)
+    dataset, resolved = training_dataset(store, "demo", gold=True)  # the Train page's default labels
+    train_and_register(store, TrainingPlan("smcnn", 1, config=TINY), dataset,
+                       checkpoint=new_checkpoint_path("smcnn", "demo", "landing", owner=store.store_id),
+                       extra={"labels": resolved.counts()},
+                       gold_eval=store.datasets.load_dataset("demo", split="test").questions)
+    store.close()
+
+    app = open_page(LANDING)
+    models = next(frame.value for frame in app.dataframe if "model" in frame.value.columns)
+    assert viz.VERSION_DEV_MAP == "dev MAP (kept best, training labels)" and viz.VERSION_DEV_MAP in models.columns
+    assert models["labels"].tolist() == [f"labels 60, gold {resolved.counts()['gold']}"]
+    assert retraining.VERSIONS_NOTE in [caption.value for caption in app.caption]
+    assert "with the labels that job trained with" in retraining.VERSIONS_NOTE

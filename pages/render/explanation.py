@@ -30,7 +30,7 @@ def explain_candidate(result: ranking.Ranking, rank: int, dataset: str, key: str
         for name, tree in explanation.trees.items():
             st.caption(as_markdown(name))
             st.code(viz.indented_tree(tree), language=None)
-    show_counterfactual(result, rank, key)
+    show_counterfactual(result, rank, key, explainer)
 
 
 def show_explanation(explanation: Explanation, key: str) -> None:
@@ -52,8 +52,9 @@ def show_arcs(explanation: Explanation, key: str) -> None:
                                          explanation.answer_weights, show_all=show_all), unsafe_allow_html=True)
 
 
-def show_counterfactual(result: ranking.Ranking, rank: int, key: str) -> None:
-    """Edit the candidate and score the edit against this ranking's scores; explain only the edit."""
+def show_counterfactual(result: ranking.Ranking, rank: int, key: str, explainer: str) -> None:
+    """Edit the candidate and score the edit against this ranking's scores; explain only the edit,
+    by the explainer of the heatmap above (an edit scored under another one is scored again)."""
     with st.form(f"{key}-form", border=False):
         edited = st.text_area(
             "Edit this candidate and score it again", value=result.at(rank).candidate.text, key=f"{key}-text"
@@ -61,11 +62,13 @@ def show_counterfactual(result: ranking.Ranking, rank: int, key: str) -> None:
         submitted = st.form_submit_button("Score edited text")
     if submitted:
         try:
-            st.session_state[f"{key}-result"] = result.counterfactual(rank, edited)
+            st.session_state[f"{key}-result"] = result.counterfactual(rank, edited, explainer)
         except InputError as error:
             st.session_state.pop(f"{key}-result", None)
             st.error(as_markdown(str(error)))
     outcome = st.session_state.get(f"{key}-result")
+    if outcome is not None and outcome.explainer != explainer:  # the explainer was changed since
+        outcome = st.session_state[f"{key}-result"] = result.counterfactual(rank, outcome.text, explainer)
     if outcome is not None:
         st.metric("Score of the edited text", f"{outcome.score:.4f}", delta=f"{outcome.delta:+.4f}")
         st.caption(f"Would rank #{outcome.rank} of {len(result)} (now #{rank}).")

@@ -25,7 +25,13 @@ from qa_core import config
 from qa_core.data.benchmark_formats import load_semeval, load_trecqa, load_wikiqa
 from qa_core.data.pairs import load_pairs
 from qa_core.data.reading import within_limit
-from qa_core.data.trec_files import read_qrels, read_qrels_located, read_run_located, read_trec_run
+from qa_core.data.trec_files import (
+    read_qrels,
+    read_qrels_located,
+    read_run_located,
+    read_trec_run,
+    read_trec_run_located,
+)
 from qa_core.types import (
     Dataset,
     InputError,
@@ -33,7 +39,8 @@ from qa_core.types import (
 
 # The loaders and readers of every format, imported from here (this module is the one way in).
 __all__ = ["FORMATS", "check_memory", "detect_format", "load_dataset", "load_pairs", "load_semeval", "load_trecqa",
-           "load_wikiqa", "read_qrels", "read_qrels_located", "read_run_located", "read_trec_run"]
+           "load_wikiqa", "read_qrels", "read_qrels_located", "read_run_located", "read_trec_run",
+           "read_trec_run_located"]
 
 FORMATS: tuple[str, ...] = ("wikiqa", "trecqa", "semeval", "csv", "jsonl")
 _SNIFF_BYTES = 65536

@@ -37,9 +37,18 @@ def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, int, float]]]:
     column is checked but, as trec_eval does, not trusted, so a run reads as every evaluator reads
     it. Parsed here rather than by ``ir_measures.read_trec_run`` for the line numbers of errors.
     """
-    run, _ = read_run_located(path, "trec")
-    return {qid: [(doc_id, position, score) for position, (doc_id, score) in enumerate(ordering.ranked(docs), start=1)]
-            for qid, docs in run.items()}
+    return read_trec_run_located(path)[0]
+
+
+def read_trec_run_located(
+    path: str | Path,
+) -> tuple[dict[str, list[tuple[str, int, float]]], dict[tuple[str, str], int]]:
+    """``read_trec_run`` and the line of every (qid, doc_id), so that a pair the caller refuses
+    (a document its dataset lacks) is reported with its line."""
+    run, lines = read_run_located(path, "trec")
+    ranked = {qid: [(doc_id, position, score) for position, (doc_id, score) in enumerate(ordering.ranked(docs), start=1)]
+              for qid, docs in run.items()}
+    return ranked, lines
 
 
 RUN_FORMATS = ("trec", "jsonl")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ from qa_core.rankers.base import (
     candidate_at,
     candidate_texts,
 )
-from qa_core.retrieval import bm25_scores
+from qa_core.retrieval import bm25_scores, bm25_scores_per_query
 from qa_core.text.features import FEATURE_NAMES, IdfTable, content_words, overlap_features
 from qa_core.text.links import lexical_links
 from qa_core.text.nlp import Parsed, parse_many
@@ -40,21 +41,31 @@ class BM25Ranker(Ranker):
         return bm25_scores(question, texts) if texts else np.zeros(0)
 
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
-        """Each answer token that is a question term carries that term's share of the BM25 score.
+        """Each answer token that is a question term carries its part of that term's share of the
+        BM25 score, so that the words add up to the score.
 
         BM25 is a sum over query terms, so a term's share is the candidate's BM25 score for that
-        term alone, with the IDF of the same pool the score used.
+        term alone, with the IDF of the same pool the score used, counted as often as the question
+        repeats the term (bm25s sums over the query's tokens); a term the answer repeats splits its
+        share equally between its occurrences (the term's score already counts them all).
         """
         texts = candidate_texts(candidates)
         candidate = candidate_at(candidates, index)
         q_parsed, a_parsed = parse_many([question, candidate.text])
-        terms = {token.lower() for token in q_parsed.tokens}
-        share = {term: float(self._pool_scores(term, texts)[index]) for term in terms}
+        answer_words = [token.lower() for token in a_parsed.tokens]
+        in_answer = Counter(answer_words)
+        in_question = Counter(token.lower() for token in q_parsed.tokens)
+        terms = sorted(in_question.keys() & in_answer.keys())
+        score, *term_scores = bm25_scores_per_query([question, *terms], texts)
+        share = {
+            term: float(term_score[index]) * in_question[term] / in_answer[term]
+            for term, term_score in zip(terms, term_scores)
+        }
         return Explanation(
-            score=float(self._pool_scores(question, texts)[index]),
+            score=float(score[index]),
             question_tokens=list(q_parsed.tokens),
             answer_tokens=list(a_parsed.tokens),
-            answer_weights=[share.get(token.lower(), 0.0) for token in a_parsed.tokens],
+            answer_weights=[share.get(word, 0.0) for word in answer_words],
             weight_kind="bm25",
             links=lexical_links(q_parsed, a_parsed),
         )

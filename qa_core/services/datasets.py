@@ -38,11 +38,12 @@ def import_file(
 
 def import_run(store: Store, dataset: str, path: Path, *, actor: Actor | None) -> int:
     """Set first-stage ranks and scores from a TREC run file; returns the questions it covers.
-    Every (qid, doc_id) must exist in ``dataset``, else nothing is written."""
-    from qa_core.data.importers import read_trec_run
+    Every (qid, doc_id) must exist in ``dataset``, else nothing is written (the error names the
+    file and the pair's line)."""
+    from qa_core.data.importers import read_trec_run_located
 
-    run = read_trec_run(path)
-    store.datasets.set_first_stage(dataset, run, actor=actor)
+    run, lines = read_trec_run_located(path)
+    store.datasets.set_first_stage(dataset, run, lines=lines, path=str(path), actor=actor)
     return len(run)
 
 

@@ -196,16 +196,24 @@ def looks_like_path(name: str) -> bool:
 
 
 def models_overview(store: Store) -> pd.DataFrame:
-    """Registered model versions with their training data, where they are in use, headline metrics."""
+    """Registered model versions with their training data, where they are in use, headline metrics,
+    titled and labelled as the Train page's versions table (``retraining.VERSIONS_NOTE`` says what
+    they are: the dev MAP is on the version's own training labels, not gold)."""
+    from qa_core.services.retraining import training_labels_text
+    from qa_core.services.viz import VERSION_DEV_MAP, VERSION_TEST_MAP
+
     rows = [
         {
             "model": version["name"],
             "version": version["version"],
             "trained on": (version["training_data"] or {}).get("dataset", ""),
+            "labels": training_labels_text(version["training_data"] or {}),
             "in use for": ", ".join(version["promoted_for"]),
-            "dev MAP": (version["metrics"] or {}).get("dev_map"),
+            VERSION_DEV_MAP: (version["metrics"] or {}).get("dev_map"),
+            VERSION_TEST_MAP: (version["metrics"] or {}).get("test_gold_map"),
             "created": version["created_at"],
         }
         for version in store.models.model_versions()
     ]
-    return pd.DataFrame(rows, columns=["model", "version", "trained on", "in use for", "dev MAP", "created"])
+    columns = ["model", "version", "trained on", "labels", "in use for", VERSION_DEV_MAP, VERSION_TEST_MAP, "created"]
+    return pd.DataFrame(rows, columns=columns)

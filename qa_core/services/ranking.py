@@ -60,6 +60,7 @@ class Counterfactual:
     original_score: float
     rank: int  # where the edited text would rank among the other candidates (1-based)
     explanation: Explanation
+    explainer: str  # which computed ``explanation`` (``qa_core.explain.explainers``)
 
     @property
     def delta(self) -> float:
@@ -172,11 +173,13 @@ class Ranking:
                 self._deletions[key] = cached
         return cached
 
-    def counterfactual(self, rank: int, edited: str) -> Counterfactual:
+    def counterfactual(self, rank: int, edited: str, explainer: str | None = None) -> Counterfactual:
         """Candidate ``rank`` with its text replaced by ``edited``: its score (``Ranker.score_edits``,
         the path the faithfulness deletions take too), its rank among the others' scores in this
-        ranking, and its explanation; the original score is the table's."""
+        ranking, and its explanation by ``explainer`` (as ``explain``: the heatmap beside it is that
+        explainer's, so the two compare); the original score is the table's."""
         edited = check_candidate(edited)
+        explainer = explainer or explaining.default_explainer(self.ranker)
         target = self.at(rank)
         new_score = float(self.ranker.score_edits(self.question, self.pool, target.index, [edited])[0])
         pool = list(self.pool)
@@ -189,7 +192,8 @@ class Ranking:
             score=new_score,
             original_score=target.score,
             rank=1 + ranked.index(target.candidate.doc_id),
-            explanation=self.ranker.explain(self.question, pool, target.index),
+            explanation=explainers.explain(self.ranker, self.question, pool, target.index, explainer),
+            explainer=explainer,
         )
 
 

@@ -42,10 +42,16 @@ GOLD_CHOICES: dict[str, bool | list[str]] = {
     "dev only (select on gold, train on stored labels)": ["dev"],
     "none": False,
 }
+# What a version's stored numbers are: the landing page's models table says it too.
+VERSIONS_NOTE = (
+    "dev MAP (kept best, training labels): the weights training kept (its best evaluation), on every DEV question "
+    "of the dataset it was trained on, with the labels that job trained with (the labels column; clean off), so "
+    "not the gold-label number of evaluate, Compare and Errors unless it trained on gold; test MAP (gold): every "
+    "TEST question of that dataset with gold labels (clean off)."
+)
 VERSION_METRICS_NOTE = (
-    "dev MAP (kept best) and dev MRR: the weights training kept (its best evaluation), on every DEV question "
-    "with the labels that job trained with (clean off); test MAP (gold): every TEST question with gold labels "
-    "(clean off). The card below a chosen version compares it with the promoted one on DEV with gold labels."
+    f"{VERSIONS_NOTE} dev MRR: as dev MAP. The card below a chosen version compares it with the promoted one on DEV "
+    "with gold labels."
 )
 METRIC_COLUMNS = {"dev_map": viz.VERSION_DEV_MAP, "test_gold_map": viz.VERSION_TEST_MAP, "dev_mrr": "dev MRR"}
 
@@ -173,19 +179,25 @@ def training_figure(events: pd.DataFrame) -> go.Figure:
     return figure
 
 
+def training_labels_text(training_data: dict[str, Any]) -> str | None:
+    """The labels a version trained with, as the versions tables show them: "gold", or the pairs of
+    each source that gave any ("labels 60, gold 1180"); None where not recorded."""
+    labels = training_data.get("labels")
+    return ", ".join(f"{k} {v}" for k, v in labels.items() if v) if isinstance(labels, dict) else labels
+
+
 def versions_table(store: Store, model: str) -> pd.DataFrame:
     """The registry's versions of ``model``, newest first, with their training data and metrics."""
     rows = []
     for version in reversed(store.models.model_versions(model)):
         data, metrics = version["training_data"] or {}, version["metrics"] or {}
-        labels = data.get("labels")
         rows.append(
             {
                 "version": version["version"],
                 "in use for": ", ".join(version["promoted_for"]),
                 "created": version["created_at"],
                 "dataset": data.get("dataset", ""),
-                "labels": ", ".join(f"{k} {v}" for k, v in labels.items()) if isinstance(labels, dict) else labels,
+                "labels": training_labels_text(data),
                 "train labels": data.get("train_labels"),
                 **{title: metrics.get(key) for key, title in METRIC_COLUMNS.items()},
                 "job": data.get("job"),
@@ -196,17 +208,20 @@ def versions_table(store: Store, model: str) -> pd.DataFrame:
 
 
 def comparison(store: Store, model: str, version: int, dataset: str) -> pd.DataFrame:
-    """Metrics of ``version`` beside those of the version ``dataset`` uses (rows: metric; NaN where
-    unknown)."""
-    versions = {v["version"]: v for v in store.models.model_versions(model)}
+    """Metrics of ``version`` above those of the version ``dataset`` uses (its "in use for" says
+    ``dataset``; one row when they are one; NaN where unknown). Each row names the dataset and the
+    labels its numbers are of, its own training's: a version trained elsewhere brings another
+    dataset's."""
+    chosen = next(v for v in store.models.model_versions(model) if v["version"] == version)
     in_use = store.models.promoted_model(model, dataset)
-    columns = {f"version {version}": versions[version]["metrics"] or {}}
-    if in_use is not None and in_use["version"] != version:
-        columns[f"in use for {dataset} (version {in_use['version']})"] = in_use["metrics"] or {}
-    return pd.DataFrame(
-        {name: [metrics.get(key) for key in METRIC_COLUMNS] for name, metrics in columns.items()},
-        index=list(METRIC_COLUMNS.values()),
-    )
+    rows = [chosen] if in_use is None or in_use["version"] == version else [chosen, in_use]
+    table = []
+    for row in rows:
+        data, metrics = row["training_data"] or {}, row["metrics"] or {}
+        table.append([row["version"], dataset if in_use is not None and row["version"] == in_use["version"] else "",
+                      data.get("dataset") or "not recorded", training_labels_text(data) or "not recorded",
+                      *(metrics.get(key) for key in METRIC_COLUMNS)])
+    return pd.DataFrame(table, columns=["version", "in use for", "trained on", "labels", *METRIC_COLUMNS.values()])
 
 
 DEV_SPLIT = "dev"  # versions are compared where they were selected, never on TEST

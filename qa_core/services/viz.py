@@ -146,7 +146,7 @@ DATASET_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377
 
 
 # The columns of retraining.versions_table (its METRIC_COLUMNS) that the version curve draws.
-VERSION_DEV_MAP, VERSION_TEST_MAP = "dev MAP (kept best)", "test MAP (gold)"
+VERSION_DEV_MAP, VERSION_TEST_MAP = "dev MAP (kept best, training labels)", "test MAP (gold)"
 
 
 def version_curve_figure(versions: pd.DataFrame, model: str) -> go.Figure | None:
