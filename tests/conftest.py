@@ -380,7 +380,7 @@ RUN_BEGUN = """(ended) => document.querySelector('[data-testid=stApp]').rerankLa
 
 
 def until_taken(page, act: Callable[[], None], taken: Callable[[], None], attempts: int = 3,
-                recover: Callable[[], None] | None = None) -> None:
+                recover: Callable[[], None] | None = None, shown: Callable[[], bool] | None = None) -> None:
     """Do ``act`` once the app is idle, wait for the run it starts to end, and check ``taken`` (an
     ``expect`` on what the action shows: a value, a button it enables); do it again when it did not
     take. The browser marks a run as running only once the server has started it, so right after an
@@ -390,11 +390,15 @@ def until_taken(page, act: Callable[[], None], taken: Callable[[], None], attemp
     short and bounded only for an action that changed nothing (its value was already there) or a run
     the browser drew in one frame. A rerun already on its way when the action came can redraw a box
     under the keys or close a list under the click; ``taken``, read after the run, tells. ``recover``
-    tidies up after a try that failed (a list left open would take the next click)."""
+    tidies up after a try that failed (a list left open would take the next click). ``shown`` says
+    at once whether the idle app already shows the value: then there is nothing to do (an action
+    would start no run and wait out the bound)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
     for attempt in range(1, attempts + 1):
         settled(page)
+        if shown is not None and shown():
+            return
         runs_ended = page.evaluate(RUNS_ENDED)
         try:
             act()
@@ -425,8 +429,12 @@ def choose(page, box: str, option: str | re.Pattern[str], typed: str | None = No
             select_box.fill(typed)
         page.get_by_role("option", name=option, exact=True).click(timeout=PICK_TIMEOUT_MS)
 
+    def shown() -> bool:  # as ``to_have_value`` reads ``option``: a pattern is searched for, a name is the value
+        value = select_box.input_value()
+        return re.search(option, value) is not None if isinstance(option, re.Pattern) else value == option
+
     until_taken(page, pick, lambda: expect(select_box).to_have_value(option, timeout=PICK_TIMEOUT_MS), attempts,
-                recover=lambda: page.keyboard.press("Escape"))
+                recover=lambda: page.keyboard.press("Escape"), shown=shown)
 
 
 def choose_radio(page, option: str, attempts: int = 3) -> None:
@@ -434,9 +442,9 @@ def choose_radio(page, option: str, attempts: int = 3) -> None:
     after the app has run: a rerun under way can draw the radio group again and lose the click."""
     from playwright.sync_api import expect
 
+    radio = page.get_by_role("radio", name=option, exact=True)
     until_taken(page, lambda: page.get_by_text(option, exact=True).click(),
-                lambda: expect(page.get_by_role("radio", name=option, exact=True)).to_be_checked(
-                    timeout=PICK_TIMEOUT_MS), attempts)
+                lambda: expect(radio).to_be_checked(timeout=PICK_TIMEOUT_MS), attempts, shown=radio.is_checked)
 
 
 def enter_text(page, field, value: str, ready=None, attempts: int = 3) -> None:
@@ -479,8 +487,9 @@ def add_choice(page, box: str, option: str, attempts: int = 3) -> None:
         page.get_by_role("option", name=option, exact=True).click(timeout=PICK_TIMEOUT_MS)
         page.keyboard.press("Escape")
 
-    until_taken(page, pick, lambda: expect(chosen.get_by_text(option, exact=True)).to_have_count(
-        1, timeout=PICK_TIMEOUT_MS), attempts, recover=lambda: page.keyboard.press("Escape"))
+    chip = chosen.get_by_text(option, exact=True)
+    until_taken(page, pick, lambda: expect(chip).to_have_count(1, timeout=PICK_TIMEOUT_MS), attempts,
+                recover=lambda: page.keyboard.press("Escape"), shown=lambda: chip.count() == 1)
 
 
 def _require_chromium() -> None:
