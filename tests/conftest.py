@@ -359,11 +359,12 @@ def settled(page) -> None:
 
 
 PICK_TIMEOUT_MS = 10_000  # an open list shows its options at once; longer means a rerun closed it
-RUN_START_TIMEOUT_MS = 3_000  # a value the browser sent has started the app's run well before this
+RUN_START_TIMEOUT_MS = 2_000  # a value the browser sent has started the app's run well before this (0.0-0.3 s seen)
 
 # How many script runs the page has seen end, counted on stApp by a MutationObserver that the first
 # call installs: a short run can start and end between two polls of a Playwright wait, while the
-# observer is told of every change of the state attribute (a new page starts again at 0).
+# observer is told of every change of the state attribute (a new page starts again at 0). A run
+# whose start and end the browser draws in one frame (a short run on a busy machine) changes nothing.
 RUNS_ENDED = """() => {
     const app = document.querySelector('[data-testid=stApp]');
     if (app.rerankLabRunsEnded === undefined) {
@@ -386,13 +387,14 @@ def until_taken(page, act: Callable[[], None], taken: Callable[[], None], attemp
     take. The browser marks a run as running only once the server has started it, so right after an
     action it still says "not running": ``settled`` alone would pass before the app has run with the
     value, and so would a ``taken`` that reads what the browser set itself the moment it acted. So
-    the run comes first: Streamlit reruns on every widget change, and the wait for it to begin is
-    short and bounded only for an action that changed nothing (its value was already there) or a run
-    the browser drew in one frame. A rerun already on its way when the action came can redraw a box
-    under the keys or close a list under the click; ``taken``, read after the run, tells. ``recover``
-    tidies up after a try that failed (a list left open would take the next click). ``shown`` says
-    at once whether the idle app already shows the value: then there is nothing to do (an action
-    would start no run and wait out the bound)."""
+    the run comes first: Streamlit reruns on every widget change, and after the action the page
+    waits for a run to begin (``RUNS_ENDED``), then to end. The wait for it to begin is bounded for
+    the run the page cannot see, one drawn in a single frame: by the bound it has ended. A rerun
+    already on its way when the action came can redraw a box under the keys or close a list under
+    the click; ``taken``, read after the run, tells. ``recover`` tidies up after a try that failed
+    (a list left open would take the next click). ``shown`` says at once whether the idle app
+    already shows the value: then there is nothing to do (the action would start no run and wait
+    out the bound)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
     for attempt in range(1, attempts + 1):
