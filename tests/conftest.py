@@ -359,22 +359,53 @@ def settled(page) -> None:
 
 
 PICK_TIMEOUT_MS = 10_000  # an open list shows its options at once; longer means a rerun closed it
+RUN_START_TIMEOUT_MS = 2_000  # a value the browser sent has started the app's run well before this (0.0-0.3 s seen)
+
+# How many script runs the page has seen end, counted on stApp by a MutationObserver that the first
+# call installs: a short run can start and end between two polls of a Playwright wait, while the
+# observer is told of every change of the state attribute (a new page starts again at 0). A run
+# whose start and end the browser draws in one frame (a short run on a busy machine) changes nothing.
+RUNS_ENDED = """() => {
+    const app = document.querySelector('[data-testid=stApp]');
+    if (app.rerankLabRunsEnded === undefined) {
+        app.rerankLabRunsEnded = 0;
+        new MutationObserver((changes) => {
+            app.rerankLabRunsEnded += changes.filter((change) => change.oldValue === 'running').length;
+        }).observe(app, {attributeFilter: ['data-test-script-state'], attributeOldValue: true});
+    }
+    return app.rerankLabRunsEnded;
+}"""
+# A run began after ``ended`` runs had ended: it runs now, or it has ended too.
+RUN_BEGUN = """(ended) => document.querySelector('[data-testid=stApp]').rerankLabRunsEnded > ended
+    || document.querySelector('[data-testid=stApp]').getAttribute('data-test-script-state') === 'running'"""
 
 
 def until_taken(page, act: Callable[[], None], taken: Callable[[], None], attempts: int = 3,
-                recover: Callable[[], None] | None = None) -> None:
-    """Do ``act`` once the app is idle, let it run, and check ``taken`` (an ``expect`` on what the
-    action shows: a value, a button it enables); do it again when it did not take. ``settled``
-    alone cannot rule out a lost action: the browser marks a run as running only once the server
-    has started it, so right after an action it may still say "not running", and a rerun already
-    on its way can redraw a box under the keys or close a list under the click. ``recover`` tidies
-    up after a try that failed (a list left open would take the next click)."""
+                recover: Callable[[], None] | None = None, shown: Callable[[], bool] | None = None) -> None:
+    """Do ``act`` once the app is idle, wait for the run it starts to end, and check ``taken`` (an
+    ``expect`` on what the action shows: a value, a button it enables); do it again when it did not
+    take. The browser marks a run as running only once the server has started it, so right after an
+    action it still says "not running": ``settled`` alone would pass before the app has run with the
+    value, and so would a ``taken`` that reads what the browser set itself the moment it acted. So
+    the run comes first: Streamlit reruns on every widget change, and after the action the page
+    waits for a run to begin (``RUNS_ENDED``), then to end. The wait for it to begin is bounded for
+    the run the page cannot see, one drawn in a single frame: by the bound it has ended. A rerun
+    already on its way when the action came can redraw a box under the keys or close a list under
+    the click; ``taken``, read after the run, tells. ``recover`` tidies up after a try that failed
+    (a list left open would take the next click). ``shown`` says at once whether the idle app
+    already shows the value: then there is nothing to do (the action would start no run and wait
+    out the bound)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
     for attempt in range(1, attempts + 1):
         settled(page)
+        if shown is not None and shown():
+            return
+        runs_ended = page.evaluate(RUNS_ENDED)
         try:
             act()
+            with contextlib.suppress(PlaywrightTimeoutError):  # no run seen: ``taken`` says whether that is right
+                page.wait_for_function(RUN_BEGUN, arg=runs_ended, timeout=RUN_START_TIMEOUT_MS)
             settled(page)
             taken()
             return
@@ -400,8 +431,12 @@ def choose(page, box: str, option: str | re.Pattern[str], typed: str | None = No
             select_box.fill(typed)
         page.get_by_role("option", name=option, exact=True).click(timeout=PICK_TIMEOUT_MS)
 
+    def shown() -> bool:  # as ``to_have_value`` reads ``option``: a pattern is searched for, a name is the value
+        value = select_box.input_value()
+        return re.search(option, value) is not None if isinstance(option, re.Pattern) else value == option
+
     until_taken(page, pick, lambda: expect(select_box).to_have_value(option, timeout=PICK_TIMEOUT_MS), attempts,
-                recover=lambda: page.keyboard.press("Escape"))
+                recover=lambda: page.keyboard.press("Escape"), shown=shown)
 
 
 def choose_radio(page, option: str, attempts: int = 3) -> None:
@@ -409,17 +444,18 @@ def choose_radio(page, option: str, attempts: int = 3) -> None:
     after the app has run: a rerun under way can draw the radio group again and lose the click."""
     from playwright.sync_api import expect
 
+    radio = page.get_by_role("radio", name=option, exact=True)
     until_taken(page, lambda: page.get_by_text(option, exact=True).click(),
-                lambda: expect(page.get_by_role("radio", name=option, exact=True)).to_be_checked(
-                    timeout=PICK_TIMEOUT_MS), attempts)
+                lambda: expect(radio).to_be_checked(timeout=PICK_TIMEOUT_MS), attempts, shown=radio.is_checked)
 
 
 def enter_text(page, field, value: str, ready=None, attempts: int = 3) -> None:
-    """Type ``value`` into the text box ``field``, commit it (Enter) and wait until the app has it:
-    ``ready`` (the button the value enables) enabled, or else the box still showing the value after
-    the run. A rerun already under way when the keys arrive (an upload's, a choice's, the page's
-    first) can draw the box again after them and leave the app without the value, so a value that
-    did not take is typed again."""
+    """Type ``value`` into the text (or number) box ``field``, commit it (Enter) and wait until the
+    app has run with it: the box no longer holds a value it has not sent, and ``ready`` (the button
+    the value enables) is enabled, or else the box still shows the value after the run. A rerun
+    already under way when the keys arrive (an upload's, a choice's, the page's first) can draw the
+    box again after them and leave the app without the value, so a value that did not take is typed
+    again."""
     from playwright.sync_api import expect
 
     def typed() -> None:
@@ -427,6 +463,10 @@ def enter_text(page, field, value: str, ready=None, attempts: int = 3) -> None:
         field.press("Enter")
 
     def taken() -> None:
+        # Streamlit asks to "Press Enter to apply" under the focused box (one at a time, wider than
+        # 180 px) while it holds a value it has not sent; Enter sends it and the words go.
+        expect(page.get_by_test_id("InputInstructions").filter(has_text="Press Enter to")).to_have_count(
+            0, timeout=PICK_TIMEOUT_MS)
         if ready is None:
             expect(field).to_have_value(value, timeout=PICK_TIMEOUT_MS)
         else:
@@ -449,8 +489,9 @@ def add_choice(page, box: str, option: str, attempts: int = 3) -> None:
         page.get_by_role("option", name=option, exact=True).click(timeout=PICK_TIMEOUT_MS)
         page.keyboard.press("Escape")
 
-    until_taken(page, pick, lambda: expect(chosen.get_by_text(option, exact=True)).to_have_count(
-        1, timeout=PICK_TIMEOUT_MS), attempts, recover=lambda: page.keyboard.press("Escape"))
+    chip = chosen.get_by_text(option, exact=True)
+    until_taken(page, pick, lambda: expect(chip).to_have_count(1, timeout=PICK_TIMEOUT_MS), attempts,
+                recover=lambda: page.keyboard.press("Escape"), shown=lambda: chip.count() == 1)
 
 
 def _require_chromium() -> None:
