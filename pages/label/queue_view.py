@@ -58,8 +58,8 @@ def skip(session: labeling.LabelingSession, item: labeling.QueueItem) -> None:
 
 
 def undo(session: labeling.LabelingSession) -> None:
-    """Button callback: take back this tab's last label and show that pair again. A second press
-    that arrives before the page drew the Undo button again takes nothing back (one U, one label)."""
+    """Button callback: take back this tab's last label and show that pair again. As for a grade or
+    a skip, a second press handled before the next run drew the Undo button takes nothing back."""
     if not st.session_state.pop(UNDO_DRAWN, False):
         return
     st.session_state.pop(SHOWN, None)
@@ -69,7 +69,8 @@ def undo(session: labeling.LabelingSession) -> None:
         st.session_state[NOTICE] = f"Not undone: {error}"
         return
     st.session_state[NOTICE] = (
-        "Nothing of yours to undo in this queue (dataset and split), or another session shows that pair now: "
+        "Nothing of yours to undo in this queue (dataset and split), another session shows that pair now, or "
+        "the queue no longer wants your label on it (a reviewer settled it, or enough others judged it): "
         "nothing was taken back."
         if item is None
         else f"Took back your label of {item.record.qid} / {item.record.doc_id} (it stays in the history)."
