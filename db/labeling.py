@@ -52,7 +52,7 @@ from db.base import (
     not_retracted,
     now,
 )
-from db.labels import UNDO_ATTEMPTS, retract_last
+from db.labels import UNDO_ATTEMPTS, LastLabelUndo
 from db.models import AdjudicationRow, CandidateRow, LabelRow, QueueClaimRow
 from qa_core.access import Actor, Permission, acting_name
 from qa_core.types import InputError, StorageError
@@ -250,20 +250,25 @@ class LabelingStore(StoreBase):
             return 0
 
     def undo_and_claim(
-        self, dataset: str, annotator: str, holder: str, split: str | None = None, *,
+        self, dataset: str, annotator: str, holder: str, split: str | None = None, *, targets: Mapping[int, int],
         lease_seconds: float = DEFAULT_LEASE_SECONDS, actor: Actor | None = None,
     ) -> Claim | None:
         """Retract the latest current judgement that ``annotator`` gave through ``holder`` in
         ``dataset`` (its ``split`` if given) and lease that pair to ``holder`` again, to show it,
-        in one transaction; ``None``, with nothing retracted, when there is no such judgement or
-        another session holds that pair now. The holder's other open claims on the dataset end
-        (a tab shows one pair). A signed-in ``actor`` undoes only their own judgements."""
+        in one transaction; ``None``, with nothing retracted, when there is no such judgement,
+        another undo took it back meanwhile, another session holds that pair now, or the queue
+        would not hand the pair to this annotator once the judgement is gone (adjudicated since,
+        or the others' labels reach its ``targets[candidate_id]``, 1 when absent: the
+        redundancy rule of ``claim_next``), since the next ``claim_next`` would not show it. The
+        holder's other open claims on the dataset end (a tab shows one pair). A signed-in
+        ``actor`` undoes only their own judgements."""
+        undoing = LastLabelUndo()
 
         def undo(session: Session) -> Claim:
             who = authorize(session, actor, Permission.LABEL, team=self.team)
             undoer = check_annotator(acting_name(who, annotator))
-            label = retract_last(session, undoer, dataset, holder, split)
-            if label is None:
+            label = undoing.retract(session, undoer, dataset, holder, split)
+            if label is None or not _still_eligible(session, label.candidate_id, undoer, targets.get(label.candidate_id, 1)):
                 raise _NoLongerEligible
             at = now()
             end_open_claims(session, "expired", QueueClaimRow.candidate_id == label.candidate_id, QueueClaimRow.expires_at <= at, at=at)

@@ -39,8 +39,7 @@ from qa_core.data.exporters import write_jsonl, write_qrels
 from qa_core.types import InputError
 
 QRELS_SOURCES = ("labels", "gold")
-# A concurrent undo of the same annotator can retract the label this one picked; it then takes
-# the next one (each call undoes one judgement).
+# An undo runs again when a concurrent writer took a unique key first (see ``LastLabelUndo``).
 UNDO_ATTEMPTS = 5
 LABEL_HISTORY_KEYS = (
     "qid", "doc_id", "question", "candidate", "annotator", "value", "note", "created_at", "retracted_at", "retired_at"
@@ -253,24 +252,21 @@ class LabelStore(StoreBase):
 
     # ------------------------------------------------------------------ undo
 
-    def undo_last(
-        self, annotator: str | None, dataset: str | None = None, holder: str | None = None, *,
-        actor: Actor | None = None,
-    ) -> dict[str, Any] | None:
-        """Retract ``annotator``'s latest current judgement (in ``dataset`` if given; given in the
-        queue by ``holder``, one app session, if given) and return it (``label_id``,
-        ``candidate_id``, ``value``); ``None`` when there is nothing to undo.
+    def undo_last(self, annotator: str | None, dataset: str | None = None, *, actor: Actor | None = None) -> dict[str, Any] | None:
+        """Retract ``annotator``'s latest current judgement (in ``dataset`` if given) and return it
+        (``label_id``, ``candidate_id``, ``value``); ``None`` when there is nothing to undo, or when
+        another undo took that judgement back meanwhile (see ``LastLabelUndo``).
 
-        With ``holder``, undo is per session: a second browser tab of the same annotator never
-        takes back what the first one judged. The judgement stays in the history, marked
-        retracted; the annotator's previous judgement of that pair, if any, becomes current
-        again. Repeated calls undo further back. A signed-in ``actor`` undoes only their own
-        judgements.
+        The judgement stays in the history, marked retracted; the annotator's previous judgement
+        of that pair, if any, becomes current again. Repeated calls undo further back. A
+        signed-in ``actor`` undoes only their own judgements. (The Label page's per-tab undo is
+        ``LabelingStore.undo_and_claim``.)
         """
+        undoing = LastLabelUndo()
 
         def undo(session: Session) -> dict[str, Any] | None:
             who = authorize(session, actor, Permission.LABEL, team=self.team)
-            label = retract_last(session, check_annotator(acting_name(who, annotator)), dataset, holder)
+            label = undoing.retract(session, check_annotator(acting_name(who, annotator)), dataset)
             return None if label is None else {"label_id": label.id, "candidate_id": label.candidate_id, "value": label.value}
 
         return self.retrying(undo, UNDO_ATTEMPTS)
@@ -329,19 +325,34 @@ class LabelStore(StoreBase):
             }
 
 
-def retract_last(
-    session: Session, annotator: str, dataset: str | None = None, holder: str | None = None, split: str | None = None
-) -> LabelRow | None:
-    """Retract ``annotator``'s latest current judgement (in ``dataset``, its ``split``, given by
-    ``holder`` where given) inside the caller's transaction, and return it; ``None`` when there is none.
-    The queue's undo calls it too, to retract and lease the pair again in one transaction."""
-    query = select(LabelRow).where(LabelRow.annotator == annotator, not_retracted())
-    if holder is not None:
-        query = query.where(LabelRow.claim_id.in_(select(QueueClaimRow.id).where(QueueClaimRow.holder == holder)))
-    if dataset is not None:
-        candidates = candidates_of(session, dataset, CandidateRow.id)
-        query = query.where(LabelRow.candidate_id.in_(candidates if split is None else candidates.where(QuestionRow.split == split)))
-    label = session.scalars(query.order_by(LabelRow.id.desc()).limit(1)).first()
-    if label is not None:
-        session.execute(insert(LabelRetractionRow).values(label_id=label.id, annotator=annotator))
-    return label
+class LastLabelUndo:
+    """One undo: retracts ``annotator``'s latest current judgement, the same one on every attempt
+    of ``StoreBase.retrying``.
+
+    Two undos (the Ask/Compare judge panel's and the Label tab's) may pick the same latest label;
+    the one that loses on the unique ``label_retractions.label_id`` runs again, and must then take
+    back nothing rather than the next older label, which nobody asked to undo."""
+
+    def __init__(self) -> None:
+        self.picked: int | None = None  # the label an earlier attempt chose
+
+    def retract(
+        self, session: Session, annotator: str, dataset: str | None = None, holder: str | None = None,
+        split: str | None = None,
+    ) -> LabelRow | None:
+        """Retract the latest current judgement (in ``dataset``, its ``split``, given by ``holder``
+        where given) inside the caller's transaction and return it; ``None`` when there is none, or
+        when the label an earlier attempt picked was retracted meanwhile by another undo."""
+        if self.picked is not None and session.scalar(select(exists().where(LabelRetractionRow.label_id == self.picked))):
+            return None
+        query = select(LabelRow).where(LabelRow.annotator == annotator, not_retracted())
+        if holder is not None:
+            query = query.where(LabelRow.claim_id.in_(select(QueueClaimRow.id).where(QueueClaimRow.holder == holder)))
+        if dataset is not None:
+            candidates = candidates_of(session, dataset, CandidateRow.id)
+            query = query.where(LabelRow.candidate_id.in_(candidates if split is None else candidates.where(QuestionRow.split == split)))
+        label = session.scalars(query.order_by(LabelRow.id.desc()).limit(1)).first()
+        if label is not None:
+            self.picked = label.id
+            session.execute(insert(LabelRetractionRow).values(label_id=label.id, annotator=annotator))
+        return label

@@ -4,10 +4,13 @@ hand-computed values, and the training-labels rule on a hand-made conflict table
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import NamedTuple
 
 import pytest
+from sqlalchemy import event
 
 from db.base import CandidateRecord, LabelRecord
 from db.store import Store
@@ -236,6 +239,70 @@ def test_undo_takes_back_only_what_it_can_show_again(queue_store: Store) -> None
     bob.skip(held)
     assert dev.undo().candidate_id == item.candidate_id and alices() == {}
     assert [c.holder for c in queue_store.queue.open_claims("queue")] == ["alice-tab"]  # shown again, alone
+
+
+def mine(store: Store, annotator: str) -> dict[int, int]:
+    """``annotator``'s current grades in the queue dataset, by candidate id."""
+    return {c: grades[annotator] for c, grades in store.labels.current_labels("queue", annotator).items()}
+
+
+def test_undo_takes_nothing_back_from_a_pair_adjudicated_since(queue_store: Store) -> None:
+    alice = session(queue_store, "alice", holder="alice-tab")
+    item = alice.current()
+    alice.label(item, 3)
+    queue_store.labels.adjudicate(item.candidate_id, 1, "carol")
+    assert alice.undo() is None  # the queue would not show it again: the label stays
+    assert mine(queue_store, "alice") == {item.candidate_id: 3}
+    assert alice.current().candidate_id != item.candidate_id
+
+
+def test_undo_takes_nothing_back_from_a_pair_others_judged_enough(queue_store: Store) -> None:
+    alice = session(queue_store, "alice", holder="alice-tab", overlap_share=1.0)  # every pair wants two
+    bob = session(queue_store, "bob", holder="bob-tab", overlap_share=1.0)
+    item = alice.current()
+    alice.label(item, 3)
+    held = bob.current()
+    assert held.candidate_id == item.candidate_id
+    bob.label(held, 2)
+    alice_now = session(queue_store, "alice", holder="alice-tab", overlap_share=0.0)  # the share was lowered
+    assert alice_now.undo() is None  # bob's label is all the pair wants now: alice's stays
+    assert mine(queue_store, "alice") == {item.candidate_id: 3}
+    assert session(queue_store, "alice", holder="alice-tab", overlap_share=1.0).undo().candidate_id == item.candidate_id
+
+
+@contextmanager
+def before_the_next_retraction(store: Store, meanwhile: Callable[[], object]) -> Iterator[None]:
+    """Run ``meanwhile`` once, just before the next undo writes the retraction of the label it
+    picked: a second undo of the same label that wins the race."""
+    pending = [meanwhile]
+
+    def hook(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if pending and statement.lstrip().upper().startswith("INSERT INTO LABEL_RETRACTIONS"):
+            pending.pop()()
+
+    event.listen(store.engine, "before_cursor_execute", hook)
+    try:
+        yield
+    finally:
+        event.remove(store.engine, "before_cursor_execute", hook)
+
+
+def test_two_undos_of_the_same_label_take_back_that_label_only(queue_store: Store) -> None:
+    tab = session(queue_store, "alice", holder="alice-tab")
+    for grade in (1, 2, 3):
+        tab.label(tab.current(), grade)
+    first, second, third = sorted(mine(queue_store, "alice"), key=lambda c: mine(queue_store, "alice")[c])
+    # The judge panel's undo takes the latest label while the Label tab's undo is about to: the
+    # tab's takes nothing back (not the next older label), and says so.
+    judge_panel = lambda: queue_store.labels.undo_last("alice", "queue")  # noqa: E731
+    with before_the_next_retraction(queue_store, judge_panel):
+        assert tab.undo() is None
+    assert mine(queue_store, "alice") == {first: 1, second: 2}
+    # The other way round: the tab's undo wins, the judge panel's takes nothing back.
+    with before_the_next_retraction(queue_store, tab.undo):
+        assert queue_store.labels.undo_last("alice", "queue") is None
+    assert mine(queue_store, "alice") == {first: 1}
+    assert third not in mine(queue_store, "alice")
 
 
 def test_adjudicated_pairs_leave_the_queue(queue_store: Store) -> None:

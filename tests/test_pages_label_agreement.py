@@ -5,11 +5,14 @@ model-based order that labels while it scores. Real store (SQLite in tmp), real 
 from __future__ import annotations
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from db.store import Store
 from qa_core.services import model_loading, store_setup
+from qa_core.services.labeling import LabelingSession
 from qa_core.types import Dataset
-from tests.pages import LABEL, open_page
+from tests.pages import LABEL, TIMEOUT, claims, open_page
+from tests.teams import shown, sign_in, team_page
 
 
 def start(name: str):
@@ -268,3 +271,44 @@ def test_review_queues_a_models_disagreements_with_the_consensus(store_url):
     assert any(c.value.startswith("1 pairs where overlap") for c in app.caption)
     (table,) = [d.value for d in app.dataframe if "labels" in d.value.columns]
     assert table["labels"].tolist() == [f"alice: 0, model:overlap: {MODEL_RELEVANT}"]
+
+
+def test_undo_after_the_sign_in_ended_says_so_and_takes_nothing_back(store_url):
+    """A label written, then the user signed out elsewhere (their sign-ins end): the Label tab's
+    undo takes nothing back and the page says why, where the undo raised a traceback before."""
+    anna = team_page(LABEL, claims("anna"))
+    anna.button(key="grade-3").click().run()
+    store = Store(store_url)
+    store.users.sign_out(sign_in(store, "anna"))
+    anna.button(key="undo").click().run()
+    assert not anna.exception, anna.exception
+    assert "anna@example.org signed out at" in shown(anna)
+    assert [g["anna@example.org"] for g in store.labels.current_labels("demo").values()] == [3]
+    store.close()
+
+
+def two_undo_presses(url: str) -> None:
+    """Two Undo presses that reach the app before its next run draws the button again: Streamlit
+    runs the button's callback for each, one after the other (an AppTest script: imports inside)."""
+    import streamlit as st
+
+    from db.store import Store
+    from pages.label import queue_view
+    from qa_core.services.labeling import LabelingSession
+
+    session = LabelingSession.build(Store(url), "demo", "alice", holder="tab", split="train")
+    st.session_state[queue_view.UNDO_DRAWN] = True  # what the run that drew the Undo button leaves
+    queue_view.undo(session)
+    queue_view.undo(session)
+
+
+def test_a_double_undo_press_takes_back_one_label(store_url):
+    store = Store(store_url)
+    store_setup.ensure_demo(store)
+    tab = LabelingSession.build(store, "demo", "alice", holder="tab", split="train")
+    for grade in (1, 2):
+        tab.label(tab.current(), grade)
+    app = AppTest.from_function(two_undo_presses, args=(store_url,), default_timeout=TIMEOUT).run()
+    assert not app.exception, app.exception
+    assert sorted(g["alice"] for g in store.labels.current_labels("demo", "alice").values()) == [1]  # the 2 alone
+    store.close()

@@ -27,6 +27,7 @@ from qa_core.services import labeling, model_loading
 from qa_core.services.labeling import preferences, workplace
 from qa_core.types import InputError, NotTrainedError
 
+UNDO_DRAWN = "label_undo_drawn"  # set by each run that draws the Undo button, ended by its press
 ORDER_HELP = {
     "random": "a seeded random order",
     "uncertainty": "pairs the model is least sure about first",
@@ -57,10 +58,19 @@ def skip(session: labeling.LabelingSession, item: labeling.QueueItem) -> None:
 
 
 def undo(session: labeling.LabelingSession) -> None:
+    """Button callback: take back this tab's last label and show that pair again. As for a grade or
+    a skip, a second press handled before the next run drew the Undo button takes nothing back."""
+    if not st.session_state.pop(UNDO_DRAWN, False):
+        return
     st.session_state.pop(SHOWN, None)
-    item = session.undo()
+    try:
+        item = session.undo()
+    except InputError as error:  # e.g. the role to label was taken away meanwhile
+        st.session_state[NOTICE] = f"Not undone: {error}"
+        return
     st.session_state[NOTICE] = (
-        "Nothing of yours to undo in this queue (dataset and split), or another session shows that pair now: "
+        "Nothing of yours to undo in this queue (dataset and split), another session shows that pair now, or "
+        "the queue no longer wants your label on it (a reviewer settled it, or enough others judged it): "
         "nothing was taken back."
         if item is None
         else f"Took back your label of {item.record.qid} / {item.record.doc_id} (it stays in the history)."
@@ -182,6 +192,7 @@ def graded_queue(
     left, right, _ = st.columns([1, 1, 3])
     keyed_button(left.button, "Skip", key="skip", shortcut="S", on_click=skip, args=(session, item),
                  disabled=item is None)
+    st.session_state[UNDO_DRAWN] = True
     keyed_button(right.button, "Undo", key="undo", shortcut="U", on_click=undo, args=(session,))
     st.caption(
         "Keys: 0–4 judge the pair · S skip · U undo this tab's last label · H model suggestion · J judging mode · O queue order · M model(s) · "

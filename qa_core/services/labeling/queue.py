@@ -174,11 +174,12 @@ class LabelingSession:
     def undo(self) -> QueueItem | None:
         """Retract the annotator's last judgement in this session's queue (its dataset and split,
         given in this app session; history keeps it) and show that pair again, in one transaction;
-        ``None``, with nothing taken back, when there is nothing to undo or another session holds
-        that pair now."""
+        ``None``, with nothing taken back, when there is nothing to undo, another session holds
+        that pair now, or the queue no longer wants this annotator's label on it (adjudicated since,
+        or enough other annotators judged it)."""
         claim = self.store.queue.undo_and_claim(
-            self.dataset, self.annotator, self.holder, self.split, lease_seconds=self.policy.lease_seconds,
-            actor=self.actor,
+            self.dataset, self.annotator, self.holder, self.split, targets=self.targets,
+            lease_seconds=self.policy.lease_seconds, actor=self.actor,
         )
         return None if claim is None else QueueItem(claim, self.records[claim.candidate_id])
 
