@@ -55,7 +55,8 @@ def test_agreement_over_one_shared_pair_says_not_enough_overlap(store_url):
     app = open_page(LABEL)
     app.radio(key="label_view").set_value("Agreement").run()
     assert not app.exception, app.exception
-    assert metrics(app)["Krippendorff's α (ordinal)"] == "not enough overlap (1 shared)"  # was "0.000" before
+    assert metrics(app)["Krippendorff's α (ordinal)"] == "—"  # was "0.000" before; why, beside it:
+    assert "not enough overlap (1 shared)" in [caption.value for caption in app.caption]
     (row,) = app.dataframe[0].value.to_dict("records")
     assert row["pairs both judged"] == 1 and row["note"] == "not enough overlap"
     assert row["weighted κ"] is None or row["weighted κ"] != row["weighted κ"]  # None / NaN: not shown
@@ -293,11 +294,11 @@ def two_undo_presses(url: str) -> None:
     import streamlit as st
 
     from db.store import Store
-    from pages.label import queue_view
+    from pages.label import queue_view, shared
     from qa_core.services.labeling import LabelingSession
 
     session = LabelingSession.build(Store(url), "demo", "alice", holder="tab", split="train")
-    st.session_state[queue_view.UNDO_DRAWN] = True  # what the run that drew the Undo button leaves
+    st.session_state[shared.UNDO_DRAWN] = True  # what the run that drew the Undo button leaves
     queue_view.undo(session)
     queue_view.undo(session)
 
@@ -311,4 +312,34 @@ def test_a_double_undo_press_takes_back_one_label(store_url):
     app = AppTest.from_function(two_undo_presses, args=(store_url,), default_timeout=TIMEOUT).run()
     assert not app.exception, app.exception
     assert sorted(g["alice"] for g in store.labels.current_labels("demo", "alice").values()) == [1]  # the 2 alone
+    store.close()
+
+
+def two_preference_undo_presses(url: str) -> None:
+    """As ``two_undo_presses``, in the pairwise view (an AppTest script: imports inside)."""
+    import streamlit as st
+
+    from db.preferences import PAIRWISE
+    from db.store import Store
+    from pages.label import preference_view, shared
+    from qa_core.services.labeling.preferences import PreferenceSession
+
+    session = PreferenceSession.build(Store(url), "demo", "alice", PAIRWISE, "random", holder="tab", split="train")
+    st.session_state[shared.UNDO_DRAWN] = True  # what the run that drew the Undo button leaves
+    preference_view.undo_preference(session)
+    preference_view.undo_preference(session)
+
+
+def test_a_double_undo_press_takes_back_one_pairwise_judgement(store_url):
+    from db.preferences import PAIRWISE
+    from qa_core.services.labeling.preferences import PreferenceSession
+
+    store = Store(store_url)
+    store_setup.ensure_demo(store)
+    tab = PreferenceSession.build(store, "demo", "alice", PAIRWISE, "random", holder="tab", split="train")
+    for outcome in ("left", "right"):
+        tab.judge_pair(tab.current(), outcome)
+    app = AppTest.from_function(two_preference_undo_presses, args=(store_url,), default_timeout=TIMEOUT).run()
+    assert not app.exception, app.exception
+    assert [j.outcome for j in store.preferences.preference_judgements("demo", "alice", PAIRWISE)] == ["left"]
     store.close()

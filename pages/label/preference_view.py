@@ -6,7 +6,17 @@ import streamlit as st
 
 from pages.common.signin import current_actor
 from pages.judging import keyed_button
-from pages.label.shared import HOLDER, NOTICE, PICKS, PREF_SHOWN, SKIPPED, Desk, guidelines_panel, keys_help
+from pages.label.shared import (
+    HOLDER,
+    NOTICE,
+    PICKS,
+    PREF_SHOWN,
+    SKIPPED,
+    UNDO_DRAWN,
+    Desk,
+    guidelines_panel,
+    keys_help,
+)
 from pages.render.markdown import as_markdown
 from qa_core.services.labeling import preferences
 from qa_core.types import InputError
@@ -66,9 +76,17 @@ def skip_preference(session: preferences.PreferenceSession, item: tuple[int, ...
 
 
 def undo_preference(session: preferences.PreferenceSession) -> None:
+    """Button callback: take back this tab's last judgement; as in the graded queue, a second press
+    handled before the next run drew the Undo button takes nothing back, and a refusal is one line."""
+    if not st.session_state.pop(UNDO_DRAWN, False):
+        return
     st.session_state.pop(PREF_SHOWN, None)
     st.session_state[PICKS] = {}
-    item = session.undo()
+    try:
+        item = session.undo()
+    except InputError as error:  # e.g. the role to label was taken away meanwhile
+        st.session_state[NOTICE] = f"Not undone: {error}"
+        return
     st.session_state[NOTICE] = (
         "Nothing of yours to undo here in this mode."
         if item is None
@@ -129,6 +147,7 @@ def preference_view(desk: Desk, annotator: str, mode: str, order: str, scores, s
     keyed_button(left.button, "Skip", key="skip", shortcut="S", on_click=skip_preference, args=(session, item),
                  disabled=item is None)
     keyed_button(middle.button, "Undo", key="undo", shortcut="U", on_click=undo_preference, args=(session,))
+    st.session_state[UNDO_DRAWN] = True
     if mode == preferences.TOPK:
         keyed_button(right.button, "Clear picks", key="clear_picks", shortcut="X", on_click=clear_picks)
     keys = ("1 left better · 2 right better · 3 tie (equally good) · 0 both bad" if mode == preferences.PAIRWISE

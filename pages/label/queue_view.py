@@ -17,6 +17,7 @@ from pages.label.shared import (
     SHOWN,
     SUGGEST,
     SUGGESTING,
+    UNDO_DRAWN,
     Desk,
     keys_help,
     pair_beside_guidelines,
@@ -27,7 +28,6 @@ from qa_core.services import labeling, model_loading
 from qa_core.services.labeling import preferences, workplace
 from qa_core.types import InputError, NotTrainedError
 
-UNDO_DRAWN = "label_undo_drawn"  # set by each run that draws the Undo button, ended by its press
 ORDER_HELP = {
     "random": "a seeded random order",
     "uncertainty": "pairs the model is least sure about first",

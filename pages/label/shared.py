@@ -22,6 +22,7 @@ HOLDER, SHOWN, NOTICE, CONFIG = "label_holder", "label_shown", "label_notice", "
 CHOICE, NAME_ERROR = "annotator_choice", "annotator_name_error"
 SUGGEST, SUGGESTING = "suggest", "suggest_for"  # the toggle, and {annotator: on} behind it
 PREF_SHOWN, PICKS, SKIPPED = "preference_shown", "topk_picks", "preference_skipped"
+UNDO_DRAWN = "label_undo_drawn"  # set by each run that draws an Undo button, ended by its press
 CAL_SHOWN, CAL_REPORT = "calibration_shown", "calibration_report"  # (gold pair, shown at); (dataset, annotator)
 SCORING_REFRESH_SECONDS = 1.0
 VIEW_LETTERS = {LABEL: "l", AGREEMENT: "a", REVIEW: "v", GUIDELINES: "g"}
