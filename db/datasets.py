@@ -267,15 +267,14 @@ class DatasetStore(StoreBase):
             who = authorize(session, actor, Permission.IMPORT, team=self.team)
             row = dataset_row(session, dataset)
             ids = candidate_ids(session, row.id)
-            updates = []
-            for qid, entries in run.items():
-                for doc_id, rank, score in entries:
-                    if (qid, doc_id) not in ids:
-                        raise InputError(f"dataset {dataset!r} has no candidate {doc_id!r} for question {qid!r}",
-                                         path=path, line=(lines or {}).get((qid, doc_id)))
-                    updates.append(
-                        {"id": ids[(qid, doc_id)], "first_stage_rank": int(rank), "first_stage_score": float(score)}
-                    )
+            pairs = [(qid, doc_id, rank, score) for qid, entries in run.items() for doc_id, rank, score in entries]
+            missing = [(qid, doc_id) for qid, doc_id, _, _ in pairs if (qid, doc_id) not in ids]
+            if missing:  # the first in the file is named (the run is ordered by score, not by line)
+                qid, doc_id = min(missing, key=lambda pair: (lines or {}).get(pair, 0))
+                raise InputError(f"dataset {dataset!r} has no candidate {doc_id!r} for question {qid!r}",
+                                 path=path, line=(lines or {}).get((qid, doc_id)))
+            updates = [{"id": ids[(qid, doc_id)], "first_stage_rank": int(rank), "first_stage_score": float(score)}
+                       for qid, doc_id, rank, score in pairs]
             if updates:
                 session.execute(update(CandidateRow), updates)
                 row.created_at = now()

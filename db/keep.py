@@ -64,7 +64,8 @@ class KeepStore(StoreBase):
             raise InputError("a kept question's candidate ids must differ from each other")
         with self.session_scope() as session:
             who = authorize(session, actor, Permission.IMPORT, team=self.team)
-            dataset_id = dataset_row(session, dataset).id
+            kept_in = dataset_row(session, dataset)
+            dataset_id, stamp = kept_in.id, kept_in.created_at
             at = now()  # the stamp moves first: the write lock, so two keeps of one text cannot both add it
             session.execute(update(DatasetRow).where(DatasetRow.id == dataset_id).values(created_at=at))
             current = session.execute(
@@ -73,7 +74,8 @@ class KeepStore(StoreBase):
             ).all()
             key = question_key(question.text)
             same = next((row for row in current if question_key(row.text) == key), None)
-            if same is not None:
+            if same is not None:  # nothing added: the stamp goes back (the pages' caches stay valid)
+                session.execute(update(DatasetRow).where(DatasetRow.id == dataset_id).values(created_at=stamp))
                 count = session.scalar(select(func.count()).where(CandidateRow.question_id == same.id,
                                                                   CandidateRow.retired_at.is_(None)))
                 return KeptQuestion(same.qid, same.split, count or 0, added=False)

@@ -55,8 +55,8 @@ def not_current(shown: dict, dataset: str, version: str, what: str) -> bool:
                                f"see it, or compare on {dataset}."))
         return True
     if shown["version"] != version:
-        st.caption(as_markdown(f"Your {what} on {dataset} is not shown: the dataset was imported again (or its "
-                               "first-stage run) since. Compare again."))
+        st.caption(as_markdown(f"Your {what} on {dataset} is not shown: the dataset changed since (imported again, a "
+                               "question kept, or a first-stage run imported). Compare again."))
         return True
     return False
 

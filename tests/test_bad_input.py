@@ -190,7 +190,8 @@ FILE_CASES = {
         {"r.run": b"demo-01 Q0 demo-01-0 1 3.5 t\ndemo-01 Q0 demo-01-1 2 3.0 t\ndemo-01 Q0 demo-01-0 3 1.0 t\n"},
         "r.run", 3, "twice", "import-run"),
     "run-unknown-doc": FileCase(  # the store refuses it: the message once named neither file nor line
-        {"r.run": b"demo-01 Q0 demo-01-0 1 3.5 t\ndemo-01 Q0 demo-01-1 2 3.0 t\ndemo-01 Q0 no-such-doc 3 1.0 t\n"},
+        {"r.run": b"demo-01 Q0 demo-01-0 1 3.5 t\ndemo-01 Q0 demo-01-1 2 3.0 t\ndemo-01 Q0 no-such-doc 3 1.0 t\n"
+                  b"demo-01 Q0 nor-this-doc 4 9.0 t\n"},  # the first bad line is named, not the best-scored
         "r.run", 3, "no-such-doc", "import-run"),
     "qrels-three-fields": FileCase({"q.qrels": b"demo-01 0 demo-01-2 1\ndemo-01 demo-01-3 1\n"}, "q.qrels", 2,
                                    "4 fields", "import-qrels"),

@@ -36,8 +36,10 @@ def test_a_typed_question_is_kept_once_with_its_pool_in_explore(store: Store) ->
     events = store.users.audit_events(["keep question"])
     assert len(events) == 1 and kept.qid in events[0]["target"]
 
+    stamp = store.datasets.dataset_stamp("d")
     again = keep.keep_question(store, "d", typed_ranking(store, "who wrote the PLAY   Hamlet"))
     assert (again.qid, again.added) == (kept.qid, False)  # the same text, case and spacing aside
+    assert store.datasets.dataset_stamp("d") == stamp  # nothing added: the pages' caches hold
     existing = keep.keep_question(store, "d", typed_ranking(store, "who wrote hamlet"), "train")
     assert (existing.qid, existing.added) == ("q1", False)  # a dataset question's text is not kept twice
     assert len(store.users.audit_events(["keep question"])) == 1

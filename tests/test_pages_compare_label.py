@@ -223,7 +223,7 @@ def test_a_comparison_stays_with_its_dataset(store_url):
     app.run()
     assert not app.exception, app.exception
     assert not [b for b in app.button if b.key == "fuse"]
-    assert any("demo is not shown: the dataset was imported again" in c.value for c in app.caption)
+    assert any("demo is not shown: the dataset changed since (imported again" in c.value for c in app.caption)
 
 
 # ============================================================================ Label

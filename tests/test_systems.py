@@ -499,9 +499,12 @@ def test_a_service_dying_mid_split_gives_no_half_table(demo_store: Store):
     ("reader:s3cret@10.0.0.5", "…@10.0.0.5"),  # no scheme: cut by hand
     ("http://10.0.0.5:bad@x/", "http://…@x/"),  # does not parse: cut by hand
     ("http://10.0.0.5/score?key=k3y@x", "http://10.0.0.5/score?…"),
-    ("http://admin:1234?x@10.0.0.5/", "http://…@10.0.0.5/"),  # httpx reads host admin, port 1234
-    ("http://u:12/34@10.0.0.5/x", "http://…@10.0.0.5/x"),
-    ("http://u:9#s@10.0.0.5/", "http://…@10.0.0.5/"),
+    ("http://admin:1234?x@10.0.0.5/", "http://admin:…"),  # httpx reads host admin, port 1234
+    ("http://u:12/34@10.0.0.5/x", "http://u:…"),
+    ("http://u:9#s@10.0.0.5/", "http://u:…"),
+    ("http://10.0.0.5:8000/docs/a@b", "http://10.0.0.5:…"),  # a port and an '@' in the path: the host, not b
+    ("http://10.0.0.5:8000/score", "http://10.0.0.5:8000/score"),
+    ("http://u:p@10.0.0.5/a@b", "http://…@10.0.0.5/a@b"),
 ])
 def test_a_service_url_is_shown_without_its_secrets_and_with_its_host(url: str, shown: str) -> None:
     """The cut was made at any last '@', so a path holding one showed its tail as the host; a URL a

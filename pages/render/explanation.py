@@ -68,7 +68,12 @@ def show_counterfactual(result: ranking.Ranking, rank: int, key: str, explainer:
             st.error(as_markdown(str(error)))
     outcome = st.session_state.get(f"{key}-result")
     if outcome is not None and outcome.explainer != explainer:  # the explainer was changed since
-        outcome = st.session_state[f"{key}-result"] = result.counterfactual(rank, outcome.text, explainer)
+        try:
+            outcome = st.session_state[f"{key}-result"] = result.counterfactual(rank, outcome.text, explainer)
+        except InputError as error:  # a scoring service down meanwhile: one sentence
+            st.session_state.pop(f"{key}-result", None)
+            outcome = None
+            st.error(as_markdown(str(error)))
     if outcome is not None:
         st.metric("Score of the edited text", f"{outcome.score:.4f}", delta=f"{outcome.delta:+.4f}")
         st.caption(f"Would rank #{outcome.rank} of {len(result)} (now #{rank}).")

@@ -42,7 +42,9 @@ class BM25Ranker(Ranker):
 
     def explain(self, question: str, candidates: Sequence[CandidateInput], index: int) -> Explanation:
         """Each answer token that is a question term carries its part of that term's share of the
-        BM25 score, so that the words add up to the score.
+        BM25 score, so that the words add up to the score where spaCy's words are bm25s's tokens
+        (every demo candidate); a word the two split differently ("O'Brien", "5,000") carries no
+        share, and the words then add up to less.
 
         BM25 is a sum over query terms, so a term's share is the candidate's BM25 score for that
         term alone, with the IDF of the same pool the score used, counted as often as the question

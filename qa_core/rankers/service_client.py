@@ -113,26 +113,25 @@ def check_url(url: str) -> str:
 
 
 def shown_url(url: str) -> str:
-    """``url`` as a message or a page may show it: a user and password (what precedes the last '@')
-    and a query (what follows the first '?', which may hold a token) replaced by '…'.
+    """``url`` as a message or a page may show it: no user or password, no query (it may hold a
+    token), and, where the text can be read two ways, nothing that either reading takes for one.
 
     Cut by hand on the text rather than with a URL parser, because the text may not parse (a bad
     port, no scheme) and a parser's reading is not the writer's (``http://u:12/34@h/`` is host u,
-    port 12 to httpx, a password to its writer). Only where no reading can hide a password, an
-    http(s) URL that parses with neither user info nor a ':' in its host part, does an '@' stay:
-    it is in the path (``http://h/a@b``) and the real host is shown."""
-    authority = url.partition("://")[2]
+    port 12 to httpx, a password to its writer). So: an '@' inside the host part (before the first
+    '/', '?' or '#') ends a user and password, cut at its last '@'; an '@' after a host part that
+    holds a ':' (a port, or a password cut short by a '/') leaves only the text before that ':'
+    (``http://10.0.0.5:…``); an '@' after a plain host is in the path and stays."""
+    scheme, sep, rest = url.partition("://")
+    authority = rest
     for end in "/?#":
         authority = authority.partition(end)[0]
-    try:
-        parsed = httpx.URL(url)
-        plain = parsed.scheme in ("http", "https") and bool(parsed.host) and not parsed.userinfo and ":" not in authority
-    except (httpx.InvalidURL, TypeError):
-        plain = False
-    before, at, rest = url.rpartition("@")
-    if at and not plain:
-        scheme, sep, _ = before.partition("://")
-        url = f"{scheme}{sep}…@{rest}" if sep else f"…@{rest}"
+    if "@" in url and sep and "@" not in authority and ":" in authority:
+        return f"{scheme}{sep}{authority.partition(':')[0]}:…"
+    if "@" in authority:
+        url = f"{scheme}{sep}…@{rest[len(authority.rpartition('@')[0]) + 1:]}"
+    elif "@" in url and not sep:  # no scheme: no host part to tell by
+        url = f"…@{url.rpartition('@')[2]}"
     path, query, _ = url.partition("?")
     return f"{path}?…" if query else path
 

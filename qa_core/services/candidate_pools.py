@@ -148,7 +148,7 @@ _indexes_lock = threading.Lock()
 
 
 def dataset_version(store: Store, dataset: str) -> str:
-    """Changes when the dataset is re-imported, a question kept or a first-stage run imported: a
+    """Changes when the dataset is re-imported, a question added by keeping it or a first-stage run imported: a
     cache key for what is built from its questions and candidates.
 
     Called on every request (Ask page, ``candidates_for_question``), so it is one indexed lookup."""
