@@ -288,19 +288,28 @@ def test_undo_after_the_sign_in_ended_says_so_and_takes_nothing_back(store_url):
     store.close()
 
 
-def two_undo_presses(url: str) -> None:
-    """Two Undo presses that reach the app before its next run draws the button again: Streamlit
-    runs the button's callback for each, one after the other (an AppTest script: imports inside)."""
+def two_undo_presses(url: str, pairwise: bool) -> None:
+    """Two Undo presses that reach the app before its next run draws the button again, in the graded
+    queue or the pairwise view: Streamlit runs the button's callback for each, one after the other
+    (an AppTest script: imports inside)."""
     import streamlit as st
 
+    from db.preferences import PAIRWISE
     from db.store import Store
-    from pages.label import queue_view, shared
+    from pages.label import preference_view, queue_view, shared
     from qa_core.services.labeling import LabelingSession
+    from qa_core.services.labeling.preferences import PreferenceSession
 
-    session = LabelingSession.build(Store(url), "demo", "alice", holder="tab", split="train")
+    store = Store(url)
+    if pairwise:
+        session = PreferenceSession.build(store, "demo", "alice", PAIRWISE, "random", holder="tab", split="train")
+        undo = preference_view.undo_preference
+    else:
+        session = LabelingSession.build(store, "demo", "alice", holder="tab", split="train")
+        undo = queue_view.undo
     st.session_state[shared.UNDO_DRAWN] = True  # what the run that drew the Undo button leaves
-    queue_view.undo(session)
-    queue_view.undo(session)
+    undo(session)
+    undo(session)
 
 
 def test_a_double_undo_press_takes_back_one_label(store_url):
@@ -309,25 +318,10 @@ def test_a_double_undo_press_takes_back_one_label(store_url):
     tab = LabelingSession.build(store, "demo", "alice", holder="tab", split="train")
     for grade in (1, 2):
         tab.label(tab.current(), grade)
-    app = AppTest.from_function(two_undo_presses, args=(store_url,), default_timeout=TIMEOUT).run()
+    app = AppTest.from_function(two_undo_presses, args=(store_url, False), default_timeout=TIMEOUT).run()
     assert not app.exception, app.exception
     assert sorted(g["alice"] for g in store.labels.current_labels("demo", "alice").values()) == [1]  # the 2 alone
     store.close()
-
-
-def two_preference_undo_presses(url: str) -> None:
-    """As ``two_undo_presses``, in the pairwise view (an AppTest script: imports inside)."""
-    import streamlit as st
-
-    from db.preferences import PAIRWISE
-    from db.store import Store
-    from pages.label import preference_view, shared
-    from qa_core.services.labeling.preferences import PreferenceSession
-
-    session = PreferenceSession.build(Store(url), "demo", "alice", PAIRWISE, "random", holder="tab", split="train")
-    st.session_state[shared.UNDO_DRAWN] = True  # what the run that drew the Undo button leaves
-    preference_view.undo_preference(session)
-    preference_view.undo_preference(session)
 
 
 def test_a_double_undo_press_takes_back_one_pairwise_judgement(store_url):
@@ -339,7 +333,7 @@ def test_a_double_undo_press_takes_back_one_pairwise_judgement(store_url):
     tab = PreferenceSession.build(store, "demo", "alice", PAIRWISE, "random", holder="tab", split="train")
     for outcome in ("left", "right"):
         tab.judge_pair(tab.current(), outcome)
-    app = AppTest.from_function(two_preference_undo_presses, args=(store_url,), default_timeout=TIMEOUT).run()
+    app = AppTest.from_function(two_undo_presses, args=(store_url, True), default_timeout=TIMEOUT).run()
     assert not app.exception, app.exception
     assert [j.outcome for j in store.preferences.preference_judgements("demo", "alice", PAIRWISE)] == ["left"]
     store.close()
