@@ -7,6 +7,8 @@ import os
 import random
 import shutil
 import signal
+import subprocess
+import sys
 import time
 import warnings
 from datetime import timedelta
@@ -24,6 +26,7 @@ from qa_core.services import job_runner, jobs, model_loading
 from qa_core.services.experiments import train_ranker
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError, NotTrainedError
+from tests import ROOT
 from tests.conftest import model_file
 from tests.waiting import WAIT_S, wait_until
 
@@ -285,3 +288,27 @@ def _dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
     return process.pid
+
+
+def test_rank_says_a_checkpoint_fallback_once_in_one_sentence(
+    store: Store, trained_checkpoint: Path, models_dir: Path
+) -> None:
+    """Issue 45: ``rank`` printed the notice twice, the second time as Python's warning display
+    (file, line and the source line of ``warnings.warn``)."""
+    store.datasets.import_dataset(load_demo())
+    paths = {version: models_dir / f"v{version}.pt" for version in (1, 2)}
+    for path in paths.values():
+        shutil.copy(trained_checkpoint, path)
+        store.models.register_model("smcnn", NewVersion("smcnn", path, {"dataset": "demo"}, {}, promote=True))
+    paths[2].write_bytes(b"not a checkpoint")
+    result = subprocess.run(
+        [sys.executable, "-m", "qa_core", "--db", store.url, "rank", "who painted the mona lisa?", "--model", "smcnn",
+         "--top", "1"],
+        cwd=ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 1
+    notes = result.stderr.splitlines()
+    assert len(notes) == 1, result.stderr
+    assert notes[0].startswith("warning: model 'smcnn' version 2: checkpoint ") and notes[0].endswith(
+        "; it could not be loaded, so version 1 is used instead")

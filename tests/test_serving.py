@@ -69,3 +69,11 @@ def test_every_on_off_setting_reads_the_same_words(monkeypatch, value, on) -> No
     monkeypatch.setenv("RERANK_LAB_ALLOW_PLAIN_HTTP", value)
     monkeypatch.setenv("RERANK_LAB_AMP", value)
     assert allow_plain_http() is on and amp_enabled() is on
+
+
+def test_the_streamlit_config_makes_loopback_the_default_address() -> None:
+    """Any ``streamlit run`` in the project folder reads it (tests/test_e2e_gate.py starts one)."""
+    import tomllib
+
+    settings = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert settings["server"]["address"] == "127.0.0.1"

@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from streamlit.errors import StreamlitSecretNotFoundError
 
 from pages.common.caches import get_store
-from pages.common.navigation import page_summaries
+from pages.common.navigation import PAGES_DIR, page_files, page_summaries
 from pages.render.markdown import as_markdown
 from qa_core import config
 from qa_core.access import LOCAL, Actor, Permission, plain_http_refusal
@@ -112,12 +112,27 @@ def navigable_pages() -> list[tuple[str, str]]:
     opens the store and draws the sidebar's identity)."""
     if not team_mode():
         return page_summaries(LOCAL)
+    _no_pages_listed()
     _team_serving_guard()
     try:
         store = get_store(config.database_url(), True)
     except (InputError, SQLAlchemyError):
         return []  # the landing page's open_store says why
     return page_summaries(_signed_in(store))
+
+
+def _no_pages_listed() -> None:
+    """Declare the pages with the navigation hidden, for a run that stops at the gate (the sign-in
+    or plain-HTTP refusal screen): a run that never declares a navigation gets Streamlit's own, every
+    file of ``pages/`` in the sidebar, to a visitor who may open none. Every page is declared, so a
+    page's address opened before sign-in is no "page not found"; ``app.py``'s navigation, declared
+    once the gate let the user through, replaces this one in the same run."""
+    pages = [st.Page(str(path.relative_to(PAGES_DIR.parent))) for path in page_files(LOCAL)]
+    st.navigation([st.Page(_gate, title="Rerank Lab", default=True), *pages], position="hidden")
+
+
+def _gate() -> None:
+    """The landing page's place in the gate's navigation: never run (the gate stops first)."""
 
 
 def _signed_in(store: Store) -> Actor:

@@ -11,8 +11,10 @@ on stderr, never a traceback, nothing half written); 130 interrupted (Ctrl-C); 1
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 
 from qa_core import config
 from qa_core.cli import admin, data, evaluate, systems, training
@@ -61,7 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from qa_core.services.datasets import database_refusal
 
     try:
-        status = args.func(args)
+        with warnings.catch_warnings():  # restores Python's own display afterwards (tests call main in-process)
+            warnings.showwarning = functools.partial(_note, warnings.showwarning)
+            status = args.func(args)
     except (InputError, NotTrainedError) as exc:
         print(f"error: {terminal_text(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -76,3 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return status or 0
+
+
+def _note(python_display: Callable[..., None], message: Warning | str, category: type[Warning], filename: str,
+          lineno: int, *args: object, **kwargs: object) -> None:
+    """This project's warnings (a fallback to an earlier model version, an index rebuilt) as one
+    sentence on stderr, as every other note for people: Python's own display adds the file, line and
+    source of the ``warnings.warn`` call. Other packages' warnings keep that display (it is theirs)."""
+    if category.__module__.split(".")[0] in ("qa_core", "db"):
+        print(f"warning: {terminal_text(str(message))}", file=sys.stderr)
+    else:
+        python_display(message, category, filename, lineno, *args, **kwargs)

@@ -335,11 +335,10 @@ def load_promoted(store: Store, name: str, dataset: str, wanted: dict[str, Any] 
             failures.append(f"version {record['version']}: {error}")
             continue
         notice = None
-        if record is not wanted:
+        if record is not wanted:  # said once, by whoever shows it (a page, the CLI), not logged here too
             notice = (
                 f"model {name!r} {failures[0]}; it could not be loaded, "
                 f"so version {record['version']} is used instead"
             )
-            logger.warning(notice)
         return LoadedModel(ranker, record, wanted, notice)
     raise InputError(f"no version of model {name!r} could be loaded: " + "; ".join(failures))
