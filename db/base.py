@@ -340,7 +340,8 @@ def insert_model_version(session: Session, name: str, new: NewVersion, promote_f
     # its hash binds it.
     resolved = Path(checkpoint_path).resolve()
     others = session.scalars(select(ModelVersionRow.checkpoint_path).where(ModelVersionRow.id != version_id))
-    stamp = register_checkpoint(checkpoint_path, version_id, stamp=all(Path(p).resolve() != resolved for p in others))
+    stamp = register_checkpoint(checkpoint_path, version_id, name, kind,
+                                stamp=all(Path(p).resolve() != resolved for p in others))
     event.listen(session, "after_commit", lambda _: stamp.apply(), once=True)
     event.listen(session, "after_rollback", lambda _: stamp.discard(), once=True)
     session.execute(update(ModelVersionRow).where(ModelVersionRow.id == version_id).values(checkpoint_sha256=stamp.sha256))

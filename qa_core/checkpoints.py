@@ -153,21 +153,28 @@ class Stamp:
             self.staged.unlink(missing_ok=True)
 
 
-def register_checkpoint(path: str | Path, version_id: int, *, stamp: bool) -> Stamp:
-    """The checkpoint registered as ``version_id``: with ``stamp``, its content with that id
-    written in, staged (see ``Stamp``), so the file says which version it is, and that content's
-    hash, which the store keeps. No hash when there is no such file; a file that is no readable
-    checkpoint is hashed as it is (loading it will refuse it and fall back). A link's target is
-    stamped, not the link replaced."""
+def register_checkpoint(path: str | Path, version_id: int, name: str, kind: str, *, stamp: bool) -> Stamp:
+    """The checkpoint registered as ``version_id`` of model ``name`` (a ``kind`` model): with ``stamp``,
+    its content with that id written in, staged (see ``Stamp``), so the file says which version it
+    is, and that content's hash, which the store keeps. A checkpoint holding another model (kind or
+    name) is refused (``InputError``, one sentence): loading would refuse it later, after it was
+    promoted. No hash when there is no such file; a file that is no readable checkpoint is hashed as
+    it is (loading it will refuse it and fall back). A link's target is stamped, not the link replaced."""
     path = Path(path).resolve()
-    if stamp:
-        import torch
+    try:
+        payload = _payload(path, None)
+    except InputError:
+        payload = None
+    if payload is not None:
+        held = (payload["kind"], payload.get("name", payload["kind"]))
+        if held != (kind, name):
+            raise InputError(
+                f"checkpoint {path} holds model {held[1]!r} (a {held[0]!r} model), not model {name!r} (a {kind!r} "
+                "model); nothing was registered"
+            )
+        if stamp:
+            import torch
 
-        try:
-            payload = _payload(path, None)
-        except InputError:
-            pass
-        else:
             with staged_file(path) as (handle, staged):
                 torch.save({**payload, "version_id": version_id}, handle)
             return Stamp(path, file_sha256(staged), staged)

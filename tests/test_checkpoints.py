@@ -271,3 +271,28 @@ def test_a_file_registered_again_under_another_spelling_keeps_its_first_stamp(
     assert torch.load(first, weights_only=True)["version_id"] == v1
     for version_id in (v1, v2, v3):
         assert registry.load(first, Registration.of(store.models.model_version(version_id))).name == "smcnn"
+
+
+@pytest.mark.parametrize("held", [{"kind": "cnn_wo", "name": "cnn_wo"}, {"kind": "smcnn", "name": "smcnn_wikiqa"}])
+def test_registration_refuses_a_checkpoint_of_another_model_in_one_sentence(
+    store: Store, smcnn_file: Path, models_dir: Path, held: dict[str, str]
+) -> None:
+    """Issue 45: a cnn_wo checkpoint was registered and promoted as smcnn (loading refused it only
+    later); a job's result is refused the same way, and the job registers nothing."""
+    path = write_payload(models_dir / "other.pt", {"format": CHECKPOINT_FORMAT, **held, "state": smcnn_state(smcnn_file)})
+    before = path.read_bytes()
+    with pytest.raises(InputError) as caught:
+        store.models.register_model("smcnn", NewVersion("smcnn", path, {"dataset": "demo"}, {}, promote=True))
+    message = str(caught.value)
+    assert message == (f"checkpoint {path} holds model {held['name']!r} (a {held['kind']!r} model), not model "
+                       "'smcnn' (a 'smcnn' model); nothing was registered")
+    assert store.models.model_versions() == [] and store.models.promoted_model("smcnn", "demo") is None
+    assert path.read_bytes() == before  # not stamped
+
+    store.datasets.import_dataset(load_demo())
+    job = store.jobs.start_job(store.jobs.create_job("smcnn", "demo", {"promote": True}))
+    with pytest.raises(InputError, match="nothing was registered"):
+        store.jobs.finish_job(job["id"], NewVersion("smcnn", path, {"dataset": "demo"}, {}, promote=True), claim=job["claim"])
+    assert store.models.model_versions() == [] and store.jobs.job(job["id"])["status"] == "running"
+    registered = store.models.register_model("smcnn", NewVersion("smcnn", shutil.copy(smcnn_file, models_dir), {}, {}))
+    assert store.models.model_version(registered)["version"] == 1  # its own kind and name: registered
