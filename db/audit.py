@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from db.base import jsonable, now
 from db.models import AuditEventRow, CandidateRow, DatasetRow, QuestionRow, UserRow
-from qa_core.access import LOCAL, LOCAL_KIND, AccessDenied, Actor, Permission, Role, require
+from qa_core.access import LOCAL, LOCAL_KIND, USER_KIND, AccessDenied, Actor, Permission, Role, require
 
 SIGN_IN_AGAIN = "sign in again (nothing was saved)"
 ACTIONS = {  # what each action of the trail means: the Audit page filters and explains by it
@@ -64,6 +64,25 @@ def authorize_training(session: Session, actor: Actor | None, *, promote: bool, 
     """``authorize`` to train, and to promote as well when the training promotes its version."""
     who = authorize(session, actor, Permission.TRAIN, team=team)
     return authorize(session, who, Permission.PROMOTE, team=team) if promote else who
+
+
+def authorize_creator(session: Session, creator: Actor, job: str, *, promote: bool, team: bool) -> Actor:
+    """The actor who queued ``job`` (a training job, as a sentence names it), allowed now to train,
+    and to promote when ``promote``: a signed-in user with the role the users table gives them at
+    this moment (the user they were merged into, if an admin merged them since), else
+    ``AccessDenied`` saying so. Their sign-in is not asked for: a queued job outlives the session
+    that queued it, not its creator's rights. Other actors (local, operator) as ``authorize``."""
+    if creator.kind != USER_KIND:
+        return authorize_training(session, creator, promote=promote, team=team)
+    row = session.get(UserRow, creator.user_id) if creator.user_id is not None else None
+    if row is None:
+        raise AccessDenied(f"{creator.name}, who queued {job}, is no longer a user of this store; nothing was saved")
+    row = final_user(session, row)
+    who = Actor(row.name, Role(row.role), USER_KIND, row.id, row.subject)
+    for permission in (Permission.TRAIN, *([Permission.PROMOTE] if promote else [])):
+        if not who.may(permission):
+            raise AccessDenied(f"{who.describe()}, who queued {job}, may no longer {permission.value}; nothing was saved")
+    return who
 
 
 def current_user(session: Session, actor: Actor) -> Actor:

@@ -37,7 +37,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from db.audit import authorize, authorize_training, record
+from db.audit import authorize, authorize_creator, authorize_training, record
 from db.base import (
     REGISTER_ATTEMPTS,
     NewVersion,
@@ -50,7 +50,7 @@ from db.base import (
     row_dict,
 )
 from db.models import TrainingEventRow, TrainingJobRow
-from qa_core.access import SYSTEM, Actor, Permission
+from qa_core.access import SYSTEM, USER_KIND, Actor, Permission, Role
 from qa_core.config import JOB_RUNNERS
 from qa_core.training.events import TrainingEvent
 from qa_core.types import InputError
@@ -89,7 +89,8 @@ class JobStore(StoreBase):
                    actor: Actor | None = None) -> int:
         """A new ``queued`` job; ``params`` is everything the job process needs (JSON); ``runner``:
         ``process`` (the caller starts a process for it) or ``worker`` (a worker claims it). Needs the
-        right to train (and to promote, when ``params["promote"]`` asks the job to promote its version)."""
+        right to train (and to promote, when ``params["promote"]`` asks the job to promote its version);
+        the job keeps who queued it, and registers its version as them (``finish_job``)."""
         model, dataset = check_annotator(model, "model"), check_annotator(dataset, "dataset")
         if runner not in JOB_RUNNERS:
             raise InputError(f"unknown job runner {runner!r}; choose one of: {', '.join(JOB_RUNNERS)}")
@@ -98,6 +99,7 @@ class JobStore(StoreBase):
             job_id = insert_id(
                 session, TrainingJobRow, model=model, dataset=dataset, params=jsonable(params), status="queued",
                 heartbeat_at=now(), runner=runner, phase=WAITING_FOR_WORKER if runner == "worker" else "",
+                created_by=who.name, created_by_kind=who.kind, created_by_user_id=who.user_id,
             )
             record(session, who, "train", model, {"job": job_id, "dataset": dataset, **params})
             return job_id
@@ -248,19 +250,21 @@ class JobStore(StoreBase):
     def finish_job(self, job_id: int, new: NewVersion, *, claim: str | None = None, actor: Actor | None = None) -> int:
         """Register the job's model as its next version, ``new`` (promoted for the job's dataset
         only if ``new.promote``), and mark the job succeeded, in ONE transaction; returns the
-        ``model_versions`` id. The ``actor`` running the job needs the right to train (and to
-        promote); the registration, and the promotion, are audited like
-        ``VersionStore.register_model``'s.
+        ``model_versions`` id. The version is registered, and promoted, as the job's creator, who
+        needs the right to train (and to promote) now: a role taken away since the job was queued
+        counts (``authorize_creator``; ``AccessDenied``, nothing registered); the audit trail credits
+        them, naming the ``actor`` running the job, who needs the right to train.
 
         ``InputError`` (and nothing registered) when the job is no longer running (with ``claim``:
         under that attempt), e.g. a reader declared it dead or gave it back to the queue.
         """
 
         def finish(session: Session) -> int:
-            who = authorize_training(session, actor, promote=new.promote, team=self.team)
+            runner = authorize(session, actor, Permission.TRAIN, team=self.team)
             job = session.get(TrainingJobRow, job_id)
             if job is None:
                 raise InputError(f"training job {job_id} does not exist")
+            who = self._job_actor(session, job, runner, promote=new.promote)
             # The claim first: a job that lost it registers nothing (its file is left as it was).
             result = session.execute(
                 update(TrainingJobRow)
@@ -274,14 +278,36 @@ class JobStore(StoreBase):
             session.execute(
                 update(TrainingJobRow).where(TrainingJobRow.id == job_id).values(model_version_id=version_id)
             )
+            ran = {"job": job_id, "run_by": runner.name}
             record(session, who, "register", job.model, {"version_id": version_id, "promoted_for": promoted_for,
-                                                         "dataset": job.dataset, "job": job_id})
+                                                         "dataset": job.dataset, **ran})
             if promoted_for is not None:
-                record(session, who, "promote", job.model, {"version_id": version_id, "scope": promoted_for,
-                                                            "job": job_id})
+                record(session, who, "promote", job.model, {"version_id": version_id, "scope": promoted_for, **ran})
             return version_id
 
         return self.retrying(finish, REGISTER_ATTEMPTS)
+
+    def job_creator(self, job_id: int) -> Actor | None:
+        """Who queued the job, allowed still to do what it asks (train; promote, if it promotes):
+        a job checks it before it trains, so a demoted creator's job fails at once rather than after
+        the training (``finish_job`` checks again, in its transaction). ``AccessDenied`` otherwise;
+        None for a job queued before the store kept its creator."""
+        with self.session_scope() as session:
+            job = session.get(TrainingJobRow, job_id)
+            if job is None:
+                raise InputError(f"training job {job_id} does not exist")
+            if job.created_by_kind is None:
+                return None
+            return self._job_actor(session, job, None, promote=bool((job.params or {}).get("promote")))
+
+    def _job_actor(self, session: Session, job: TrainingJobRow, runner: Actor | None, *, promote: bool) -> Actor | None:
+        """Whom the job acts as: its creator, authorised now (``authorize_creator``); a job queued
+        before the store kept creators acts as its ``runner``, authorised as before."""
+        if job.created_by_kind is None:
+            return None if runner is None else authorize_training(session, runner, promote=promote, team=self.team)
+        creator = Actor(job.created_by or "", Role.ANNOTATOR if job.created_by_kind == USER_KIND else Role.ADMIN,
+                        job.created_by_kind, job.created_by_user_id)
+        return authorize_creator(session, creator, f"training job {job.id}", promote=promote, team=self.team)
 
     def fail_job(self, job_id: int, error: str, claim: str | None = None, *, actor: Actor | None = None) -> bool:
         """Mark a queued or running job failed with ``error`` (with ``claim``: only while that

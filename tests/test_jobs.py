@@ -79,6 +79,10 @@ def test_job_succeeds_and_registers_an_unpromoted_version(demo_store: Store, tra
     assert version["training_data"]["job"] == job_id
     assert Path(version["checkpoint_path"]).is_file()
     assert demo_store.models.promoted_model("smcnn", "demo")["id"] == current["id"]  # registered, not promoted
+    # Credited to who queued it (local mode: the page's actor), not to the job process's OS user (issue 45).
+    registered = demo_store.users.audit_events(["register"])[0]
+    assert (registered["actor"], registered["detail"]["job"]) == ("local", job_id)
+    assert registered["detail"]["run_by"].startswith("cli:")
 
     events = demo_store.jobs.job_events(job_id)
     last = events[-1].event

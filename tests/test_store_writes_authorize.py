@@ -136,8 +136,8 @@ def test_a_job_promotes_only_for_an_actor_that_may_and_the_promotion_is_audited(
     version_id = store.jobs.finish_job(job_id, new, claim=job["claim"], actor=runner)
     assert store.models.promoted_model("smcnn", "d")["id"] == version_id
     events = {e["action"]: e for e in store.users.audit_events(["register", "promote"])}
-    assert events["promote"]["actor"] == "cli:trainer"
-    assert events["promote"]["detail"] == {"version_id": version_id, "scope": "d", "job": job_id}
+    assert events["promote"]["actor"] == "ada@example.org"  # who queued it (issue 45), naming who ran it
+    assert events["promote"]["detail"] == {"version_id": version_id, "scope": "d", "job": job_id, "run_by": "cli:trainer"}
 
 
 def test_a_checkpoint_outside_the_data_folders_models_folder_is_never_registered(team, models_dir, tmp_path) -> None:

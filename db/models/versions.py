@@ -81,6 +81,11 @@ class TrainingJobRow(Base):
     claim: Mapped[str | None] = mapped_column(Text)
     lease_until: Mapped[datetime | None]
     attempts: Mapped[int] = mapped_column(default=0, server_default="0")
+    # Who queued it (``access.Actor``'s name, kind and users-table row): the job registers and
+    # promotes as them, with the role they hold when it finishes (None: queued before revision 0012).
+    created_by: Mapped[str | None] = mapped_column(Text)
+    created_by_kind: Mapped[str | None] = mapped_column(Text)
+    created_by_user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
 
 
 class TrainingEventRow(Base):

@@ -3,8 +3,10 @@
 ``jobs.start_training_job`` starts it detached, with the store's URL in ``RERANK_LAB_DB`` (never
 in argv, which every user can read); it runs the queued job (``jobs.run_job``) and ends. It is its
 own entry point, not a command of the CLI: nothing a person types reaches it, and the job's
-settings come from the store. It acts as the operator running it (``access.process_operator``), like the
-CLI and the workers, so its writes are checked and audited under that name.
+settings come from the store. The operator running it (``access.process_operator``), like the CLI
+and the workers, claims the job and writes its progress; the version is registered, and promoted,
+as the user who queued the job, with the role they hold when it finishes (``JobStore.finish_job``),
+and the audit trail credits them (naming the operator that ran it).
 
 Exit status: 0 the version is registered (one JSON line on stdout); 2 the job could not run or
 failed on its input, or was cancelled meanwhile (one ``error:`` line on stderr; the job marked

@@ -193,16 +193,18 @@ def progress_fraction(job: dict[str, Any], events: list[TrainingEvent]) -> float
 
 
 def run_job(store: Store, job_id: int, *, actor: Actor | None = None) -> int:
-    """Run the queued job ``job_id`` in this process (``python -m qa_core.services.job_runner ID``) as
-    ``actor`` (the operator running the process: its every write is checked and the version it
-    registers audited under that name)."""
+    """Run the queued job ``job_id`` in this process (``python -m qa_core.services.job_runner ID``):
+    ``actor`` (the operator running the process) claims it and writes its progress; the version is
+    registered as the job's creator (``JobStore.finish_job``)."""
     return run_claimed(store, store.jobs.start_job(job_id, actor=actor), actor=actor)
 
 
 def run_claimed(store: Store, job: dict[str, Any], lease_seconds: float = LEASE_SECONDS, *,
                 actor: Actor | None = None) -> int:
     """Run ``job``, claimed by this process (``JobStore.start_job`` / ``claim_job``), renewing its
-    lease every ``HEARTBEAT_SECONDS``; returns the new ``model_versions`` id. A failure marks the
+    lease every ``HEARTBEAT_SECONDS``; returns the new ``model_versions`` id. ``actor`` (who runs it)
+    writes its progress; the job trains and registers only while the user who queued it may (checked
+    before the training and in the registration's transaction). A failure marks the
     job failed with its message and re-raises; an interrupt (Ctrl-C, SIGTERM to a worker) gives a
     worker's job back to the queue; ``ClaimLost`` when the attempt lost the job meanwhile (nothing
     more is written for it)."""
@@ -245,6 +247,7 @@ def _train(store: Store, job: dict[str, Any], lease_seconds: float, lost: thread
             raise ClaimLost(f"training job {job_id} is no longer held by {claim}")
         store.jobs.add_job_event(job_id, event, claim=claim, lease_seconds=lease_seconds, actor=actor)
 
+    store.jobs.job_creator(job_id)  # a creator demoted since the job was queued: refused before the training
     phase("loading labels")
     source: dict[str, Any]
     if params["store_labels"]:

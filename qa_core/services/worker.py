@@ -63,7 +63,8 @@ def serve(
     still come back to the queue); returns one ``{"job", "status", ...}`` record per job.
     A job that fails is marked failed and the worker goes on; ``report`` (default: a JSON line on
     stdout) gets each record as the job ends. ``actor``: who runs the worker (the command line's
-    operator); every write of its jobs is checked and audited under that name."""
+    operator), which claims the jobs and writes their progress; each job's version is registered as
+    the user who queued it, with the role they hold then (``JobStore.finish_job``)."""
     if lease_seconds < 2 * HEARTBEAT_SECONDS:
         raise InputError(f"the lease must last at least two heartbeats ({2 * HEARTBEAT_SECONDS:g} s), got {lease_seconds:g}")
     report = report or (lambda record: print(json.dumps(record), flush=True))
