@@ -185,3 +185,28 @@ def test_ask_shows_the_build_and_ranks_dataset_questions_meanwhile(store_url, mo
     app.button[0].click().run()
     assert not app.exception and not app.error and not app.get("progress"), [e.value for e in app.error]
     assert "BM25's best of the dataset's" in markdown(app)
+
+
+def test_another_datasets_index_files_under_this_datasets_manifest_are_rebuilt_not_a_lasting_refusal(
+    tiny_store, monkeypatch
+) -> None:
+    """Issue 45: they loaded (the same number of sentences), searched, and named sentences the store
+    does not have, so every typed question was refused as 'imported again while the question was
+    searched; ask it again', for good. The checksum in the manifest rebuilds it with a warning."""
+    url, store = tiny_store
+    monkeypatch.setattr(index_builds, "BACKGROUND_FROM", 10**9)  # indexed within the request
+    store.datasets.import_dataset(Dataset("other", [Question("q9", "who painted it", [
+        Candidate("x1", "Leonardo wrote Hamlet notes.", label=1), Candidate("x2", "Rome is in Italy.", label=0)])]))
+    candidate_pools.collection_index(store, "other")
+    for name in ("tiny", "other"):  # as an earlier process left them: saved, not loaded in this one
+        retrieval.saved_index(candidate_pools.index_folder(store, name), candidate_pools.dataset_version(store, name),
+                              lambda name=name: candidate_pools.collection_passages(store.datasets.candidate_texts(name),
+                                                                          retrieval.FIRST_STAGE))
+    (tiny,) = candidate_pools.index_folder(store, "tiny").iterdir()
+    (other,) = candidate_pools.index_folder(store, "other").iterdir()
+    for path in other.iterdir():
+        if path.name != "manifest.json":
+            (tiny / path.name).write_bytes(path.read_bytes())
+    with pytest.warns(retrieval.IndexRebuiltWarning, match="checksum differs"):
+        found = index_builds.typed_candidates(store, "tiny", "who wrote hamlet")
+    assert [c.doc_id for c in found][0] == "q1/d1" and {c.doc_id for c in found} <= {"q1/d1", "q1/d2"}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -236,3 +238,79 @@ def test_a_url_document_cited_by_several_pools_holds_each_sentence_once() -> Non
         "q1/b": "It is the capital. Paris is big. It has a river.",
         "q2/d": "It has a river. Paris is big. It is the capital.",
     }
+
+
+def _edit_array(folder: Path, name: str, edit) -> None:
+    path = folder / f"{name}.csc.index.npy"
+    array = np.load(path)
+    np.save(path, edit(array))
+
+
+def _swap_two_words(folder: Path) -> None:
+    path = folder / "vocab.index.json"
+    vocab = json.loads(path.read_text())
+    first, second = sorted(vocab)[:2]
+    vocab[first], vocab[second] = vocab[second], vocab[first]
+    path.write_text(json.dumps(vocab))
+
+
+def _shuffle_doc_ids(folder: Path) -> None:
+    path = folder / "doc_ids.json"
+    path.write_text(json.dumps(list(reversed(json.loads(path.read_text())))))
+
+
+def _another_collections_files(folder: Path) -> None:
+    other = folder.parent.parent / "other"
+    saved_index(other, "v1", lambda: CORPUS)
+    (source,) = other.iterdir()
+    for path in source.iterdir():
+        if path.name != "manifest.json":
+            shutil.copy(path, folder / path.name)
+    for path in folder.iterdir():  # files of this index the other one lacks would not be read
+        if not (source / path.name).exists():
+            path.unlink()
+
+
+READABLE_EDITS = {
+    "scores x10": lambda folder: _edit_array(folder, "data", lambda data: data * 10),
+    "scores reversed": lambda folder: _edit_array(folder, "data", lambda data: data[::-1]),
+    "indices shuffled": lambda folder: _edit_array(folder, "indices", lambda indices: np.random.default_rng(0).permutation(indices)),
+    "two vocabulary words swapped": _swap_two_words,
+    "doc ids shuffled": _shuffle_doc_ids,
+    "another collection's files": _another_collections_files,
+}
+
+
+@pytest.mark.parametrize("edit", READABLE_EDITS)
+def test_an_edited_index_that_still_reads_is_rebuilt_never_served(tmp_path: Path, edit: str) -> None:
+    """Issue 45: bm25s reads edited arrays as they are, so these gave other rankings without a word;
+    the manifest's checksum of the files (and of the version) catches each."""
+    folder = tmp_path / "bm25" / "demo"
+    saved_index(folder, "v1", lambda: DEMO)
+    (target,) = folder.iterdir()
+    manifest = (target / "manifest.json").read_text()
+    READABLE_EDITS[edit](target)
+    assert (target / "manifest.json").read_text() == manifest and is_saved(folder, "v1")
+    with pytest.warns(IndexRebuiltWarning, match=r"checksum differs\); rebuilding it"):
+        rebuilt = saved_index(folder, "v1", lambda: DEMO)
+    expected = BM25Index.build(DEMO)
+    assert all(rebuilt.search(q, 50) == expected.search(q, 50) for q in DEMO_QUERIES)
+    again = saved_index(folder, "v1", _must_not_build)  # the rebuilt one is saved and verifies
+    assert all(again.search(q, 50) == expected.search(q, 50) for q in DEMO_QUERIES)
+
+
+def test_the_checksum_covers_the_version_the_index_was_built_from(tmp_path: Path) -> None:
+    """Version 1's files (the same sentences) under a manifest renamed to version 2 are not version 2's index."""
+    folder = tmp_path / "bm25"
+    saved_index(folder, "v1", lambda: DEMO)
+    (old,) = folder.iterdir()
+    kept = shutil.copytree(old, tmp_path / "v1-files")
+    saved_index(folder, "v2", lambda: DEMO)
+    (new,) = folder.iterdir()
+    shutil.rmtree(new)
+    shutil.copytree(kept, new)
+    manifest = json.loads((new / "manifest.json").read_text())
+    (new / "manifest.json").write_text(json.dumps({**manifest, "version": "v2"}))
+    assert is_saved(folder, "v2")
+    with pytest.warns(IndexRebuiltWarning, match="checksum differs"):
+        saved_index(folder, "v2", lambda: DEMO)
