@@ -37,6 +37,7 @@ PREFIX = "system:"
 RUN, SERVICE = "run", "service"
 FIT_SHARE = 0.5  # a run must have at least this share of its (qid, doc_id) pairs in the dataset
 LISTED_MISSING = 10  # questions named in a coverage note
+SHOWN_FILE_CHARS = 60
 
 
 def is_system(name: str) -> bool:
@@ -150,7 +151,14 @@ def add_run_upload(store: Store, content: bytes, file_name: str, dataset: str, n
             if error.path != str(path):
                 raise
             where = len(str(InputError("", path=error.path, line=error.line)))
-            raise InputError(str(error)[where:], path=file_name, line=error.line) from None
+            raise InputError(str(error)[where:], path=shown_file_name(file_name), line=error.line) from None
+
+
+def shown_file_name(file_name: str) -> str:
+    """An uploaded file's name as a sentence names it: on one line, cut at ``SHOWN_FILE_CHARS`` with
+    an ellipsis (a browser sends any name, a 300-byte or a multi-line one)."""
+    name = " ".join(file_name.split())
+    return name if len(name) <= SHOWN_FILE_CHARS else name[:SHOWN_FILE_CHARS - 1] + "…"
 
 
 # ------------------------------------------------------------------------------------ services
