@@ -119,3 +119,23 @@ def test_keeping_a_question_checks_its_split_and_text(store: Store) -> None:
     with pytest.raises(InputError, match=r"^the question is too long \(1,001 characters\); the limit is 1,000"):
         keep.keep_question(store, "d", typed_ranking(store, "who wrote hamlet " + "x" * 984))
     assert store.users.audit_events(["keep question"]) == []
+
+
+def test_a_runs_note_does_not_count_questions_without_candidates(store: Store, tmp_path: Path) -> None:
+    """TrecQA's TEST has questions with no candidate: a run ranking every other one lacks nothing
+    (it said "lacks 5 of test" and then gave metrics "over all 95 questions"); the note and the
+    metrics both say over which questions they count."""
+    questions = [Question(f"q{i}", f"question {i}?", [Candidate("d1", "yes", label=1), Candidate("d2", "no", label=0)],
+                          "test") for i in range(3)]
+    empty = [Question(f"e{i}", f"empty {i}?", [], "test") for i in range(2)]
+    store.datasets.import_dataset(Dataset("holes", [*questions, *empty]))
+    run = tmp_path / "all.run"
+    run.write_text("".join(f"{q.qid} Q0 d{d} 1 {3 - d} x\n" for q in questions for d in (1, 2)))
+    added = systems.add_run(store, run, "holes", "every-pool")
+    assert added["note"] == "ranks all 3 questions with candidates of the splits it covers"
+    run.write_text("".join(f"q0 Q0 d{d} 1 {3 - d} x\n" for d in (1, 2)))
+    partial = systems.add_run(store, run, "holes", "one-pool")
+    assert partial["note"] == "ranks 1 questions; lacks 2 of test (q1, q2), counting questions with candidates"
+    coverage = systems.run_coverage(store, "one-pool", store.datasets.load_dataset("holes"))
+    assert list(coverage.metrics("test")) == ["over the 1 judged questions it covers",
+                                              "over all 3 judged questions (uncovered count 0)"]

@@ -549,3 +549,20 @@ def test_a_service_url_is_shown_without_its_secrets_and_with_its_host(url: str, 
     URL parser reads without user info (``u:12`` as host and port) still hides what its writer meant
     as a password."""
     assert shown_url(url) == shown
+
+
+def test_a_services_version_is_shown_by_its_file_name_cut_with_an_ellipsis(demo_store: Store) -> None:
+    """A service serving a trained version names its checkpoint path as its version: the Systems
+    table and the line under a model box (Ask, Compare, Errors) showed the server's folders, cut at
+    80 characters mid-name; the table showed None where a kind of system has no value."""
+    path = "12:/home/someone/rerank-lab/data/models/smcnn/demo-2026-11-29T07-31-46-abcdef0123456789.pt"
+    demo_store.systems.add_system("pathy", "service", url="http://127.0.0.1:9/",
+                                  info={"name": "smcnn", "version": path, "max_batch": 64})
+    try:
+        (row,) = [row for row in systems.overview(demo_store) if row["system"] == "system:pathy"]
+        assert row["version"] == "demo-2026-11-29T07-31-4…" and len(row["version"]) == 24
+        assert row["sha256"] == "" and None not in row.values() and row["added"].endswith(" UTC")
+        line = model_loading.version_in_use(demo_store, "system:pathy", "demo")  # Ask's caption under the model box
+        assert "(smcnn demo-2026-11-29T07-31-4…)" in line and "/home/someone" not in line
+    finally:
+        demo_store.systems.remove_system("pathy")
