@@ -29,8 +29,8 @@ from db.base import (
 )
 from db.models import CandidateRow, DatasetRow, LabelRow, QuestionRow, RunRow
 from db.reimport import TEXT_KEY, ImportReport, write_dataset
+from qa_core import names
 from qa_core.access import Actor, Permission
-from qa_core.config import check_dataset_name
 from qa_core.text.normalise import visible_text
 from qa_core.types import Candidate, Dataset, InputError, Question
 
@@ -286,13 +286,13 @@ def _validate_dataset(ds: Dataset) -> None:
     """Reject what the database would reject (unique ids, names and ids too long for its indexes,
     NUL characters, which PostgreSQL cannot store) and what no importer lets through (ranks below
     1, one text with two gold labels in a question), with a message naming the culprit."""
-    name = check_dataset_name(check_name(ds.name, "dataset name"))
+    name = names.check_name(ds.name, "dataset name")
     _check_texts(f"dataset {name!r}", source=ds.source)
     seen_qids: set[str] = set()
     for number, question in enumerate(ds.questions, start=1):
         check_name(question.qid, f"dataset {name!r}: the id of question {number}")
         where = f"dataset {name!r}, question {question.qid!r}"
-        check_name(question.split, f"{where}: the split")
+        names.check_name(question.split, f"split ({where})")
         _check_texts(where, question=question.text)
         if question.qid in seen_qids:
             raise InputError(f"dataset {name!r}: question id {question.qid!r} appears twice")

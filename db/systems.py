@@ -6,19 +6,27 @@ the rows are written and read. Adding, renaming and removing are guarded writes:
 ``Permission.MANAGE_SYSTEMS`` (admins in team mode), checked in the write's own transaction, and
 each is recorded in the audit trail. Removing a system deletes its row only: no label refers to
 a system, so none is touched.
+
+A system's name follows the one name rule of datasets, systems and splits (``qa_core.names``).
+Two writers giving one name at once both find it free; the database's unique index lets one in,
+and the other gets the same "exists already" sentence as a writer who came later.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import delete, exists, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from db.audit import authorize, record
-from db.base import StoreBase, check_name, dataset_row, jsonable
+from db.base import StoreBase, dataset_row, jsonable
 from db.models import DatasetRow, SystemRow
 from qa_core.access import Actor, Permission
+from qa_core.names import check_name
 from qa_core.types import InputError
 
 RUN, SERVICE = "run", "service"
@@ -44,7 +52,7 @@ class SystemStore(StoreBase):
             raise InputError("a run system needs its dataset and its scores")
         if kind == SERVICE and not url:
             raise InputError("a service system needs its URL")
-        with self.session_scope() as session:
+        with self._claiming(name) as session:
             who = authorize(session, actor, Permission.MANAGE_SYSTEMS, team=self.team)
             _check_free(session, name)
             dataset_id = dataset_row(session, dataset).id if dataset is not None else None
@@ -81,7 +89,7 @@ class SystemStore(StoreBase):
 
     def rename_system(self, name: str, new_name: str, *, actor: Actor | None = None) -> None:
         new_name = check_name(new_name, "system name")
-        with self.session_scope() as session:
+        with self._claiming(new_name) as session:
             who = authorize(session, actor, Permission.MANAGE_SYSTEMS, team=self.team)
             _check_free(session, new_name)
             if session.execute(update(SystemRow).where(SystemRow.name == name).values(name=new_name)).rowcount != 1:
@@ -97,6 +105,28 @@ class SystemStore(StoreBase):
             record(session, who, "remove_system", name)
 
 
+    @contextmanager
+    def _claiming(self, name: str) -> Iterator[Session]:
+        """A write's transaction that gives a system ``name``: when a concurrent writer took the
+        name first (the unique index refuses the row), the "exists already" sentence."""
+        try:
+            with self.session_scope() as session:
+                yield session
+        except IntegrityError:
+            with self.session_scope() as session:
+                if not _taken(session, name):
+                    raise
+            raise _exists(name) from None
+
+
+def _taken(session: Session, name: str) -> bool:
+    return bool(session.scalar(select(exists().where(SystemRow.name == name))))
+
+
 def _check_free(session: Session, name: str) -> None:
-    if session.scalar(select(exists().where(SystemRow.name == name))):
-        raise InputError(f"a system named {name!r} exists already; choose another name or remove it first")
+    if _taken(session, name):
+        raise _exists(name)
+
+
+def _exists(name: str) -> InputError:
+    return InputError(f"a system named {name!r} exists already; choose another name or remove it first")

@@ -2,8 +2,10 @@
 scoring service (its URL), and it is listed as system:<name> wherever models are.
 
 Widgets and layout only: the rules are ``qa_core.services.systems`` (the run contract, the service
-contract, provenance; in team mode the store lets only admins add or remove a system). Data text is
-shown through ``st.dataframe`` or escaped markdown.
+contract, provenance; in team mode the store lets only admins add or remove a system, and the page
+shows the forms only to a role that may use them). An uploaded file's name suggests the run's name
+(``qa_core.names``) and is never used as a path. Data text is shown through ``st.dataframe`` or
+escaped markdown.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from pages.common.pickers import require_datasets
 from pages.common.scripts import preload_elements
 from pages.common.signin import current_actor, open_store
 from pages.render.markdown import as_markdown
+from qa_core.access import Permission
+from qa_core.names import name_from_file
 from qa_core.services import systems
 from qa_core.types import InputError
 
 NOTICE = "systems_notice"
+RUN_NAME, NAMED_FOR = "systems_run_name", "systems_run_named_for"
 
 st.set_page_config(page_title="Systems · Rerank Lab", layout="wide")
 
@@ -44,44 +49,56 @@ def added(action) -> None:
     st.rerun()
 
 
-run_tab, service_tab, remove_tab = st.tabs(["Add a run", "Add a service", "Remove"])
-with run_tab:
-    dataset = run_tab.selectbox("Dataset the run ranks", names, key="systems_dataset")
-    upload = run_tab.file_uploader("TREC run or JSONL {qid, doc_id, score}", key="systems_run_file")
-    run_name = run_tab.text_input("Name", key="systems_run_name")
-    if run_tab.button("Add the run", type="primary", key="systems_add_run", disabled=upload is None or not run_name):
-
-        def add_run() -> str:
-            system = systems.add_run_upload(store, upload.getvalue(), upload.name, dataset, run_name, actor=actor)
-            return f"Added {systems.listed_name(system['name'])}: {system['note']}."
-
-        added(add_run)
-with service_tab:
-    service_url = service_tab.text_input("Scoring URL (POST)", placeholder="http://127.0.0.1:8765/", key="systems_url")
-    service_name = service_tab.text_input("Name", key="systems_service_name")
-    if service_tab.button("Add the service", type="primary", key="systems_add_service",
-                          disabled=not service_url or not service_name):
-
-        def add_service() -> str:
-            system = systems.add_service(store, service_url, service_name, actor=actor)
-            return f"Added {systems.describe(store, system['name'])}."
-
-        added(add_service)
 listed = systems.overview(store)
-with remove_tab:
-    gone = remove_tab.selectbox("System", [row["system"] for row in listed], key="systems_remove_name")
-    if remove_tab.button("Remove (labels stay)", key="systems_remove", disabled=gone is None):
+if actor.may(Permission.MANAGE_SYSTEMS):
+    run_tab, service_tab, remove_tab = st.tabs(["Add a run", "Add a service", "Remove"])
+    with run_tab:
+        dataset = run_tab.selectbox("Dataset the run ranks", names, key="systems_dataset")
+        upload = run_tab.file_uploader("TREC run or JSONL {qid, doc_id, score}", key="systems_run_file")
+        if upload is not None and st.session_state.get(NAMED_FOR) != upload.file_id:
+            st.session_state[NAMED_FOR] = upload.file_id  # a new file suggests a name once; a typed one stays
+            if not st.session_state.get(RUN_NAME):
+                st.session_state[RUN_NAME] = name_from_file(upload.name)
+        run_name = run_tab.text_input("Name", key=RUN_NAME)
+        if run_tab.button("Add the run", type="primary", key="systems_add_run", disabled=upload is None or not run_name):
 
-        def remove() -> str:
-            systems.remove(store, gone, actor=actor)
-            return f"Removed {gone}; no label was touched."
+            def add_run() -> str:
+                system = systems.add_run_upload(store, upload.getvalue(), upload.name, dataset, run_name, actor=actor)
+                return f"Added {systems.listed_name(system['name'])}: {system['note']}."
 
-        added(remove)
+            added(add_run)
+    with service_tab:
+        service_url = service_tab.text_input("Scoring URL (POST)", placeholder="http://127.0.0.1:8765/",
+                                             key="systems_url")
+        service_name = service_tab.text_input("Name", key="systems_service_name")
+        if service_tab.button("Add the service", type="primary", key="systems_add_service",
+                              disabled=not service_url or not service_name):
+
+            def add_service() -> str:
+                system = systems.add_service(store, service_url, service_name, actor=actor)
+                return f"Added {systems.describe(store, system['name'])}."
+
+            added(add_service)
+    with remove_tab:
+        gone = remove_tab.selectbox("System", [row["system"] for row in listed], key="systems_remove_name")
+        if remove_tab.button("Remove (labels stay)", key="systems_remove", disabled=gone is None):
+
+            def remove() -> str:
+                systems.remove(store, gone, actor=actor)
+                return f"Removed {gone}; no label was touched."
+
+            added(remove)
+else:
+    st.caption(as_markdown(f"{actor.describe()}: adding and removing systems is for admins; every system is "
+                           "listed below and ranks on the other pages."))
 
 st.subheader("Systems in this store")
 if listed:
-    st.dataframe(listed, hide_index=True, key="systems_table",
-                 column_config={"sha256": st.column_config.TextColumn("sha256", width="small")})
+    # Fits the 820 px column at 1280 px, every column in view; a run's SHA-256 is in its line on the
+    # other pages and in `systems list`.
+    widths = {"system": 130, "kind": 60, "dataset": 70, "source": 150, "version": 170, "added by": 90, "added": 140}
+    st.dataframe(listed, hide_index=True, key="systems_table", column_order=list(widths),
+                 column_config={name: st.column_config.TextColumn(name, width=width) for name, width in widths.items()})
 else:
     st.info("No system yet: add a run or a service above, or `python -m qa_core systems add-run FILE --data D --name N`.")
 
@@ -100,5 +117,6 @@ if runs:
     else:
         st.dataframe([{"questions": over, **values} for over, values in metrics.items()], hide_index=True,
                      key="systems_metrics")
-        st.caption("Gold labels; an uncovered question counts 0 over the whole split, as trec_eval -c.")
+        st.caption("Gold labels, over the judged questions (those with a gold label on a candidate); an uncovered "
+                   "question counts 0 over the whole split, as trec_eval -c.")
 preload_elements("DataFrame")

@@ -4,13 +4,13 @@ keep what the program writes inside the data folder and stop a long job before t
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
 
+from qa_core.names import check_name
 from qa_core.types import InputError, StorageError
 
 if TYPE_CHECKING:
@@ -203,17 +203,6 @@ def seed_runs_dir(dataset: str | None = None) -> Path:
     runs, ``benchmarks/results/runs``): the Compare page compares seeds of one model with another's.
     With ``dataset``, its folder (``InputError`` for a name that is no safe folder name)."""
     root = Path(os.environ.get("RERANK_LAB_SEED_RUNS", PROJECT_ROOT / "benchmarks" / "results" / "runs"))
-    return root if dataset is None else root / check_dataset_name(dataset)
+    return root if dataset is None else root / check_name(dataset, "dataset name")
 
 
-DATASET_NAME_RULE = "letters, digits, '_', '-' and '.', starting with a letter or digit, no '..'"
-_DATASET_NAME = re.compile(r"(?!.*\.\.)[^\W_][\w.-]*")
-
-
-def check_dataset_name(name: str) -> str:
-    """``name`` if it may name a dataset: it names folders and files (seed runs, exports), so no
-    separator, no ``..``, no control character, no absolute path (``DATASET_NAME_RULE``)."""
-    if not _DATASET_NAME.fullmatch(name):
-        raise InputError(f"dataset name {name!r} is not allowed: a dataset name holds {DATASET_NAME_RULE} "
-                         "(it names folders); choose another")
-    return name

@@ -9,7 +9,14 @@ services that fail as real ones do, each started as its own uvicorn process on a
                                                        (always 400), /stalls (the first request per
                                                        question answers after 5 s, the next at once),
                                                        /hangs (every request answers after 5 s),
-                                                       /words (a candidate's score: its word count);
+                                                       /words (a candidate's score: its word count),
+                                                       /drip (headers, then valid scores a byte every
+                                                       0.25 s: no read waits long, the whole takes 5 s),
+                                                       /huge (64 MiB of JSON streamed, no length said),
+                                                       /huge-declared (9 MiB with its Content-Length),
+                                                       /secret-error, /secret-text, /secret-shape,
+                                                       /secret-score (a body holding SECRET: HTTP 500,
+                                                       text, {"scores": SECRET}, SECRET as a score);
                                                        GET /seen: requests per "route question"
     python -m tests.scoring_services dies --after N --port P
                                                        answers N requests, then its process exits
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -31,13 +39,16 @@ from contextlib import contextmanager
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests import ROOT
 
 START_TIMEOUT_S = 120
 SLOW_S = 5.0
+DRIP_S = 0.25  # between two bytes of /drip: far below any read timeout
+HUGE_MIB, DECLARED_MIB = 64, 9  # both over the client's 8 MiB limit of an answer
+SECRET = "token=abc123"  # what a service's body may hold and no refusal may repeat
 
 
 async def _count(request: Request) -> Response:
@@ -65,6 +76,51 @@ async def _error(request: Request) -> Response:
 
 def _scored(body: dict) -> Response:
     return JSONResponse({"scores": [1.0] * len(body["candidates"])})
+
+
+async def _drip(request: Request) -> Response:
+    body = await request.json()
+    answer = json.dumps({"scores": [1.0] * len(body["candidates"])}).encode()
+
+    async def bytes_apart():
+        for byte in answer:
+            yield bytes([byte])
+            await asyncio.sleep(DRIP_S)
+
+    return StreamingResponse(bytes_apart(), media_type="application/json")
+
+
+async def _huge(request: Request) -> Response:
+    body = await request.json()
+
+    async def padded():  # valid JSON: scores, then MiBs of blanks before the closing brace
+        yield json.dumps({"scores": [1.0] * len(body["candidates"])})[:-1].encode()
+        for _ in range(HUGE_MIB):
+            yield b" " * 2**20
+        yield b"}"
+
+    return StreamingResponse(padded(), media_type="application/json")
+
+
+async def _huge_declared(request: Request) -> Response:
+    return Response(b" " * (DECLARED_MIB * 2**20), media_type="application/json")
+
+
+async def _secret_error(request: Request) -> Response:
+    return PlainTextResponse(SECRET, status_code=500)
+
+
+async def _secret_text(request: Request) -> Response:
+    return PlainTextResponse(SECRET)
+
+
+async def _secret_shape(request: Request) -> Response:
+    return JSONResponse({"scores": SECRET})
+
+
+async def _secret_score(request: Request) -> Response:
+    body = await request.json()
+    return JSONResponse({"scores": [SECRET] + [1.0] * (len(body["candidates"]) - 1)})
 
 
 def faulty_app() -> Starlette:
@@ -101,7 +157,9 @@ def faulty_app() -> Starlette:
     async def counts(request: Request) -> Response:
         return JSONResponse(dict(seen))
 
-    fixed = {"slow": _slow, "count": _count, "nan": _nan, "html": _html, "error": _error}
+    fixed = {"slow": _slow, "count": _count, "nan": _nan, "html": _html, "error": _error, "drip": _drip,
+             "huge": _huge, "huge-declared": _huge_declared, "secret-error": _secret_error,
+             "secret-text": _secret_text, "secret-shape": _secret_shape, "secret-score": _secret_score}
     retried = {"flaky": flaky, "unavailable": unavailable, "refused": refused, "stalls": stalls,
                "hangs": hangs, "words": word_counts}
     return Starlette(routes=[

@@ -958,3 +958,50 @@ def test_a_read_only_data_folder_says_so_and_still_reads(tmp_path: Path):
         pytest.skip(f"cannot mount a folder read-only in a private namespace here: {listed.stderr.strip()}")
     assert listed.returncode == 0 and json.loads(listed.stdout)["dataset"] == "demo", listed.stderr
     assert_refused(cli("data", "import", DEMO_FILE, "--name", "again"), "the database is read-only, so nothing was saved")
+
+
+# ------------------------------------------------------------------------------ issue 45: systems
+
+BAD_SYSTEM_NAMES = ["a\nb", "../../x", "<b>x</b>", "中" * 100, ".."]
+
+
+@pytest.mark.parametrize("name", BAD_SYSTEM_NAMES)
+def test_cli_refuses_a_bad_system_name_and_changes_nothing(env: Env, name: str, capsys: pytest.CaptureFixture):
+    """A system's name follows the dataset's rule (a newline, markup and ``../../x`` were kept)."""
+    run = env.folder / "one.run"
+    run.write_text("demo-01 Q0 demo-01-0 1 1.0 x\n")
+    before = snapshot(env.url)
+    assert_refused(cli_in_process(capsys, "systems", "add-run", str(run), "--data", "demo", "--name", name),
+                   "system name", "not allowed")
+    assert_refused(cli_in_process(capsys, "systems", "add-service", "http://127.0.0.1:9/", "--name", name),
+                   "system name", "not allowed")
+    assert snapshot(env.url) == before
+
+
+def test_the_systems_page_refuses_a_bad_name_in_a_sentence_and_keeps_what_was_typed(env: Env):
+    page = open_page(str(ROOT / "pages" / "7_Systems.py"))
+    page.text_input(key="systems_url").input("http://127.0.0.1:9/").run()
+    page.text_input(key="systems_service_name").input("../../x").run()
+    page.button(key="systems_add_service").click().run()
+    assert not page.exception, page.exception
+    (error,) = page.error
+    assert error.value.replace("\u2060", "").startswith("the system name '../../x' is not allowed: it starts with '.'")
+    assert page.text_input(key="systems_service_name").value == "../../x"
+    assert not page.success
+
+
+@pytest.mark.parametrize(("route", "needle"), [("secret-error", "answered HTTP 500 Internal Server Error"),
+                                               ("huge", "sent an answer over 8 MiB")])
+def test_cli_names_a_secret_or_huge_answer_in_one_line_without_its_body(
+    env: Env, route: str, needle: str, capsys: pytest.CaptureFixture
+):
+    from tests.scoring_services import SECRET, serving
+
+    with serving(["tests.scoring_services", "faulty"]) as url:
+        added = cli_in_process(capsys, "systems", "add-service", f"{url}{route}", "--name", "faulty")
+        assert added.returncode == 0, added.stderr
+        before = snapshot(env.url)
+        err = assert_refused(cli_in_process(capsys, "evaluate", "--model", "system:faulty", "--data", "demo",
+                                            "--quiet"), needle)
+    assert SECRET.partition("=")[2] not in err
+    assert snapshot(env.url) == before

@@ -127,3 +127,18 @@ def test_ask_judges_as_the_signed_in_user_whatever_the_session_names(team) -> No
     app.button(key="judge-grade-2").click().run()
     assert not app.exception, app.exception
     assert list(store.labels.current_labels("demo").values()) == [{"anna@example.org": 2}]
+
+
+def test_the_systems_page_shows_its_forms_only_to_a_role_that_may_add_or_remove(team) -> None:
+    """An annotator sees the systems and no add or remove form (the store refused the write, the
+    page offered it); an admin sees the three."""
+    _, url = team
+    systems_page = str(AUDIT).replace("6_Audit.py", "7_Systems.py")
+    before = snapshot(url)
+    anna = team_page(systems_page, claims("anna"))
+    assert not anna.tabs and not anna.text_input and [b.key for b in anna.button] == ["sign_out"]
+    assert any("adding and removing systems is for admins" in c.value for c in anna.caption)
+    ada = team_page(systems_page, claims("ada"))
+    assert [tab.label for tab in ada.tabs] == ["Add a run", "Add a service", "Remove"]
+    assert {b.key for b in ada.button} == {"sign_out", "systems_add_run", "systems_add_service", "systems_remove"}
+    assert snapshot(url) == before

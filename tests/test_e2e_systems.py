@@ -64,7 +64,7 @@ def _add_both(page, screenshot_dir, run: Path, service_url: str) -> None:
         .to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     # The systems, then the run's metrics on a split it ranks (test, not the first split, dev).
     expect(page.get_by_test_id("stDataFrame")).to_have_count(2)
-    expect(page.get_by_test_id("stDataFrame").nth(1)).to_contain_text("over the 20 questions it covers")
+    expect(page.get_by_test_id("stDataFrame").nth(1)).to_contain_text("over the 20 judged questions it covers")
     assert "Traceback" not in page.content()
     page_screenshots(page, screenshot_dir, "systems")
 

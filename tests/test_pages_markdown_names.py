@@ -20,7 +20,7 @@ from tests.conftest import model_file
 from tests.pages import COMPARE, TRAIN, open_page, select_points
 
 # Markdown, were it rendered: "x.**y**", a link, an italic s (a dataset name holds only letters, digits,
-# "_", "-" and ".": config.DATASET_NAME_RULE)
+# "_", "-" and ".": names.NAME_RULE)
 DATASET, QID, SYSTEM = "x.__y__", "[q](http://e)-", "*s*"
 
 

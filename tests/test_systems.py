@@ -91,7 +91,8 @@ def test_run_system_ranks_like_a_model_and_leaves_labels_alone(demo_store: Store
     assert demo.splits[0] != "test" and coverage.splits()[0] == "test"
     metrics = coverage.metrics("test")
     covered, whole = metrics.values()
-    assert list(metrics) == [f"over the {COVERED} questions it covers", "over all 28 questions (uncovered count 0)"]
+    assert list(metrics) == [f"over the {COVERED} judged questions it covers",
+                            "over all 28 judged questions (uncovered count 0)"]
     assert whole["map"] == pytest.approx(covered["map"] * COVERED / 28)
 
     systems.rename(store, "system:partial", "renamed")
@@ -185,7 +186,7 @@ def test_jsonl_run_through_the_cli(demo_store: Store, tmp_path: Path, capsys: py
     db = ["--db", demo_store.url]
     code, out, err = run_cli(*db, "systems", "add-run", str(path), "--data", "demo", "--name", "lengths", capsys=capsys)
     assert code == 0, err
-    assert json.loads(out)["note"] == "ranks all 28 questions of the splits it covers"
+    assert json.loads(out)["note"] == "ranks all 28 questions with candidates of the splits it covers"
     code, out, _ = run_cli(*db, "systems", "list", "--data", "demo", capsys=capsys)
     assert json.loads(out)["system"] == "system:lengths"
     code, out, _ = run_cli(*db, "evaluate", "--model", "system:lengths", "--data", "demo", "--quiet", capsys=capsys)
@@ -263,8 +264,8 @@ def test_the_systems_page_names_a_runs_coverage(store_url: str, tmp_path: Path):
     assert page.dataframe[0].value["system"].tolist() == ["system:partial"]
     assert page.selectbox(key="systems_metrics_split").value == "test"  # the split the run ranks, not the first
     metrics = page.dataframe[1].value
-    assert metrics["questions"].tolist() == [f"over the {COVERED} questions it covers",
-                                             "over all 28 questions (uncovered count 0)"]
+    assert metrics["questions"].tolist() == [f"over the {COVERED} judged questions it covers",
+                                             "over all 28 judged questions (uncovered count 0)"]
     covered = {qid: grades for qid, grades in qrels.items() if qid in run}
     for row, expected in zip(metrics.to_dict("records"), (evaluate(run, covered), evaluate(run, qrels)), strict=True):
         assert {name: row[name] for name in expected.aggregate} == pytest.approx(expected.aggregate)
@@ -345,11 +346,11 @@ def faulty_service() -> Iterator[str]:
 
 
 @pytest.mark.parametrize(("route", "sentence"), [
-    ("slow", "did not answer within 0.5 s"),
+    ("slow", "did not answer in full (headers and body) within 0.5 s"),
     ("count", "returned 2 scores for 3 candidates"),
-    ("nan", "returned 'high' for candidate '0', which is not a finite number"),
-    ("html", "which is not JSON"),
-    ("error", "answered HTTP 500: 'internal error'"),
+    ("nan", "returned a string for candidate '0', which is not a finite number"),
+    ("html", "answered 41 bytes that are not JSON (not shown)"),
+    ("error", "answered HTTP 500 Internal Server Error"),
 ])
 def test_a_failing_service_is_one_sentence(demo_store: Store, faulty_service: str, route: str, sentence: str):
     from qa_core.rankers.external import ServiceRanker
@@ -361,6 +362,43 @@ def test_a_failing_service_is_one_sentence(demo_store: Store, faulty_service: st
     assert "\n" not in str(caught.value)
 
 
+def test_a_service_dripping_its_answer_meets_the_deadline_of_the_whole_request(faulty_service: str):
+    """Headers at once, then a byte every 0.25 s: no read waits as long as the 1 s timeout, so a
+    per-read timeout waits the whole 5 s and takes the scores; the deadline of the whole request ends
+    each try at 1 s, and no retry starts after two."""
+    client = ServiceClient(f"{faulty_service}drip", timeout=1.0, retries=3, backoff=0.01)
+    with pytest.raises(ServiceError) as caught:
+        client.score_pools([("dripped?", [Candidate("a", "yes"), Candidate("b", "no")])])
+    assert str(caught.value).endswith("did not answer in full (headers and body) within 1 s (after 2 tries)")
+
+
+@pytest.mark.parametrize("route", ["huge", "huge-declared"])
+def test_a_huge_answer_is_refused_at_the_limit_not_read_whole(faulty_service: str, route: str):
+    """64 MiB streamed without a length (valid JSON: scores, then blanks) and 9 MiB with its
+    Content-Length: both over the 8 MiB limit, refused once (not retried: it will not change)."""
+    client = ServiceClient(f"{faulty_service}{route}", retries=3, backoff=0.01)
+    with pytest.raises(ServiceError) as caught:
+        client.score_pools([(f"huge {route}?", [Candidate("a", "yes"), Candidate("b", "no")])])
+    assert str(caught.value) == (f"the service at {faulty_service}{route} sent an answer over 8 MiB, the most one "
+                                 "answer may hold; the rest was not read")
+
+
+@pytest.mark.parametrize(("route", "sentence"), [
+    ("secret-error", "answered HTTP 500 Internal Server Error"),
+    ("secret-text", "answered 12 bytes that are not JSON (not shown)"),
+    ("secret-shape", 'answered a JSON object whose "scores" is not a list instead of {"scores": [...]}'),
+    ("secret-score", "returned a string for candidate 'a', which is not a finite number"),
+])
+def test_a_refusal_never_repeats_the_services_body(faulty_service: str, route: str, sentence: str):
+    from tests.scoring_services import SECRET
+
+    client = ServiceClient(f"{faulty_service}{route}", retries=0)
+    with pytest.raises(ServiceError) as caught:
+        client.score_pools([("secret?", [Candidate("a", "yes"), Candidate("b", "no")])])
+    assert str(caught.value).endswith(sentence)
+    assert SECRET.partition("=")[2] not in str(caught.value)
+
+
 def _seen(faulty_service: str) -> dict[str, int]:
     return httpx.get(f"{faulty_service}seen").json()
 
@@ -368,9 +406,9 @@ def _seen(faulty_service: str) -> dict[str, int]:
 @pytest.mark.parametrize(("route", "scored", "sent", "sentence"), [
     ("flaky", True, 3, None),  # 503, 503, then scores
     ("stalls", True, 2, None),  # no answer within the timeout, then scores
-    ("unavailable", False, 4, "answered HTTP 503: 'busy' (after 4 tries)"),  # the first try and 3 retries
-    ("hangs", False, 2, "did not answer within 1 s (after 2 tries)"),  # no retry after two timeouts
-    ("refused", False, 1, "answered HTTP 400: 'bad request'"),  # a 4xx will not pass: sent once
+    ("unavailable", False, 4, "answered HTTP 503 Service Unavailable (after 4 tries)"),  # the first try and 3 retries
+    ("hangs", False, 2, "did not answer in full (headers and body) within 1 s (after 2 tries)"),  # no retry after two timeouts
+    ("refused", False, 1, "answered HTTP 400 Bad Request"),  # a 4xx will not pass: sent once
 ])
 def test_a_service_is_retried_only_for_what_may_pass(
     faulty_service: str, route: str, scored: bool, sent: int, sentence: str | None
@@ -511,3 +549,20 @@ def test_a_service_url_is_shown_without_its_secrets_and_with_its_host(url: str, 
     URL parser reads without user info (``u:12`` as host and port) still hides what its writer meant
     as a password."""
     assert shown_url(url) == shown
+
+
+def test_a_services_version_is_shown_by_its_file_name_cut_with_an_ellipsis(demo_store: Store) -> None:
+    """A service serving a trained version names its checkpoint path as its version: the Systems
+    table and the line under a model box (Ask, Compare, Errors) showed the server's folders, cut at
+    80 characters mid-name; the table showed None where a kind of system has no value."""
+    path = "12:/home/someone/rerank-lab/data/models/smcnn/demo-2026-11-29T07-31-46-abcdef0123456789.pt"
+    demo_store.systems.add_system("pathy", "service", url="http://127.0.0.1:9/",
+                                  info={"name": "smcnn", "version": path, "max_batch": 64})
+    try:
+        (row,) = [row for row in systems.overview(demo_store) if row["system"] == "system:pathy"]
+        assert row["version"] == "demo-2026-11-29T07-31-4…" and len(row["version"]) == 24
+        assert row["sha256"] == "" and None not in row.values() and row["added"].endswith(" UTC")
+        line = model_loading.version_in_use(demo_store, "system:pathy", "demo")  # Ask's caption under the model box
+        assert "(smcnn demo-2026-11-29T07-31-4…)" in line and "/home/someone" not in line
+    finally:
+        demo_store.systems.remove_system("pathy")

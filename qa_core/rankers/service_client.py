@@ -7,15 +7,20 @@ A service scores one question's candidates per request::
     GET  <url>/../info (optional: "info" beside the scoring path)
                   -> {"name": "...", "version": "...", "max_batch": 64}
 
-Calls have a timeout and at most ``concurrency`` requests in flight. A request that fails for a
-reason that may pass (the connection fails, no answer within the timeout, HTTP 502, 503 or 504 from
-a proxy or an overloaded service) is sent again, at most ``retries`` more times and none once twice
-the timeout has passed (a service that hangs costs two timeouts, not four), after exponential
-backoff with full jitter (tenacity: a random wait of up to 0.5 s, 1 s, 2 s, ...); an answer that will not change (any
-other HTTP error, a 4xx, a wrong number of scores, a score that is not a number) is not retried.
-What a service gets wrong in the end is one ``ServiceError`` sentence naming the service (and the
-tries it took), and a batch of pools is all or nothing: no pool's scores come back unless every
-pool's did.
+Every request has a total deadline of ``timeout`` seconds, headers and body together (a service
+that sends its headers and then a byte every few seconds never trips a per-read timeout, so the
+whole request runs under one ``asyncio.timeout``), an answer of at most ``MAX_ANSWER_BYTES`` (read
+as it arrives and dropped at the limit, never held whole), and a refusal that names the status or
+the fault but never repeats the service's body (it may carry a token or a user's text).
+At most ``concurrency`` requests are in flight. A request that fails for a reason that may pass
+(the connection fails, no whole answer within the deadline, HTTP 502, 503 or 504 from a proxy or an
+overloaded service) is sent again, at most ``retries`` more times and none once twice the deadline
+has passed (a service that hangs costs two deadlines, not four), after exponential backoff with
+full jitter (tenacity: a random wait of up to 0.5 s, 1 s, 2 s, ...); an answer that will not change
+(any other HTTP error, a 4xx, an answer over the size limit, a wrong number of scores, a score
+that is not a number) is not retried. What a service gets wrong in the end is one ``ServiceError``
+sentence naming the service (and the tries it took), and a batch of pools is all or nothing: no
+pool's scores come back unless every pool's did.
 
 Scores are cached per (system, its version from ``/info`` or else its URL, question, candidates),
 in this process, so a page that asks again (another view, the same question) sends nothing.
@@ -23,21 +28,22 @@ in this process, so a page that asks again (another view, the same question) sen
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import numpy as np
 from tenacity import (
+    AsyncRetrying,
     RetryCallState,
-    Retrying,
     retry_if_exception_type,
     retry_if_result,
     stop_after_attempt,
@@ -45,7 +51,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from qa_core.types import Candidate, InputError
+from qa_core.types import MAX_NAME_CHARS, Candidate, InputError
 
 CONTRACT_VERSION = 1
 TIMEOUT_S = 30.0
@@ -54,13 +60,22 @@ TIMEOUTS_IN_ALL = 2  # no retry starts after this many timeouts: a hung service 
 BACKOFF_S = 0.5  # the first wait before a retry (doubling, with jitter, up to BACKOFF_MAX_S)
 BACKOFF_MAX_S = 8.0
 RETRIED_STATUSES = frozenset({502, 503, 504})  # a gateway or an overloaded service: may pass
+
+
+class _Late(Exception):
+    """The whole answer did not arrive within the deadline (``asyncio.timeout`` fired)."""
+
+
 # Transport failures that may pass on another try; a bad URL scheme, a proxy or protocol mistake of ours will not.
-TRANSIENT_ERRORS = (httpx.ConnectError, httpx.TimeoutException, httpx.ReadError, httpx.WriteError,
+TRANSIENT_ERRORS = (_Late, httpx.ConnectError, httpx.TimeoutException, httpx.ReadError, httpx.WriteError,
                     httpx.RemoteProtocolError)
+MAX_ANSWER_BYTES = 8 * 2**20  # 256 scores take a few KiB: a larger answer is a fault, not read whole
 CONCURRENCY = 4
 DEFAULT_MAX_BATCH = 256
 CACHE_ENTRIES = 100_000
+SHOWN_VERSION_CHARS = 24  # fits the Systems table's column at 1280 px
 _EXCERPT = 80
+T = TypeVar("T")
 
 
 class ServiceError(InputError):
@@ -136,6 +151,17 @@ def shown_url(url: str) -> str:
     return f"{path}?…" if query else path
 
 
+def shown_version(version: str | None) -> str | None:
+    """A service's ``/info`` version as a page shows it, on one line: a path (a server's checkpoint
+    file) by its last part, which names the version while the folders name the server's disk, and
+    a version longer than ``SHOWN_VERSION_CHARS`` cut with an ellipsis (never mid-name without one)."""
+    if version is None:
+        return None
+    text = " ".join(version.split())
+    text = text.rstrip("/\\").replace("\\", "/").rpartition("/")[2] or text
+    return text if len(text) <= SHOWN_VERSION_CHARS else text[:SHOWN_VERSION_CHARS - 1] + "…"
+
+
 class _Cache:
     """Scores by request key, least recently used dropped first; shared by every client in the process.
     (A few lines of OrderedDict: functools' caches key on call arguments, and no cache library is
@@ -165,11 +191,13 @@ CACHE = _Cache(CACHE_ENTRIES)
 
 class ServiceClient:
     """Scores pools with one service. ``cache_id`` names the service in cache keys: the system's
-    name with its version, or its URL (``ServiceRanker`` sets it)."""
+    name with its version, or its URL (``ServiceRanker`` sets it). ``timeout``: each request's
+    total deadline in seconds; ``max_bytes``: the longest answer read."""
 
     def __init__(
         self, url: str, *, cache_id: str | None = None, timeout: float = TIMEOUT_S, retries: int = RETRIES,
         concurrency: int = CONCURRENCY, max_batch: int | None = None, backoff: float = BACKOFF_S,
+        max_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         self.url = check_url(url)
         self.cache_id = cache_id or self.url
@@ -178,39 +206,19 @@ class ServiceClient:
         self.backoff = backoff
         self.concurrency = max(1, concurrency)
         self.max_batch = max(1, max_batch or DEFAULT_MAX_BATCH)
-        self._http = httpx.Client(timeout=timeout)
-
-    def close(self) -> None:
-        self._http.close()
+        self.max_bytes = max_bytes
 
     def info(self) -> ServiceInfo | None:
         """The service's ``GET /info``; ``None`` when it has none (404, 405); ``ServiceError`` when
         it is down or slow, or its answer is not the contract's."""
-        where = info_url(self.url)
-        response = self._send("GET", where, also_fine=(404, 405))
-        if response.status_code in (404, 405):
-            return None
-        body = self._json(response, where)
-        if not isinstance(body, dict):
-            raise ServiceError(f"the service's {where} answered {_excerpt(body)}, not a JSON object")
-        max_batch = body.get("max_batch")
-        if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1):
-            raise ServiceError(f"the service's {where} gave max_batch {max_batch!r}; it must be a positive integer")
-        return ServiceInfo(_text_or_none(body.get("name")), _text_or_none(body.get("version")), max_batch)
+        return _run(self._info())
 
     def score_pools(self, pools: Sequence[tuple[str, Sequence[Candidate]]]) -> list[np.ndarray]:
         """One score array per pool, each pool sent in requests of at most ``max_batch`` candidates,
         ``concurrency`` at a time; cached requests are not sent. All or nothing (``ServiceError``)."""
         requests = [(question, list(pool[start:start + self.max_batch]))
                     for question, pool in pools for start in range(0, max(len(pool), 1), self.max_batch)]
-        with ThreadPoolExecutor(max_workers=self.concurrency) as workers:
-            futures = [workers.submit(self._scores, question, batch) for question, batch in requests]
-            try:
-                parts = [future.result() for future in futures]
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
+        parts = _run(self._all_scores(requests))
         out, at = [], 0
         for _, pool in pools:
             count = max(len(pool), 1)
@@ -219,7 +227,43 @@ class ServiceClient:
             at += pieces
         return out
 
-    def _scores(self, question: str, batch: list[Candidate]) -> np.ndarray:
+    async def _info(self) -> ServiceInfo | None:
+        where = info_url(self.url)
+        async with self._http() as http:
+            answer = await self._send(http, "GET", where, also_fine=(404, 405))
+        if answer.status in (404, 405):
+            return None
+        body = self._json(answer, where)
+        if not isinstance(body, dict):
+            raise ServiceError(f"the service's {where} answered {_kind(body)}, not a JSON object")
+        max_batch = body.get("max_batch")
+        if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1):
+            raise ServiceError(f"the service's {where} gave as max_batch {_kind(max_batch)}, not a positive integer")
+        return ServiceInfo(_text_or_none(body.get("name")), _text_or_none(body.get("version")), max_batch)
+
+    async def _all_scores(self, requests: list[tuple[str, list[Candidate]]]) -> list[np.ndarray]:
+        """Every request's scores, ``concurrency`` in flight; the first failure cancels the rest."""
+        slots = asyncio.Semaphore(self.concurrency)
+        async with self._http() as http:
+
+            async def one(question: str, batch: list[Candidate]) -> np.ndarray:
+                async with slots:
+                    return await self._scores(http, question, batch)
+
+            tasks = [asyncio.ensure_future(one(question, batch)) for question, batch in requests]
+            try:
+                return list(await asyncio.gather(*tasks))
+            except BaseException:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)  # each closes its connection
+                raise
+
+    def _http(self) -> httpx.AsyncClient:
+        # Per phase as long as the whole: the deadline (``_request``) is what ends a request.
+        return httpx.AsyncClient(timeout=self.timeout)
+
+    async def _scores(self, http: httpx.AsyncClient, question: str, batch: list[Candidate]) -> np.ndarray:
         if not batch:
             return np.zeros(0)
         payload = {"question": question, "candidates": [{"id": c.doc_id, "text": c.text} for c in batch]}
@@ -227,67 +271,122 @@ class ServiceClient:
         cached = CACHE.get(key)
         if cached is not None:
             return cached
-        body = self._json(self._send("POST", self.url, payload), self.url)
+        body = self._json(await self._send(http, "POST", self.url, payload), self.url)
         scores = body.get("scores") if isinstance(body, dict) else None
         if not isinstance(scores, list):
-            raise ServiceError(f"the service at {self.url} answered {_excerpt(body)} instead of {{\"scores\": [...]}}")
+            raise ServiceError(f"the service at {self.url} answered {_kind(body)} instead of {{\"scores\": [...]}}")
         if len(scores) != len(batch):
             raise ServiceError(f"the service at {self.url} returned {len(scores)} scores for {len(batch)} candidates")
         for candidate, score in zip(batch, scores, strict=True):
             if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-                raise ServiceError(f"the service at {self.url} returned {_excerpt(score)} for candidate "
+                raise ServiceError(f"the service at {self.url} returned {_kind(score)} for candidate "
                                    f"{candidate.doc_id!r}, which is not a finite number")
         values = np.asarray(scores, dtype=np.float64)
         CACHE.put(key, values)
         return values
 
-    def _send(self, method: str, url: str, payload: dict[str, Any] | None = None, *,
-              also_fine: tuple[int, ...] = ()) -> httpx.Response:
+    async def _send(self, http: httpx.AsyncClient, method: str, url: str, payload: dict[str, Any] | None = None, *,
+                    also_fine: tuple[int, ...] = ()) -> _Answer:
         """The service's answer (HTTP 200 or a status in ``also_fine``), sent again (``retries`` times
         at most, with backoff) while it fails in a way that may pass; else ``ServiceError``."""
-        retrying = Retrying(
+        retrying = AsyncRetrying(
             retry=retry_if_exception_type(TRANSIENT_ERRORS)
-            | retry_if_result(lambda response: response.status_code in RETRIED_STATUSES),
+            | retry_if_result(lambda answer: answer.status in RETRIED_STATUSES),
             stop=stop_after_attempt(self.retries + 1) | stop_after_delay(TIMEOUTS_IN_ALL * self.timeout),
             wait=wait_random_exponential(multiplier=self.backoff, max=BACKOFF_MAX_S),
             retry_error_callback=_last_outcome,
         )
         try:
-            response = retrying(self._http.request, method, url, json=payload)
-        except httpx.TimeoutException:
-            raise ServiceError(f"the service at {url} did not answer within {self.timeout:g} s"
-                               f"{_tries(retrying)}") from None
+            answer = await retrying(self._request, http, method, url, payload, also_fine)
+        except (_Late, httpx.TimeoutException):
+            raise ServiceError(f"the service at {url} did not answer in full (headers and body) within "
+                               f"{self.timeout:g} s{_tries(retrying)}") from None
         except httpx.TransportError as error:
             raise ServiceError(f"the service at {url} is down or unreachable ({type(error).__name__}: "
                                f"{_excerpt(str(error) or 'no answer')}){_tries(retrying)}") from None
-        if response.status_code != 200 and response.status_code not in also_fine:
-            raise ServiceError(f"the service at {url} answered HTTP {response.status_code}: "
-                               f"{_excerpt(response.text)}{_tries(retrying)}")
-        return response
+        if answer.status != 200 and answer.status not in also_fine:
+            reason = httpx.codes.get_reason_phrase(answer.status)  # the standard phrase: nothing the service wrote
+            raise ServiceError(f"the service at {url} answered HTTP {answer.status}{f' {reason}' if reason else ''}"
+                               f"{_tries(retrying)}")
+        return answer
 
-    def _json(self, response: httpx.Response, url: str) -> Any:
+    async def _request(self, http: httpx.AsyncClient, method: str, url: str, payload: dict[str, Any] | None,
+                       also_fine: tuple[int, ...]) -> _Answer:
+        """One request under the deadline: the body of a 200 (or of a status in ``also_fine``) read
+        up to ``max_bytes``; any other status's body is not read."""
         try:
-            return response.json()
+            async with asyncio.timeout(self.timeout), http.stream(method, url, json=payload) as response:
+                if response.status_code != 200 and response.status_code not in also_fine:
+                    return _Answer(response.status_code, b"")
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > self.max_bytes:
+                    raise self._too_long(url)
+                body = bytearray()
+                async for chunk in response.aiter_bytes():  # decoded: a small gzip of a huge body is held to it too
+                    body += chunk
+                    if len(body) > self.max_bytes:
+                        raise self._too_long(url)
+                return _Answer(response.status_code, bytes(body))
+        except TimeoutError:
+            raise _Late from None
+
+    def _too_long(self, url: str) -> ServiceError:
+        return ServiceError(f"the service at {url} sent an answer over {self.max_bytes / 2**20:g} MiB, the most one "
+                            "answer may hold; the rest was not read")
+
+    def _json(self, answer: _Answer, url: str) -> Any:
+        try:
+            return json.loads(answer.body)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ServiceError(f"the service at {url} answered {_excerpt(response.text)}, which is not JSON") from None
+            raise ServiceError(f"the service at {url} answered {len(answer.body):,} bytes that are not JSON "
+                               "(not shown)") from None
 
 
-def _last_outcome(state: RetryCallState) -> httpx.Response:
+@dataclass(frozen=True)
+class _Answer:
+    """What a request got: its status and, for a status that is read, its body."""
+
+    status: int
+    body: bytes
+
+
+def _run(work: Coroutine[Any, Any, T]) -> T:
+    """``work`` run to its end from synchronous code: on a loop of its own, or in a thread of its own
+    when this thread runs a loop already (a notebook's)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, work).result()
+
+
+def _last_outcome(state: RetryCallState) -> _Answer:
     """When the tries are spent: the last answer, or the last try's exception raised."""
     return state.outcome.result()  # type: ignore[union-attr]  # set: tenacity calls this after a try
 
 
-def _tries(retrying: Retrying) -> str:
+def _tries(retrying: AsyncRetrying) -> str:
     """' (after N tries)' when the request was sent more than once, for the error sentence."""
     tries = retrying.statistics.get("attempt_number", 1)
     return f" (after {tries} tries)" if tries > 1 else ""
 
 
 def _text_or_none(value: object) -> str | None:
-    return None if value is None else str(value)[:_EXCERPT]
+    return None if value is None else str(value)[:MAX_NAME_CHARS]
 
 
-def _excerpt(value: object) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    text = " ".join(text.split())
+def _kind(value: object) -> str:
+    """What a JSON value is, without what it says: a refusal never repeats the service's body."""
+    if isinstance(value, dict):
+        return "a JSON object" + (" whose \"scores\" is not a list" if "scores" in value else " without \"scores\"")
+    if isinstance(value, float) and not math.isfinite(value):
+        return "a non-finite number"
+    kinds = {bool: "true or false", type(None): "null", str: "a string", list: "a list", int: "a number",
+             float: "a number"}
+    return kinds.get(type(value), "a JSON value")
+
+
+def _excerpt(value: str) -> str:
+    text = " ".join(value.split())
     return repr(text if len(text) <= _EXCERPT else text[:_EXCERPT] + "…")

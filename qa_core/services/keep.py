@@ -15,7 +15,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from db.base import check_text
 from db.keep import KeptQuestion, kept_qid
+from qa_core.names import check_name
 from qa_core.services import candidate_pools
 from qa_core.types import InputError, Question
 
@@ -41,7 +43,10 @@ def keep_question(
     """Add the typed question of ``ranking`` and its pool, in first-stage order, to ``dataset``."""
     if ranking.qid is not None:
         raise InputError(f"question {ranking.qid} is a question of the dataset already")
-    text = candidate_pools.check_question(ranking.question)
+    # The import's rules before the store is asked: the one name rule for the split (no ``../x``), the
+    # question's length limit, and no NUL (PostgreSQL stores none; a typed question may hold one).
+    split = check_name(split, "split")
+    text = check_text(candidate_pools.check_question(ranking.question), "the question")
     # A whole-collection ranking (Ask's option) holds every sentence of the collection: the kept pool
     # is what the first stage found (BM25's top n, first-stage ranks kept), as for a BM25 ranking.
     found = [c for c in ranking.pool if c.first_stage_rank is not None] or list(ranking.pool)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qa_core.names import check_name
 from qa_core.types import Dataset, InputError, Question
 
 if TYPE_CHECKING:  # the rest is imported where used: every command of the CLI imports this module
@@ -36,6 +37,7 @@ PREFIX = "system:"
 RUN, SERVICE = "run", "service"
 FIT_SHARE = 0.5  # a run must have at least this share of its (qid, doc_id) pairs in the dataset
 LISTED_MISSING = 10  # questions named in a coverage note
+SHOWN_FILE_CHARS = 60
 
 
 def is_system(name: str) -> bool:
@@ -55,11 +57,12 @@ def system_name(name: str) -> str:
 
 
 def _new_name(name: str) -> str:
-    """``system_name`` of a name being given; ``InputError`` when nothing is left after the prefix."""
+    """``system_name`` of a name being given, checked by the one name rule (``qa_core.names``)
+    before any work is done; ``InputError`` when nothing is left after the prefix."""
     stored = system_name(name)
     if not stored and name.strip():
         raise InputError(f"a system needs a name after {PREFIX!r} (the prefix alone names nothing)")
-    return stored
+    return check_name(stored, "system name")
 
 
 def names(store: Store, dataset: str | None) -> list[str]:
@@ -79,13 +82,14 @@ class RunCheck:
     missing: dict[str, list[str]]  # split -> qids without a ranking
 
     def note(self) -> str:
-        """One line: what the run covers, and which questions it lacks (some named)."""
+        """One line: what the run covers, and which questions it lacks (some named); a question with
+        no candidate is not one it lacks (nothing is there to rank), and the line says so."""
         lacking = [qid for qids in self.missing.values() for qid in qids]
         if not lacking:
-            return f"ranks all {self.covered} questions of the splits it covers"
+            return f"ranks all {self.covered} questions with candidates of the splits it covers"
         by_split = ", ".join(f"{len(qids)} of {split}" for split, qids in self.missing.items())
         named = ", ".join(lacking[:LISTED_MISSING]) + (" …" if len(lacking) > LISTED_MISSING else "")
-        return f"ranks {self.covered} questions; lacks {by_split} ({named})"
+        return f"ranks {self.covered} questions; lacks {by_split} ({named}), counting questions with candidates"
 
 
 def check_run(path: Path, questions: Sequence[Question], dataset: str, fmt: str | None = None) -> RunCheck:
@@ -113,7 +117,7 @@ def check_run(path: Path, questions: Sequence[Question], dataset: str, fmt: str 
     ranked_splits = {q.split for q in questions if q.qid in run}  # a run of TEST lacks nothing of TRAIN
     missing: dict[str, list[str]] = {}
     for question in questions:
-        if question.qid not in run and question.split in ranked_splits:
+        if question.qid not in run and question.split in ranked_splits and question.candidates:
             missing.setdefault(question.split, []).append(question.qid)
     return RunCheck(run, len(run), missing)
 
@@ -135,17 +139,26 @@ def add_run(store: Store, path: Path, dataset: str, name: str, *, actor: Actor |
 def add_run_upload(store: Store, content: bytes, file_name: str, dataset: str, name: str, *,
                    actor: Actor | None = None) -> dict[str, Any]:
     """``add_run`` for a file uploaded on a page: its errors name the uploaded file, not the
-    temporary copy read."""
+    temporary copy read. The uploaded name is provenance and says the format (``.jsonl``), never a
+    path: the copy has a name of its own (an uploaded ``..`` or a 300-byte name is no file name)."""
+    fmt = "jsonl" if file_name.lower().endswith(".jsonl") else None
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / (Path(file_name).name or "run")
+        path = Path(folder) / "uploaded-run"
         path.write_bytes(content)
         try:
-            return add_run(store, path, dataset, name, actor=actor, file_name=file_name)
+            return add_run(store, path, dataset, name, actor=actor, fmt=fmt, file_name=file_name)
         except InputError as error:
             if error.path != str(path):
                 raise
             where = len(str(InputError("", path=error.path, line=error.line)))
-            raise InputError(str(error)[where:], path=file_name, line=error.line) from None
+            raise InputError(str(error)[where:], path=shown_file_name(file_name), line=error.line) from None
+
+
+def shown_file_name(file_name: str) -> str:
+    """An uploaded file's name as a sentence names it: on one line, cut at ``SHOWN_FILE_CHARS`` with
+    an ellipsis (a browser sends any name, a 300-byte or a multi-line one)."""
+    name = " ".join(file_name.split())
+    return name if len(name) <= SHOWN_FILE_CHARS else name[:SHOWN_FILE_CHARS - 1] + "…"
 
 
 # ------------------------------------------------------------------------------------ services
@@ -158,11 +171,7 @@ def add_service(store: Store, url: str, name: str, *, actor: Actor | None = None
 
     name = _new_name(name)
     url = check_url(url)
-    client = ServiceClient(url)
-    try:
-        info = client.info()
-    finally:
-        client.close()
+    info = ServiceClient(url).info()
     described = None if info is None else {"name": info.name, "version": info.version, "max_batch": info.max_batch}
     return _public(store.systems.add_system(name, SERVICE, url=url, info=described, actor=actor))
 
@@ -199,8 +208,9 @@ def version_key(store: Store, name: str) -> str:
 
 def describe(store: Store, name: str) -> str:
     """One line for a page: what the system is and where it came from (a URL as ``shown_url`` shows
-    it: a service added before ``check_url`` refused credentials may still hold them)."""
-    from qa_core.rankers.service_client import shown_url
+    it: a service added before ``check_url`` refused credentials may still hold them; a version as
+    ``shown_version`` shows it: a path by its file name, a long one cut with an ellipsis)."""
+    from qa_core.rankers.service_client import shown_url, shown_version
 
     system = store.systems.system(system_name(name), scores=False)
     added = f"added by {system['added_by']} on {system['added_at']:%Y-%m-%d %H:%M} UTC"
@@ -210,7 +220,7 @@ def describe(store: Store, name: str) -> str:
                 "(a candidate it lacks ranks last, a question it lacks in the tie rule's order) · file "
                 f"{system['file_name']} (sha256 {system['file_sha256'][:12]}…) · {added}")
     info = system["info"] or {}
-    named = " ".join(str(part) for part in (info.get("name"), info.get("version")) if part)
+    named = " ".join(part for part in (info.get("name"), shown_version(info.get("version"))) if part)
     about = f" ({named or 'its /info names nothing'})" if info else " (no /info)"
     return f"{listed_name(system['name'])}: a scoring service at {shown_url(system['url'])}{about} · {added}"
 
@@ -231,8 +241,9 @@ class RunCoverage:
         return sorted(self.dataset.splits, key=lambda split: split not in covered)
 
     def metrics(self, split: str) -> dict[str, Any]:
-        """The run's metrics on ``split`` (gold labels) over the questions it covers and over all of
-        them (an uncovered question counts 0), with both question counts."""
+        """The run's metrics on ``split`` (gold labels) over the judged questions it covers and over
+        all of them (an uncovered question counts 0), with both question counts. Judged: a
+        question with a gold label on a candidate, the only ones a metric is computed over."""
         from qa_core.evaluation import evaluate, qrels_from_questions
 
         qrels = qrels_from_questions(self.dataset.split(split))
@@ -241,9 +252,9 @@ class RunCoverage:
         if not covered:
             raise InputError(f"{self.name} ranks none of these {len(judged)} judged questions")
         return {
-            f"over the {len(covered)} questions it covers":
+            f"over the {len(covered)} judged questions it covers":
                 evaluate(self.scores, {qid: qrels[qid] for qid in covered}).aggregate,
-            f"over all {len(judged)} questions (uncovered count 0)": evaluate(self.scores, qrels).aggregate,
+            f"over all {len(judged)} judged questions (uncovered count 0)": evaluate(self.scores, qrels).aggregate,
         }
 
 
@@ -259,14 +270,16 @@ def run_coverage(store: Store, name: str, dataset: Dataset) -> RunCoverage:
 
 
 def overview(store: Store, dataset: str | None = None) -> list[dict[str, Any]]:
-    """Every system (of ``dataset``, and every service) as a row for a table or the CLI (a URL as
-    ``describe`` shows it)."""
-    from qa_core.rankers.service_client import shown_url
+    """Every system (of ``dataset``, and every service) as a row for a table or the CLI, each value
+    as ``describe`` shows it (a URL without secrets, a version by ``shown_version``, the time to the
+    minute in UTC), and "" where a kind of system has none (a run's version, a service's SHA-256)."""
+    from qa_core.rankers.service_client import shown_url, shown_version
 
     return [
         {"system": listed_name(row["name"]), "kind": row["kind"], "dataset": row["dataset"] or "any",
-         "source": shown_url(row["url"]) if row["url"] else row["file_name"], "sha256": row["file_sha256"],
-         "version": (row["info"] or {}).get("version"), "added by": row["added_by"], "added": row["added_at"]}
+         "source": shown_url(row["url"]) if row["url"] else row["file_name"],
+         "version": shown_version((row["info"] or {}).get("version")) or "", "added by": row["added_by"],
+         "added": f"{row['added_at']:%Y-%m-%d %H:%M} UTC", "sha256": row["file_sha256"] or ""}
         for row in store.systems.systems(dataset)
     ]
 
