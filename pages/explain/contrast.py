@@ -13,7 +13,7 @@ from qa_core.types import InputError
 
 
 def show_contrast(result: ranking.Ranking, stored: Mapping[str, int], key: str) -> None:
-    """Two candidates (by default the top-ranked wrong answer and the best-ranked right one), the words
+    """Two candidates (by default the top-ranked wrong answer and the best-ranked right one below it), the words
     of each that move the score gap, and how faithful those words measured on this pair."""
     opened = st.query_params.get("view") == contrastive.VIEW
     with st.expander("Why is A ranked above B?", expanded=opened):
