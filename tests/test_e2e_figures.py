@@ -2,7 +2,7 @@
 answers of 5, 20, 60 and 150 words and one of 4,999 characters (arcs only), and for two and three models (explanations, bump chart), and the
 comparison tables and charts, the slices and the version curve, no two text labels overlap, no
 label is cut off by its container and no text is smaller than 10 px (tests/layout_check.js); no arcs figure
-is wider than its column or shrunk below 10 px (SVG_FITS).
+is wider than its column or shrunk below 10 px (SVG_FITS); the AP scatter keeps its 0..1 axes (SQUARE_RANGES).
 Streamlit's st.dataframe draws on a canvas, which no DOM check can read: the tables checked are the
 st.table ones (Compare's means and pairs).
 
@@ -36,6 +36,13 @@ SVG_FITS = """(minimumPx) => [...document.querySelectorAll(".rl-arcs svg")].flat
   return [...(drawn.right > column.right + 1 ? [`arcs ${index}: ${drawn.width} px wide in a ${column.width} px column`] : []),
           ...(shown < minimumPx ? [`arcs ${index}: words drawn at ${shown.toFixed(1)} px`] : [])];
 })"""
+# A square chart (an axis anchored to the other's scale) as drawn: its ranges as the figure sets them
+# (issue 45: the AP scatter's axis ran -0.5..1.5 at 1920 px, widened to keep the square).
+SQUARE_RANGES = """() => [...document.querySelectorAll(".js-plotly-plot")]
+  .filter((plot) => plot.offsetParent && plot.layout.yaxis && plot.layout.yaxis.scaleanchor)
+  .flatMap((plot) => ["xaxis", "yaxis"].map((axis) => [axis, plot._fullLayout[axis].range])
+    .filter(([, range]) => Math.abs(range[0] + 0.05) > 1e-6 || Math.abs(range[1] - 1.05) > 1e-6)
+    .map(([axis, range]) => `${plot._fullLayout.title.text}: ${axis} drawn ${range[0].toFixed(2)}..${range[1].toFixed(2)}`))"""
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +85,7 @@ def test_no_label_overlaps_is_cut_off_or_too_small_at_any_length(chromium, figur
                 where = f"at {width} px" + (f", tab {tab.inner_text()!r}" if tab is not None else "")
                 problems += [f"{where}: {problem}" for problem in page.evaluate(CHECK, MINIMUM_TEXT_PX)]
                 problems += [f"{where}: {problem}" for problem in page.evaluate(SVG_FITS, MINIMUM_TEXT_PX)]
+                problems += [f"{where}: {problem}" for problem in page.evaluate(SQUARE_RANGES)]
         assert "Traceback" not in page.content()
         assert not problems, f"{len(problems)} layout problems, the first:\n" + "\n".join(problems[:20])
     finally:
