@@ -146,8 +146,7 @@ def why(state: dict, key: str, rows: list[int], stored: dict[str, int]) -> None:
             for name, value in (("gold", scored.candidate.label), ("stored", stored.get(scored.candidate.doc_id)))
             if value is not None
         )
-        st.markdown(f"**#{rank}** · score {scored.score:.4f}{labels}")
-        st.markdown(as_markdown(scored.candidate.text))
+        st.markdown(f"**#{rank}** · score {scored.score:.4f}{labels}")  # its text: the heatmap's words below
         judge_panel(store, state, result.qid, scored.candidate.doc_id)
         explain_candidate(result, rank, state["dataset"], f"{key}-{rank}")
 

@@ -160,7 +160,7 @@ if view == ONE:
             for tab, model in zip(tabs, result.models):
                 with tab:
                     explain_candidate(result.rankings[model], ranks_of[model], shown["dataset"],
-                                      f"compare-{shown['id']}-{model}-{ranks_of[model]}")
+                                      f"compare-{shown['id']}-{model}-{ranks_of[model]}", text_shown=True)
 
 else:
     questions = get_questions(store, url, dataset, dataset_version)

@@ -32,6 +32,7 @@ from qa_core.types import InputError
 
 ALL_SPLITS = "all splits"
 LINKED = 10  # worst questions listed as links to Ask under the table
+NO_RIGHT = "no right candidate"  # a question no model can answer (errors.unanswerable)
 
 st.set_page_config(page_title="Errors · Rerank Lab", layout="wide")
 
@@ -104,10 +105,17 @@ st.caption(
     "split's candidates). Tied: candidates sharing their score with another of the question's."
 )
 st.caption(as_markdown(errors.ties(run, qrels_from_questions(questions), profiles, clean=clean).describe()))
+unanswerable = errors.unanswerable(table)
+if unanswerable.any():  # AP 0 for every model: listed last, so the list opens with what a model could get right
+    st.caption(as_markdown(
+        f"{unanswerable.sum()} of {len(table)} questions have no right candidate in the pool (AP 0 for every "
+        f"model), listed last and marked \"{NO_RIGHT}\": {', '.join(table.loc[unanswerable, 'qid'].head(LINKED))}"
+        + (", …" if unanswerable.sum() > LINKED else "") + "."))
 shown = table.assign(
     ask=[ask_url(dataset, qid, model) for qid in table["qid"]],
     why=blank_missing(contrastive.contrast_links(table, dataset, model)),  # no wrong answer above a right one
     overlap=blank_missing(table["overlap"], "{:.2f}"),  # none without a correct answer
+    pool=[NO_RIGHT if none else "" for none in unanswerable],
 )
 st.dataframe(
     shown,
@@ -117,6 +125,7 @@ st.dataframe(
         "why": st.column_config.LinkColumn("contrast", display_text="why A > B", width="small",
                                            help="a wrong answer is ranked above a right one: open the contrastive view"),
         "question": st.column_config.TextColumn("question", width="medium"),  # large hid nDCG@10 and on at 1280 px
+        "pool": st.column_config.TextColumn("pool", help="no right candidate: AP 0 for every model"),
         **{metric: st.column_config.NumberColumn(metric, format="%.3f") for metric in metrics},
         "overlap": st.column_config.TextColumn("overlap", alignment="right"),
         "overlap_bucket": "overlap bucket",
@@ -124,15 +133,15 @@ st.dataframe(
         "tied": st.column_config.NumberColumn("tied", help="candidates sharing their score with another of this question's"),
         "unjudged": st.column_config.NumberColumn("unjudged", help="candidates without a judgement (not relevant above)"),
     },
-    column_order=["ask", "why", "qid", "question", *metrics, *(["unjudged"] if not judged.complete else []), "class", "length",
+    column_order=["ask", "why", "qid", "question", *(["pool"] if unanswerable.any() else []), *metrics, *(["unjudged"] if not judged.complete else []), "class", "length",
                   "overlap", "label_source", "correct", "tied"],
     key="worst",
 )
 with st.container(key="worst-links"):
-    for row in table.head(LINKED).itertuples():
+    for row, none in zip(table.head(LINKED).itertuples(), unanswerable):
         st.page_link(
             "pages/1_Ask.py",
-            label=as_markdown(f"{row.qid} · AP {row.AP:.3f} · {row.question}"),
+            label=as_markdown(f"{row.qid} · AP {row.AP:.3f} · {f'{NO_RIGHT} · ' if none else ''}{row.question}"),
             query_params=contrastive.ask_params(dataset, row.qid, model, row),
             icon=":material/search:",
         )

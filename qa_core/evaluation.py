@@ -112,21 +112,30 @@ class TieReport:
     worst: dict[str, float]
     best: dict[str, float]
 
+    def decides(self, metric: str, digits: int = 4) -> bool:
+        """Whether the order of the tied candidates changes ``metric`` (worst != best at ``digits``)."""
+        return self.best[metric] - self.worst[metric] >= 10 ** -(digits + 1)
+
     def range_text(self, metric: str, digits: int = 4) -> str:
         """``expected (worst..best)``, or the value alone when the ties decide nothing."""
         low, mean, high = self.worst[metric], self.expected[metric], self.best[metric]
-        if high - low < 10 ** -(digits + 1):
+        if not self.decides(metric, digits):
             return f"{mean:.{digits}f}"
         return f"{mean:.{digits}f} ({low:.{digits}f}..{high:.{digits}f})"
 
     def describe(self) -> str:
-        """One sentence for a page or the command line."""
+        """One sentence for a page or the command line: a range only for a metric the ties change."""
         if not self.tied_candidates:
             return "No tied scores: the scores alone decide the order."
-        values = ", ".join(f"{METRIC_LABELS[m]} {self.range_text(m)}" for m in METRICS)
         counted = _counted(self.tied_candidates, self.candidates, self.questions_with_ties, self.questions)
+        changed = [f"{METRIC_LABELS[m]} {self.range_text(m)}" for m in METRICS if self.decides(m)]
+        kept = [f"{METRIC_LABELS[m]} {self.range_text(m)}" for m in METRICS if not self.decides(m)]
+        orders = (f"Over all orders of the tied candidates (expected, worst..best): {', '.join(changed)}" if changed
+                  else "No order of the tied candidates changes a metric")
+        if kept:
+            orders += f"{'; they do not change' if changed else ':'} {', '.join(kept)}"
         return (f"{counted} share their score with another; the metrics order them by doc id descending, as "
-                f"trec_eval does. Over all orders of the tied candidates (worst..best): {values}.")
+                f"trec_eval does. {orders}.")
 
     def to_dict(self) -> dict[str, object]:
         """The report as plain data (the CLI's JSON)."""

@@ -36,6 +36,20 @@ def explanation(words: int, matrix: bool = True) -> Explanation:
                        answer_tokens_read=words - 10 if words > 100 else None)
 
 
+LONG_QUESTION = "which river flows through the long valley".split()
+AT_LIMIT = ("The valley is long and the river is wide. " * 120)[:5_000].strip()  # 4,999 characters, the import limit
+
+
+def at_limit_explanation() -> Explanation:
+    """A 4,999-character answer (tests/test_e2e_long_texts.py's) with a link from every question
+    word to each of its 120 repeats: ten linked words and their "…(n)" runs overflowed one line."""
+    tokens = AT_LIMIT.replace(".", " .").split()
+    links = [Link(q, q + 1, a, a + 1, "REL", word) for q, word in enumerate(LONG_QUESTION) for a, token in enumerate(tokens)
+             if token.lower() == word]
+    weights = [((i * 37) % 19 - 6) / 7 for i in range(len(tokens))]
+    return Explanation(0.5, LONG_QUESTION, tokens, weights, "idf", links=links)
+
+
 def question_comparison(models: int = 3, candidates: int = 20):
     """A pool ranked by ``models`` made-up models: long and HTML-looking texts, right answers deep."""
     from qa_core.services.compare import QuestionComparison
@@ -91,6 +105,8 @@ def figure_gallery(lengths) -> None:
         st.subheader(f"An answer of {words} words")
         show_explanation(explanation(words), f"single-{words}")
         show_arcs(explanation(words), f"single-{words}")
+    st.subheader(f"An answer of {len(AT_LIMIT):,} characters")
+    show_arcs(at_limit_explanation(), "at-limit")
     for models in (2, 3):
         st.subheader(f"{models} models")
         for tab, model in zip(st.tabs([f"model {m}" for m in range(models)]), range(models)):

@@ -8,7 +8,7 @@ from scipy import stats
 
 from qa_core import significance
 from qa_core.rankers.base import Ranker
-from qa_core.services import compare
+from qa_core.services import compare, text_views
 from qa_core.types import Candidate, InputError, Question
 
 SCRIPT = "<script>alert(1)</script>"
@@ -147,14 +147,46 @@ def test_one_question_side_by_side_and_bump_chart():
     right = compare.compare_question({"ref": REFERENCE, "other": OTHER}, "which one",
                                      [*pool[:2], Candidate("c", "text c", label=1)])
     figure = compare.bump_figure(right, top=1)
-    by_name = {trace.name: list(trace.y) for trace in figure.data}
+    by_name = {trace.name: list(trace.customdata) for trace in figure.data}  # the ranks; y is their row
     assert by_name == {"✓ &lt;script&gt;alert(1)&lt;/script&gt; a": [1, 2], "✓ text c": [3, 3]}
-    assert [(a.text, a.x, a.y) for a in figure.layout.annotations] == [(name, "other", ys[-1]) for name, ys in by_name.items()]
+    assert list(figure.layout.yaxis.ticktext) == ["1", "2", "3"] and [list(t.y) for t in figure.data] == [[0, 1], [2, 2]]
+    assert [(a.text, a.x, a.y) for a in figure.layout.annotations] == [
+        (name, "other", list(trace.y)[-1]) for name, trace in zip(by_name, figure.data)]
     assert {trace.marker.symbol for trace in figure.data} == {"star"} and not figure.layout.showlegend
     assert all("<script>" not in trace.name and "<script>" not in trace.hovertext for trace in figure.data)
     assert figure.layout.yaxis.autorange == "reversed"
     wrong_only = {trace.name for trace in compare.bump_figure(result, top=2).data}
     assert wrong_only == {"✓ &lt;script&gt;alert(1)&lt;/script&gt; a", "text b"}
+
+
+def test_the_bump_chart_has_a_row_per_rank_shown_and_room_for_its_labels():
+    """Ten lines at ranks 1-10 and a right answer at 77 (issue 45: a 2,000 px chart with the ten
+    bunched at its top, a third of the column used): 11 rows, a dotted line over the ranks left out,
+    the models across the plot and a right margin as wide as the longest label."""
+    import pandas as pd
+
+    texts = [f"candidate {i} " + "long words " * i for i in range(80)]
+    ranks = pd.DataFrame({"text": texts, "gold_label": pd.array([int(i == 76) for i in range(80)], dtype="Int64"),
+                          "ref": range(1, 81), "other": range(1, 81)}, index=[f"d{i}" for i in range(80)])
+    figure = compare.bump_figure(compare.QuestionComparison("q", ["ref", "other"], {}, {}, ranks))
+    assert list(figure.layout.yaxis.ticktext) == [*map(str, range(1, 11)), "77"]
+    assert figure.layout.height == compare.ROW_PX * 11 + 170 < 500
+    assert [shape.y0 for shape in figure.layout.shapes] == [9.5]  # ranks 11-76 left out, between rows 10 and 77
+    assert list(figure.layout.xaxis.range) == [-0.15, 1.1]  # the last model at the plot's right edge
+    longest = text_views.text_width("✓ " + texts[76][: compare.LABEL_CHARS - 1] + "…", compare.LABEL_PX)
+    assert longest < figure.layout.margin.r <= longest + 40
+
+
+def test_a_tie_caption_gives_a_range_only_where_the_ties_change_a_metric():
+    from qa_core.evaluation import METRICS, TieReport
+
+    same = dict.fromkeys(METRICS, 0.7558)
+    unchanged = TieReport(4, 100, 2, 10, same, same, same).describe()
+    assert "worst..best" not in unchanged and unchanged.endswith(
+        "No order of the tied candidates changes a metric: MAP 0.7558, MRR 0.7558, P@1 0.7558, nDCG@10 0.7558.")
+    mixed = TieReport(4, 100, 2, 10, {**same, "map": 0.75}, {**same, "map": 0.7}, {**same, "map": 0.8}).describe()
+    assert mixed.endswith("Over all orders of the tied candidates (expected, worst..best): MAP 0.7500 (0.7000..0.8000); "
+                          "they do not change MRR 0.7558, P@1 0.7558, nDCG@10 0.7558.")
 
 
 # ---------------------------------------------------------------------- runs, seed groups, charts

@@ -3,11 +3,13 @@ hand-made pool where word overlap ranks a wrong answer above the right one (real
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 
 from qa_core.rankers import registry
-from qa_core.services import contrastive, slice_words
+from qa_core.services import contrastive, ranking, slice_words
 from qa_core.services.ranking import rank_pool
 from qa_core.types import Candidate, Question
 
@@ -27,6 +29,27 @@ def test_default_pair_is_the_top_wrong_answer_against_the_best_right_one(result)
     assert [s.candidate.doc_id for s in result.scored][:1] == ["wrong"]
     above, below = contrastive.default_pair(result)
     assert result.at(above).candidate.doc_id == "wrong" and result.at(below).candidate.doc_id == "right"
+
+
+def test_default_pair_is_found_below_a_right_first_answer():
+    """#1 right, #2 wrong above #3 and #4 right (TrecQA 34.4 with smcnn, issue 45): the pair is #2
+    against #3, one of the pairs Ask's toggle counts, never "no wrong answer above a right one" nor
+    right #1 against wrong #2."""
+    question = Question("q2", "Who wrote the play Hamlet?", [
+        Candidate("first", "Shakespeare wrote the play Hamlet.", label=1),
+        Candidate("wrong", "Hamlet is a famous play.", label=0),
+        Candidate("third", "Shakespeare wrote it.", label=1),
+        Candidate("fourth", "Shakespeare was its author.", label=1),
+    ], "test")
+    ranked = rank_pool(registry.create("overlap"), question.text, question.candidates, qid=question.qid)
+    assert [s.candidate.doc_id for s in ranked.scored] == ["first", "wrong", "third", "fourth"]
+    assert contrastive.default_pair(ranked) == (2, 3)
+    assert ranking.missed_answers(ranked) == [3, 4]  # the toggle's count: right answers below a wrong one
+    # By the stored labels where gold is missing; a pool whose wrong answers are all below the right ones has none.
+    unlabelled = [replace(c, label=None) for c in question.candidates]
+    ranked = rank_pool(registry.create("overlap"), question.text, unlabelled, qid=question.qid)
+    assert contrastive.default_pair(ranked, {"first": 1, "wrong": 0, "fourth": 1}) == (2, 4)
+    assert contrastive.default_pair(ranked, {"first": 1, "wrong": 1, "third": 0, "fourth": 0}) is None
 
 
 def test_contrast_attributes_the_gap_and_measures_it(result):

@@ -1,7 +1,8 @@
 """Every figure type, as the pages draw it, read by Chromium at 1280 and 1920 px (issue 31): for
-answers of 5, 20, 60 and 150 words and for two and three models (explanations, bump chart), and the
+answers of 5, 20, 60 and 150 words and one of 4,999 characters (arcs only), and for two and three models (explanations, bump chart), and the
 comparison tables and charts, the slices and the version curve, no two text labels overlap, no
-label is cut off by its container and no text is smaller than 10 px (tests/layout_check.js).
+label is cut off by its container and no text is smaller than 10 px (tests/layout_check.js); no arcs figure
+is wider than its column or shrunk below 10 px (SVG_FITS); the AP scatter keeps its 0..1 axes (SQUARE_RANGES).
 Streamlit's st.dataframe draws on a canvas, which no DOM check can read: the tables checked are the
 st.table ones (Compare's means and pairs).
 
@@ -25,6 +26,23 @@ from tests.conftest import BROWSER_TIMEOUT_MS, PLOTS_FIT, SCREENSHOT_WIDTHS, _fr
 
 MINIMUM_TEXT_PX = 10
 CHECK = (Path(__file__).parent / "layout_check.js").read_text(encoding="utf-8")
+# An SVG figure as drawn: wider than its column (its right part behind a scroll bar, issue 45: the
+# 4,999-character answer's arcs, 1,015 px in an 820 px column), or shrunk below the minimum text size
+# (an SVG scaled to its column keeps its computed font size: layout_check.js cannot see that).
+SVG_FITS = """(minimumPx) => [...document.querySelectorAll(".rl-arcs svg")].flatMap((svg, index) => {
+  const drawn = svg.getBoundingClientRect(), column = svg.closest(".rl-arcs").getBoundingClientRect();
+  if (drawn.width === 0) return [];  // an inactive tab
+  const shown = parseFloat(svg.getAttribute("font-size")) * drawn.width / svg.viewBox.baseVal.width;
+  return [...(drawn.right > column.right + 1 ? [`arcs ${index}: ${drawn.width} px wide in a ${column.width} px column`] : []),
+          ...(shown < minimumPx ? [`arcs ${index}: words drawn at ${shown.toFixed(1)} px`] : [])];
+})"""
+# A square chart (an axis anchored to the other's scale) as drawn: its ranges as the figure sets them
+# (issue 45: the AP scatter's axis ran -0.5..1.5 at 1920 px, widened to keep the square).
+SQUARE_RANGES = """() => [...document.querySelectorAll(".js-plotly-plot")]
+  .filter((plot) => plot.offsetParent && plot.layout.yaxis && plot.layout.yaxis.scaleanchor)
+  .flatMap((plot) => ["xaxis", "yaxis"].map((axis) => [axis, plot._fullLayout[axis].range])
+    .filter(([, range]) => Math.abs(range[0] + 0.05) > 1e-6 || Math.abs(range[1] - 1.05) > 1e-6)
+    .map(([axis, range]) => `${plot._fullLayout.title.text}: ${axis} drawn ${range[0].toFixed(2)}..${range[1].toFixed(2)}`))"""
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +84,8 @@ def test_no_label_overlaps_is_cut_off_or_too_small_at_any_length(chromium, figur
                 page.wait_for_function(PLOTS_FIT, timeout=BROWSER_TIMEOUT_MS)
                 where = f"at {width} px" + (f", tab {tab.inner_text()!r}" if tab is not None else "")
                 problems += [f"{where}: {problem}" for problem in page.evaluate(CHECK, MINIMUM_TEXT_PX)]
+                problems += [f"{where}: {problem}" for problem in page.evaluate(SVG_FITS, MINIMUM_TEXT_PX)]
+                problems += [f"{where}: {problem}" for problem in page.evaluate(SQUARE_RANGES)]
         assert "Traceback" not in page.content()
         assert not problems, f"{len(problems)} layout problems, the first:\n" + "\n".join(problems[:20])
     finally:

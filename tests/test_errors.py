@@ -83,8 +83,10 @@ def test_error_table_is_worst_first_with_ir_measures_values(profiles, overlaps):
     assert who["overlap"] == overlaps["q-who"]["a"] and who["correct"] == 1 and who["candidates"] == 3
 
     raw = errors.error_table(RUN, qrels, profiles, overlaps, sources, clean=False)
-    assert list(raw["qid"]) == ["q-none", "q-where", "q-who"]
-    none = raw.iloc[0]
+    # q-none scores 0 under every model (no correct candidate): after the questions a model could get right
+    assert list(raw["qid"]) == ["q-where", "q-who", "q-none"]
+    assert list(errors.unanswerable(raw)) == [False, False, True]
+    none = raw.iloc[-1]
     assert none["AP"] == 0.0 and math.isnan(none["overlap"]) and none["overlap_bucket"] == errors.NO_CORRECT_ANSWER
 
 

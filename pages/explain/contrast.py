@@ -6,26 +6,28 @@ from collections.abc import Mapping
 
 import streamlit as st
 
-from pages.explain.picker import pick_explainer
+from pages.explain.picker import explainable, pick_explainer
 from pages.render.markdown import as_markdown
 from qa_core.services import contrastive, ranking, text_views
 from qa_core.types import InputError
 
 
 def show_contrast(result: ranking.Ranking, stored: Mapping[str, int], key: str) -> None:
-    """Two candidates (by default the top-ranked wrong answer and the best-ranked right one), the words
+    """Two candidates (by default the top-ranked wrong answer and the best-ranked right one below it), the words
     of each that move the score gap, and how faithful those words measured on this pair."""
     opened = st.query_params.get("view") == contrastive.VIEW
     with st.expander("Why is A ranked above B?", expanded=opened):
         pair = contrastive.default_pair(result, stored)
-        if pair is None:
-            st.caption("No wrong answer is ranked above a right one here (by gold or stored labels); pick any two.")
         ranks = [s.rank for s in result.scored]
-        left, right = st.columns(2)
-        above = left.selectbox("A (ranked higher)", ranks, index=ranks.index(pair[0]) if pair else 0,
-                               format_func=lambda r: ranking.option_label(result.at(r), 50), key=f"{key}-contrast-a")
-        below = right.selectbox("B (ranked lower)", ranks, index=ranks.index(pair[1]) if pair else min(1, len(ranks) - 1),
-                                format_func=lambda r: ranking.option_label(result.at(r), 50), key=f"{key}-contrast-b")
+        above, below = pair or (ranks[0], ranks[min(1, len(ranks) - 1)])
+        if explainable(result):  # else no pickers: the refusal below says in one sentence why
+            if pair is None:
+                st.caption("No wrong answer is ranked above a right one here (by gold or stored labels); pick any two.")
+            left, right = st.columns(2)
+            above = left.selectbox("A (ranked higher)", ranks, index=ranks.index(above), key=f"{key}-contrast-a",
+                                   format_func=lambda r: ranking.option_label(result.at(r), 50))
+            below = right.selectbox("B (ranked lower)", ranks, index=ranks.index(below), key=f"{key}-contrast-b",
+                                    format_func=lambda r: ranking.option_label(result.at(r), 50))
         explainer = pick_explainer(result, f"{key}-contrast")
         try:
             with st.spinner("Explaining both…"):

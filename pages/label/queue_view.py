@@ -176,7 +176,7 @@ def graded_queue(
         f"{progress.complete} of {progress.total} pairs complete in this queue",
     )
     if order == "pool":
-        show_pool_progress(store, dataset, scores, depth, split)
+        show_pool_progress(desk, scores, depth, split)
     notice = st.session_state.pop(NOTICE, None)
     if notice:
         st.caption(as_markdown(notice))

@@ -12,15 +12,18 @@ from qa_core.services import ranking, text_views, trust, viz
 from qa_core.types import InputError
 
 
-def explain_candidate(result: ranking.Ranking, rank: int, dataset: str, key: str) -> None:
+def explain_candidate(result: ranking.Ranking, rank: int, dataset: str, key: str, text_shown: bool = False) -> None:
     """Everything the app shows of why ``result``'s candidate at ``rank`` scored as it did, computed
     when opened: the model's word weights and matrices, how far to trust them, its REL links as
-    arcs, its trees, and a counterfactual edit."""
+    arcs, its trees, and a counterfactual edit. The answer's words are its text: the page shows the
+    text only where no heatmap does (``text_shown``: the page showed it above)."""
     explainer = pick_explainer(result, key)
     try:
         with st.spinner("Explaining…"):
             explanation = result.explain(rank, explainer)
     except InputError as error:  # a stored run cannot be explained word by word; a service may fail
+        if not text_shown:
+            st.markdown(as_markdown(result.at(rank).candidate.text))
         st.info(as_markdown(str(error)))
         return
     show_explanation(explanation, key)

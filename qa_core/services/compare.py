@@ -48,12 +48,14 @@ from qa_core.rankers.base import Ranker
 from qa_core.services import candidate_pools
 from qa_core.services.experiments import score_questions
 from qa_core.services.ranking import Ranking, rank_pool
+from qa_core.services.text_views import text_width
 from qa_core.significance import TIE_TOLERANCE, win_tie_loss  # noqa: F401 (win_tie_loss: part of this API)
 from qa_core.types import Candidate, InputError, Question
 
 MIN_MODELS, MAX_MODELS = 2, 3
 LABEL_CHARS = 40  # candidate text written at a bump chart line's end; the hover has all of it
-ROW_PX = 24  # one rank of the bump chart: room for a 12 px label at each line's end
+LABEL_PX = 12  # its font size
+ROW_PX = 24  # one row (a rank a line takes) of the bump chart: room for a 12 px label at each line's end
 RIGHT_COLOUR = "#2ca02c"
 OTHER_COLOURS = ["#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#d62728"]
 TITLE_CHARS = 48  # a chart title wraps here: a half-width chart at 1280 px holds about this many
@@ -118,40 +120,52 @@ def bump_figure(comparison: QuestionComparison, top: int = 10) -> go.Figure:
     reference's top ``top`` candidates and each right (gold-relevant) answer, wherever the models
     put them. Right answers are green with star markers; each line is named at its right end
     (the last model's rank), so no legend is needed. Text is HTML-escaped because plotly renders a
-    subset of HTML in labels and hover text."""
+    subset of HTML in labels and hover text.
+
+    The y axis has a row for each rank a line takes, not for every rank down to the deepest (ten
+    lines at ranks 1-10 and a right answer at 77 drew a 2,000 px chart with the ten bunched at its
+    top): the ticks name the ranks, and a dotted line marks where ranks are left out. The models
+    span the plot's width; the labels get the right margin they measure."""
     ranks = comparison.ranks
     reference = comparison.models[0]
     relevant = ranks["gold_label"].fillna(0) > 0
     shown = ranks[(ranks[reference] <= top) | relevant]
+    rows = sorted({int(rank) for rank in shown[comparison.models].to_numpy().ravel()}) or [1]
+    row_of = {rank: row for row, rank in enumerate(rows)}
     models = [html.escape(name) for name in comparison.models]
     figure = go.Figure()
     others = iter(OTHER_COLOURS * (len(shown) // len(OTHER_COLOURS) + 1))
+    widest = 0.0
     for doc_id, row in shown.iterrows():
         right = bool(relevant[doc_id])
         text = row["text"] if len(row["text"]) <= LABEL_CHARS else row["text"][: LABEL_CHARS - 1] + "…"
+        widest = max(widest, text_width(("✓ " if right else "") + text, LABEL_PX))
         label = html.escape(("✓ " if right else "") + text)
         colour = RIGHT_COLOUR if right else next(others)
         ys = [int(row[name]) for name in comparison.models]
         figure.add_trace(
             go.Scatter(
-                x=models, y=ys, mode="lines+markers", name=label, showlegend=False,
+                x=models, y=[row_of[y] for y in ys], customdata=ys, mode="lines+markers", name=label, showlegend=False,
                 marker={"symbol": "star" if right else "circle", "size": 14 if right else 8, "color": colour},
                 line={"width": 3.5 if right else 1.5, "color": colour},
                 opacity=1.0 if right else 0.75,
                 hovertext=html.escape(f"{doc_id}: {row['text']}"),
-                hovertemplate="%{hovertext}<br>%{x}: rank %{y}<extra></extra>",
+                hovertemplate="%{hovertext}<br>%{x}: rank %{customdata}<extra></extra>",
             )
         )
-        figure.add_annotation(x=models[-1], y=ys[-1], text=label, showarrow=False, xanchor="left", xshift=12,
-                              font={"size": 12, "color": "#1b5e20" if right else "#31333f"})
-    deepest = int(shown[comparison.models].to_numpy().max()) if len(shown) else 1
-    figure.update_yaxes(autorange="reversed", title_text="rank", dtick=1 if deepest <= 30 else None, zeroline=False)
-    figure.update_xaxes(title_text="model")
+        figure.add_annotation(x=models[-1], y=row_of[ys[-1]], text=label, showarrow=False, xanchor="left", xshift=12,
+                              font={"size": LABEL_PX, "color": "#1b5e20" if right else "#31333f"})
+    for row, (rank, below) in enumerate(zip(rows, rows[1:])):
+        if below > rank + 1:  # ranks between these two are left out
+            figure.add_hline(y=row + 0.5, line={"dash": "dot", "color": "#d0d0d0", "width": 1})
+    figure.update_yaxes(autorange="reversed", title_text="rank (dotted: ranks left out)", zeroline=False,
+                        tickvals=list(range(len(rows))), ticktext=[str(rank) for rank in rows], showgrid=False)
+    figure.update_xaxes(title_text="model", range=[-0.15, len(models) - 0.9])
     figure.update_layout(
         title={"text": html.escape(f"Rank of the top {top} of {reference} and of the right answers (✓)")
                .replace(" and of", "<br>and of"), "font": {"size": 15}},
-        height=max(360, ROW_PX * deepest + 170), showlegend=False,
-        margin={"l": 10, "r": 7 * LABEL_CHARS + 20, "t": 70, "b": 10},
+        height=max(300, ROW_PX * len(rows) + 170), showlegend=False,
+        margin={"l": 10, "r": round(widest) + 30, "t": 70, "b": 10},
     )
     return figure
 
@@ -418,8 +432,10 @@ def scatter_figure(comparison: SplitComparison, model: str) -> go.Figure:
     ))
     figure.update_layout(
         title={"text": chart_title(f"{label} per question: {reference} (x) against {model} (y)")},
-        xaxis={"title": html.escape(f"{label} {reference}"), "range": [-0.05, 1.05]},
-        yaxis={"title": html.escape(f"{label} {model}"), "range": [-0.05, 1.05], "scaleanchor": "x"},
+        # constrain="domain": the square plot narrows in a wide column instead of widening its range (-0.5..1.5 at 1920 px)
+        xaxis={"title": html.escape(f"{label} {reference}"), "range": [-0.05, 1.05], "constrain": "domain"},
+        yaxis={"title": html.escape(f"{label} {model}"), "range": [-0.05, 1.05], "scaleanchor": "x",
+               "constrain": "domain"},
         height=440, clickmode="event+select", title_font={"size": 15}, margin={"l": 10, "r": 10, "t": 80, "b": 10},
     )
     return figure

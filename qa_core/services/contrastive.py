@@ -1,7 +1,8 @@
 """Why is candidate A ranked above candidate B: the words of each that move score(A) - score(B).
 
-By default A is the top-ranked wrong answer and B the best-ranked right one below it (a labelled
-pool where a wrong answer beats a right one). The attributions are the chosen explainer's, applied to
+By default A is the highest-ranked wrong answer that beats a right one and B the best-ranked right
+one below it (a labelled pool where a wrong answer beats a right one): with #1 right, #2 wrong and #3
+right, that is #2 against #3, one of the pairs Ask's "right answers ranked below a wrong one" counts. The attributions are the chosen explainer's, applied to
 each side: A's words carry their attribution to score(A) (deleting a positive one narrows the gap),
 B's words carry minus their attribution to score(B) (deleting a negative one narrows it too).
 Faithfulness is measured the same way as for one candidate (``qa_core.faithfulness``): the gap
@@ -63,14 +64,13 @@ def labels_of(result: Ranking, stored: Mapping[str, int] | None = None) -> dict[
 
 
 def default_pair(result: Ranking, stored: Mapping[str, int] | None = None) -> tuple[int, int] | None:
-    """(rank of the top-ranked wrong answer, rank of the best-ranked right one) when the wrong one is
-    ranked above it; ``None`` when no wrong answer beats a right one."""
+    """(rank of the highest-ranked wrong answer with a right one below it, rank of the best-ranked
+    right one below that); ``None`` when no wrong answer is ranked above a right one."""
     labels = labels_of(result, stored)
-    wrong = [rank for rank, label in labels.items() if label <= 0]
-    right = [rank for rank, label in labels.items() if label > 0]
-    if not wrong or not right or min(wrong) > min(right):
-        return None
-    return min(wrong), min(right)
+    above = min((rank for rank, label in labels.items() if label <= 0), default=None)
+    below = min((rank for rank, label in labels.items() if label > 0 and above is not None and rank > above),
+                default=None)
+    return None if below is None else (above, below)
 
 
 def contrast(result: Ranking, above: int, below: int, explainer: str | None = None) -> Contrast:

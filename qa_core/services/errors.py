@@ -107,9 +107,11 @@ def error_table(
     clean: bool = False,
 ) -> pd.DataFrame:
     """One row per evaluated question (those of ``profiles`` with labels), worst first (AP, then
-    RR, then qid). ``clean`` keeps only questions with a correct and a wrong candidate, as the
-    WikiQA/TrecQA evaluations do; off (the default, as ``evaluate`` and every page), a question
-    without a correct answer scores 0."""
+    RR, then qid), the questions without a correct candidate after all others: they score 0 under
+    every model, and a worst-first list that opened with them would hide the questions a model could
+    have got right (``unanswerable``). ``clean`` keeps only questions with a correct and a wrong
+    candidate, as the WikiQA/TrecQA evaluations do; off (the default, as ``evaluate`` and every
+    page), a question without a correct answer scores 0."""
     judged = _judged(qrels, profiles)
     result = evaluate({qid: run.get(qid, {}) for qid in judged}, judged, clean=clean)
     rows = []
@@ -137,8 +139,14 @@ def error_table(
                 "correct": len(correct),
             }
         )
-    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
-    return table.sort_values(["AP", "RR", "qid"], kind="stable").reset_index(drop=True)
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS).sort_values(["AP", "RR", "qid"], kind="stable")
+    return pd.concat([table[~unanswerable(table)], table[unanswerable(table)]], ignore_index=True)
+
+
+def unanswerable(table: pd.DataFrame) -> pd.Series:
+    """The rows of ``error_table`` whose question has no correct candidate in its pool: no model can
+    rank one first."""
+    return table["correct"] == 0
 
 
 def _judged(qrels: Mapping[str, Mapping[str, int]], profiles: pd.DataFrame) -> dict[str, Mapping[str, int]]:

@@ -41,7 +41,7 @@ def _top_positions(weights: Sequence[float], tokens: Sequence[str], count: int) 
 
 
 def wrong_above_right(result: Ranking) -> list[int]:
-    """Ranks of the wrong answers ranked above the best-ranked right one (gold labels)."""
+    """Ranks of the wrong answers ranked above the best-ranked right one that a wrong one beats (gold labels)."""
     pair = default_pair(result)
     if pair is None:
         return []

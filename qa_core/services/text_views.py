@@ -13,7 +13,10 @@ as wide as DejaVu Sans draws it (metrics from the font file matplotlib ships), a
 makes any fallback font take exactly that width, so words never run into each other. displaCy's
 renderer itself lays words out at a fixed distance (175 px) on one line, with arcs above whose height
 grows with the distance they span: a question linked to an answer 60 words away drew arcs taller
-than the page, so it is not used.
+than the page, so it is not used. Like displaCy's, the words keep their size (readable): a figure
+wider than ``FIT_PX`` first keeps only the linked words in context, then wraps the answer's line
+onto rows under the question's, each row with its own arcs, so that it fits the page's column at
+1280 px; the SVG shrinks only in a column narrower than that.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import html
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from qa_core.rankers.base import Explanation
@@ -118,7 +121,8 @@ LABEL_PX = 12
 WORD_GAP_PX = 10
 MARGIN_PX = 8
 BAND_PX = 96  # height the arcs cross between the question's line and the answer's
-FIT_PX = 760  # a line wider than this (the content width at 1280 px) keeps only linked words in context
+FIT_PX = 760  # the widest figure (the column at 1280 px is 820): a wider line keeps only linked words in context, then wraps
+ROW_GAP_PX = 14  # between the rows of a wrapped figure
 LINKS_SHOWN = 10  # more links than this: each question span's strongest link, then the strongest others
 LEXICAL_COLOUR = "#1f77b4"
 FOCUS_COLOURS = {"HUM": "#d62728", "LOC": "#2ca02c", "NUM": "#ff7f0e", "ENTY": "#9467bd", "DESC": "#8c564b",
@@ -197,18 +201,30 @@ class _Word:
     owner: int | None  # token index; None for a "…(n)" marker
 
 
-def _layout(tokens: Sequence[str], linked: set[int], left: float) -> list[_Word]:
-    """The words of one line, left to right from ``left``. A line wider than ``FIT_PX`` keeps its
+def _layout(tokens: Sequence[str], linked: set[int], left: float, budget: float) -> list[_Word]:
+    """The words of one line, left to right from ``left``. A line wider than ``budget`` keeps its
     linked words with the most neighbours (2, 1 or 0 each side) that still fit, every other run
     shown as "…(n)"."""
     shown = [_shown(token) for token in tokens]
     words = _place(tokens, shown, set(range(len(tokens))), left)
-    for context in (2, 1, 0) if linked and _right(words, left) - left > FIT_PX else ():
+    for context in (2, 1, 0) if linked and _right(words, left) - left > budget else ():
         keep = {j for i in linked for j in range(i - context, i + context + 1) if 0 <= j < len(tokens)}
         words = _place(tokens, shown, keep, left)
-        if _right(words, left) - left <= FIT_PX:
+        if _right(words, left) - left <= budget:
             break
     return words
+
+
+def _rows(words: Sequence[_Word], left: float, budget: float) -> list[list[_Word]]:
+    """``words`` (one line from ``left``) cut into rows no wider than ``budget``, each from ``left``."""
+    rows: list[list[_Word]] = []
+    start = left
+    for word in words:
+        if not rows or (rows[-1] and word.x + word.width - start > budget):
+            rows.append([])
+            start = word.x
+        rows[-1].append(replace(word, x=left + word.x - start))
+    return rows or [[]]
 
 
 def _right(words: Sequence[_Word], left: float) -> float:
@@ -257,33 +273,42 @@ def arcs_html(question_tokens: Sequence[str], answer_tokens: Sequence[str], link
               answer_weights: Sequence[float] = (), show_all: bool = False) -> str:
     """Question words on the upper line, answer words on the lower, one curve per REL link between
     the linked spans, one colour per link kind (legend under it), the words and kind on hover. More
-    than ``LINKS_SHOWN`` links show only ``strongest_links`` unless ``show_all``."""
+    than ``LINKS_SHOWN`` links show only ``strongest_links`` unless ``show_all``. An answer line
+    wider than the figure (``FIT_PX``), even with only its linked words in context, wraps onto rows,
+    the question's line over each, every link drawn in the row of its first answer word."""
     drawn = list(links) if show_all or len(links) <= LINKS_SHOWN else strongest_links(links, answer_weights)
     labels = [_Word(name, name, MARGIN_PX, text_width(name, LABEL_PX), None) for name in ("question", "answer")]
     left = MARGIN_PX + max(label.width for label in labels) + 2 * WORD_GAP_PX
-    q_words = _layout(question_tokens, {i for link in drawn for i in _span(link.q_start, link.q_end)}, left)
-    a_words = _layout(answer_tokens, {i for link in drawn for i in _span(link.a_start, link.a_end)}, left)
+    budget = FIT_PX - left - MARGIN_PX  # the words' width on one line
+    q_words = _layout(question_tokens, {i for link in drawn for i in _span(link.q_start, link.q_end)}, left, budget)
+    rows = _rows(_layout(answer_tokens, {i for link in drawn for i in _span(link.a_start, link.a_end)}, left, budget),
+                 left, budget)
     q_baseline = FONT_PX + 6
     top, bottom = q_baseline + 6, q_baseline + 6 + BAND_PX
     a_baseline = bottom + FONT_PX + 2
-    height = a_baseline + 8
-    width = max([MARGIN_PX + left, *(w.x + w.width + MARGIN_PX for w in [*q_words, *a_words])])
-    parts = [_text(labels[0], q_baseline, "#808495", LABEL_PX), _text(labels[1], a_baseline, "#808495", LABEL_PX)]
-    parts += [_text(word, q_baseline) for word in q_words] + [_text(word, a_baseline) for word in a_words]
-    middle = (top + bottom) / 2
-    for link in drawn:
-        x_from, x_to = _centre(q_words, link.q_start, link.q_end), _centre(a_words, link.a_start, link.a_end)
-        words = f"{' '.join(question_tokens[link.q_start:link.q_end])} → {' '.join(answer_tokens[link.a_start:link.a_end])}"
-        hover = _escaped_line(f"{words} · {link.kind}" + (f" · {link.label}" if link.label else ""))
-        parts.append(
-            f'<path d="M{x_from:.1f},{top} C{x_from:.1f},{middle:.1f} {x_to:.1f},{middle:.1f} {x_to:.1f},{bottom}" '
-            f'fill="none" stroke="{link_colour(link.kind)}" stroke-width="2" stroke-opacity="0.85">'
-            f"<title>{hover}</title></path>"
-        )
-    svg = (
+    row_height = a_baseline + 8
+    height = len(rows) * row_height + (len(rows) - 1) * ROW_GAP_PX
+    width = max([MARGIN_PX + left, *(w.x + w.width + MARGIN_PX for w in [*q_words, *(w for row in rows for w in row)])])
+    parts = []
+    for number, a_words in enumerate(rows):
+        y = number * (row_height + ROW_GAP_PX)
+        parts += [_text(labels[0], y + q_baseline, "#808495", LABEL_PX), _text(labels[1], y + a_baseline, "#808495", LABEL_PX)]
+        parts += [_text(word, y + q_baseline) for word in q_words] + [_text(word, y + a_baseline) for word in a_words]
+        owners = {word.owner for word in a_words}
+        middle = y + (top + bottom) / 2
+        for link in (link for link in drawn if link.a_start in owners):
+            x_from, x_to = _centre(q_words, link.q_start, link.q_end), _centre(a_words, link.a_start, link.a_end)
+            words = f"{' '.join(question_tokens[link.q_start:link.q_end])} → {' '.join(answer_tokens[link.a_start:link.a_end])}"
+            hover = _escaped_line(f"{words} · {link.kind}" + (f" · {link.label}" if link.label else ""))
+            parts.append(
+                f'<path d="M{x_from:.1f},{y + top} C{x_from:.1f},{middle:.1f} {x_to:.1f},{middle:.1f} {x_to:.1f},{y + bottom}" '
+                f'fill="none" stroke="{link_colour(link.kind)}" stroke-width="2" stroke-opacity="0.85">'
+                f"<title>{hover}</title></path>"
+            )
+    svg = (  # as wide as its words, narrower only in a column narrower than that
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-        f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="{FONT_FAMILY}, Verdana, sans-serif" '
-        f'font-size="{FONT_PX}" role="img">{"".join(parts)}</svg>'
+        f'viewBox="0 0 {width:.0f} {height:.0f}" style="max-width:100%;height:auto" '
+        f'font-family="{FONT_FAMILY}, Verdana, sans-serif" font-size="{FONT_PX}" role="img">{"".join(parts)}</svg>'
     )
     kinds = sorted({link.kind for link in links}, key=lambda kind: (kind != "REL", kind))
     legend = "".join(
@@ -297,6 +322,6 @@ def arcs_html(question_tokens: Sequence[str], answer_tokens: Sequence[str], link
         count += f"; the {len(drawn)} strongest shown (each question word's strongest first)"
     return (
         f'<div class="rl-arcs" style="margin-bottom:1rem"><div style="font-size:14px;color:#555;margin-bottom:4px">{html.escape(count)}</div>'
-        f'<div style="overflow-x:auto">{svg}</div>'
+        f"<div>{svg}</div>"
         f'<div style="font-size:13px;color:#555;margin-top:4px">{legend}</div></div>'
     )
