@@ -115,9 +115,12 @@ def test_failed_job_keeps_the_promoted_model_and_says_why(
                                 text=True, timeout=JOB_WAIT_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert worker.returncode == 0 and '"status": "failed"' in worker.stdout, worker.stderr
     wait_for_outcome(app)
-    message = app.error[0].value
-    assert "failed" in message and "no labels to train on" in message
-    assert "Nothing was registered; version 1 stays in use" in message
+    (message,) = [e.value for e in app.error]
+    # One sentence, and no bar (a full one read as done): the job failed before its first epoch.
+    assert message.startswith(f"Training job {store.jobs.jobs('smcnn')[0]['id']} failed before its first step: "
+                              "no labels to train on"), message
+    assert message.endswith("; nothing was registered, and version 1 stays in use.")
+    assert not app.get("progress")
     assert [(v["version"], v["promoted_for"]) for v in store.models.model_versions("smcnn")] == [(1, ["demo"])]
 
 
