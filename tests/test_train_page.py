@@ -143,3 +143,21 @@ def test_label_rule_and_conflicts_are_shown(store_url: str) -> None:
     conflicts = app.dataframe[1].value
     assert len(conflicts) == 1 and conflicts.iloc[0]["labels"] == "alice: 4, bob: 0"
     assert conflicts.iloc[0]["used"] == 0  # a tie goes to the grade judged most recently (bob's)
+
+
+def test_a_failed_jobs_sentence_says_how_far_it_got() -> None:
+    """The sentence that replaces the bar of a failed job: the last step reached, the reason, and
+    what stays in use (a promoted version, the newest trained on the dataset, or none)."""
+    import pandas as pd
+
+    from qa_core.services.retraining import EVENT_COLUMNS, JobStatus
+
+    job = {"id": 7, "status": "failed", "phase": "training", "error": "cancelled", "dataset": "demo"}
+    events = pd.DataFrame([(1, None, 2, 5, "epoch", 80, 0.4, 0.61)], columns=EVENT_COLUMNS)
+    status = JobStatus(job, events, 1.0)
+    assert status.failed and not status.active
+    assert status.failure({"version": 3, "promoted": True}) == (
+        "Training job 7 failed at epoch 2 of 5: cancelled; nothing was registered, and version 3 stays in use.")
+    assert status.failure({"version": 2, "promoted": False}).endswith(
+        "and version 2 (the newest trained on demo) stays in use.")
+    assert status.failure(None).endswith("and no version is in use for demo.")
