@@ -254,8 +254,9 @@ class LabelStore(StoreBase):
 
     def undo_last(self, annotator: str | None, dataset: str | None = None, *, actor: Actor | None = None) -> dict[str, Any] | None:
         """Retract ``annotator``'s latest current judgement (in ``dataset`` if given) and return it
-        (``label_id``, ``candidate_id``, ``value``); ``None`` when there is nothing to undo, or when
-        another undo took that judgement back meanwhile (see ``LastLabelUndo``).
+        (``label_id``, ``candidate_id``, ``value``, and the pair's ``dataset``, ``qid`` and ``doc_id``, as
+        the pages name it); ``None`` when there is nothing to undo, or when another undo took that
+        judgement back meanwhile (see ``LastLabelUndo``).
 
         The judgement stays in the history, marked retracted; the annotator's previous judgement
         of that pair, if any, becomes current again. Repeated calls undo further back. A
@@ -267,7 +268,8 @@ class LabelStore(StoreBase):
         def undo(session: Session) -> dict[str, Any] | None:
             who = authorize(session, actor, Permission.LABEL, team=self.team)
             label = undoing.retract(session, check_annotator(acting_name(who, annotator)), dataset)
-            return None if label is None else {"label_id": label.id, "candidate_id": label.candidate_id, "value": label.value}
+            return None if label is None else {"label_id": label.id, "candidate_id": label.candidate_id, "value": label.value,
+                                               **candidate_ref(session, label.candidate_id)}
 
         return self.retrying(undo, UNDO_ATTEMPTS)
 

@@ -86,17 +86,14 @@ def show_job(job_id: int, was_active: bool) -> None:
     status = retraining.job_status(store, job_id)
     if was_active and not status.active:
         st.rerun(scope="app")  # the job ended: stop polling and refresh the versions below
-    st.progress(status.fraction, text=as_markdown(status.label))
+    job = status.job
+    if status.failed:  # no bar: how far it got is in the sentence
+        st.error(as_markdown(status.failure(store.models.promoted_model(job["model"], job["dataset"]))))
+    else:
+        st.progress(status.fraction, text=as_markdown(status.label))
     if not status.events.empty:
         st.plotly_chart(retraining.training_figure(status.events), key=f"job_curve_{job_id}")
-    job = status.job
-    if job["status"] == "failed":
-        promoted = store.models.promoted_model(job["model"], job["dataset"])
-        kept = f"version {promoted['version']} stays in use" if promoted else "no version is in use for its dataset"
-        st.error(
-            as_markdown(f"Training job {job_id} failed: {job['error']}. Nothing was registered; {kept}.")
-        )
-    elif job["status"] == "succeeded":
+    if job["status"] == "succeeded":
         version = store.models.model_version(job["model_version_id"])
         st.success(f"Job {job_id} finished: {job['model']} version {version['version']} registered (not promoted).")
 
@@ -133,9 +130,11 @@ else:
     numbers = versions["version"].tolist()
     in_use = store.models.promoted_model(model, dataset)
     left, middle, right = st.columns(3)  # the buttons' labels (which name a dataset) get a third each
-    if st.session_state.get(f"train_versions_seen_{model}") != len(numbers):  # a new version: show it first
-        st.session_state[f"train_versions_seen_{model}"] = len(numbers)
-        st.session_state[f"train_version_{model}"] = numbers[0]
+    seen = st.session_state.get(f"train_versions_seen_{model}")  # (dataset, versions) when the box was last set
+    if seen != (dataset, len(numbers)):  # first the version the dataset uses; after a training, the new one
+        st.session_state[f"train_versions_seen_{model}"] = (dataset, len(numbers))
+        st.session_state[f"train_version_{model}"] = retraining.version_to_open(
+            versions, in_use, dataset, new=seen is not None and seen[0] == dataset)
     chosen = left.selectbox("Version", numbers, key=f"train_version_{model}")
     st.dataframe(retraining.comparison(store, model, int(chosen), dataset), hide_index=True,
                  column_config={"labels": st.column_config.TextColumn(width="medium")})  # not cut at 1280 px

@@ -117,7 +117,7 @@ def test_ask_judges_the_open_candidate_by_key_and_undoes_by_click(running_app, p
     assert [labels for labels in store.labels.current_labels("demo", "erin").values()] == [{"erin": 3}]
     page_screenshots(page, screenshot_dir, "ask-judge")
     page.get_by_role("button", name=re.compile(r"^Undo")).click()
-    expect(page.get_by_text(re.compile(r"^Took back your label 3 of candidate \d+"))).to_be_visible(
+    expect(page.get_by_text(re.compile(r"^Took back your label 3 of demo-33 / \S+ \(it stays"))).to_be_visible(
         timeout=BROWSER_TIMEOUT_MS)
     assert store.labels.current_labels("demo", "erin") == {}
     store.close()

@@ -8,7 +8,7 @@ import re
 import uuid
 
 from db.store import Store
-from tests.conftest import BROWSER_TIMEOUT_MS, enter_text, page_screenshots
+from tests.conftest import BROWSER_TIMEOUT_MS, choose_radio, enter_text, page_screenshots, settled
 
 # A question both baselines answer first among the demo's BM25 candidates ("who discovered
 # penicillin" is not: BM25 ranks "Some patients are allergic to penicillin." first, Fleming 8th).
@@ -72,6 +72,47 @@ def test_label_five_pairs_with_the_keyboard(running_app, page, screenshot_dir):
         assert len(store.labels.current_label_records("demo", annotator)) == len(grades) - 1
         (undone,) = [h for h in store.labels.label_history(last.candidate_id) if h["annotator"] == annotator]
         assert undone["id"] == last.label_id and undone["retracted_at"] is not None
+    finally:
+        store.close()
+    assert "Traceback" not in page.content()
+
+
+def test_compare_keys_before_a_name_say_that_one_is_needed(running_app, page, screenshot_dir):
+    """Issue 45: on Compare, a grade key pressed before an annotator was named did nothing and said
+    nothing; it now says in one sentence that a name is needed. Named, the key labels the pair, and
+    Undo names it as saving did (qid / doc id, not the store's candidate id)."""
+    from playwright.sync_api import expect
+
+    annotator = f"e2e-compare-{uuid.uuid4().hex[:8]}"
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    page.goto(f"{running_app.url}/Compare")
+    expect(page.get_by_role("button", name="Compare", exact=True)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    choose_radio(page, "Pick a dataset question")
+    page.get_by_role("button", name="Compare", exact=True).click()
+    name = page.get_by_role("textbox", name="Annotator (your name, as on the Label page) to judge here")
+    expect(name).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    settled(page)
+    page.get_by_role("heading", name="Rankings side by side").click()  # keys go to the page
+    page.keyboard.press("3")
+    warning = page.get_by_text("Not saved: type your name (as on the Label page) to judge here")
+    expect(warning).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    warning.scroll_into_view_if_needed()
+    page_screenshots(page, screenshot_dir, "compare-no-name")
+
+    enter_text(page, name, annotator, ready=page.get_by_text(re.compile(rf"judge this candidate as {annotator}")))
+    settled(page)
+    page.get_by_role("heading", name="Rankings side by side").click()
+    page.keyboard.press("3")
+    saved = page.get_by_text(re.compile(r"^Labelled \S+ / \S+ as 3 \(answers\)\.$"))
+    expect(saved).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    pair = saved.inner_text().removeprefix("Labelled ").split(" as ")[0]
+    settled(page)
+    page.keyboard.press("u")
+    expect(page.get_by_text(f"Took back your label 3 of {pair} (it stays in the history).")).to_be_visible(
+        timeout=BROWSER_TIMEOUT_MS)
+    store = Store(running_app.database_url)
+    try:
+        assert store.labels.current_label_records("demo", annotator) == []
     finally:
         store.close()
     assert "Traceback" not in page.content()

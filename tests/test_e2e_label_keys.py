@@ -9,7 +9,7 @@ import re
 import uuid
 
 from db.store import Store
-from tests.conftest import BROWSER_TIMEOUT_MS, settled
+from tests.conftest import BROWSER_TIMEOUT_MS, page_screenshots, settled
 
 PAIR = re.compile(r"^demo-\d+ · demo-\d+-\d+$")
 
@@ -195,3 +195,43 @@ def test_a_grade_pressed_at_once_after_typing_a_new_name_is_not_lost(running_app
         assert [label.value for label in store.labels.current_label_records("demo", annotator)] == [2]
     finally:
         store.close()
+
+
+HEADED_GUIDELINES = ("# Relevance guidelines\n\n## What counts as an answer\n\nA candidate **answers** when it names "
+                     "the thing asked.\n\n### Dates\n\nA year alone partly answers a *when* question.\n\n"
+                     + "\n".join(f"- rule {n}: judge the candidate on its own, not on the rest of its pool" for n in range(12)))
+
+
+def test_guidelines_with_headings_leave_the_buttons_in_view(running_app, page, screenshot_dir):
+    """Issue 45: guidelines that start with a heading pushed the grade buttons below the fold at
+    1280x1000; the panel beside the pair now scrolls within its height, its headings small, in the
+    graded mode and the pairwise one (which lists no 0-4 scale)."""
+    from playwright.sync_api import expect
+
+    store = Store(running_app.database_url)
+    try:
+        store.annotation.save_guidelines("demo", HEADED_GUIDELINES, "e2e-lead")
+    finally:
+        store.close()
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    open_label_page_as(page, running_app.url, f"e2e-guidelines-{uuid.uuid4().hex[:8]}")
+    expect(page.get_by_text(PAIR)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    expect(page.get_by_role("heading", name="Relevance guidelines")).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    settled(page)
+    for key in ("grade-0", "grade-4", "skip", "undo"):
+        expect(page.locator(f".st-key-{key} button")).to_be_in_viewport(ratio=1.0)
+    heading = page.get_by_role("heading", name="Relevance guidelines").bounding_box()["height"]
+    assert heading < 40, f"the guidelines' title is {heading} px tall"
+    page.screenshot(path=str(screenshot_dir / "label-guidelines.png"))  # the viewport a user sees first
+
+    settled(page)
+    page.keyboard.press("j")
+    page.keyboard.type("pairwise")
+    page.keyboard.press("Enter")
+    expect(page.get_by_text(ITEM)).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
+    settled(page)
+    for key in ("pair-left", "pair-both_bad", "undo"):
+        expect(page.locator(f".st-key-{key} button")).to_be_in_viewport(ratio=1.0)
+    expect(page.get_by_text("holds part of the answer", exact=False)).to_have_count(0)  # no 0-4 scale: no grade here
+    page.screenshot(path=str(screenshot_dir / "label-guidelines-pairwise.png"))
+    page_screenshots(page, screenshot_dir, "label-pairwise")

@@ -158,13 +158,32 @@ def test_compare_judges_the_opened_candidate_in_place(store_url):
     store = Store(store_url)
     [(candidate_id, grades)] = store.labels.current_labels("demo", "cleo").items()
     assert grades == {"cleo": 4}
+    labelled = next(c.value for c in app.caption if c.value.startswith("Labelled "))
     app.button(key="judge-undo").click().run()
     assert stored() == ["Stored label: none (latest in the store)"]
     assert store.labels.current_labels("demo", "cleo") == {}
+    # The pair as saving named it ("Labelled demo-01 / demo-01-0 as 4"), not the store's ids.
+    pair = labelled.removeprefix("Labelled ").split(" as ")[0]
+    assert f"Took back your label 4 of {pair} (it stays in the history)." in [c.value for c in app.caption]
     store.labels.add_label(candidate_id, "dora", 2)  # another annotator, elsewhere: shown at the next run
     store.close()
     app.run()
     assert stored() == ["Stored label: 2 (latest in the store)"]
+
+
+def test_compare_says_a_name_is_needed_when_judged_before_one(store_url):
+    """Issue 45: before an annotator is named, the grade and undo buttons (and their keys) did
+    nothing and said nothing; pressed now, they say in one sentence that a name is needed."""
+    app = open_page(COMPARE)
+    app.radio(key="source").set_value("Pick a dataset question").run()
+    app.button(key="compare_question").click().run()
+    assert not app.button(key="judge-grade-3").disabled and not app.button(key="judge-undo").disabled
+    app.button(key="judge-grade-3").click().run()
+    assert not app.exception, app.exception
+    assert [w.value for w in app.warning] == ["Not saved: type your name (as on the Label page) to judge here"]
+    app.button(key="judge-undo").click().run()
+    assert [w.value for w in app.warning] == ["Not undone: type your name (as on the Label page) to undo your label"]
+    assert Store(store_url).labels.current_labels("demo") == {}
 
 
 def test_compare_escapes_candidate_text(store_url):

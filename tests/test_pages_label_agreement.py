@@ -85,8 +85,33 @@ def test_agreement_with_enough_overlap_shows_coefficients_and_intervals(store_ur
     bias = app.dataframe[1].value.set_index("annotator")
     assert bias.loc["ann", "bias"] == pytest.approx(-bias.loc["bob", "bias"])
     assert app.dataframe[2].value["shared pairs"].sum() == 12
-    assert app.dataframe[3].value.empty
+    timing = app.dataframe[3].value  # each annotator listed, none timed
+    assert timing["annotator"].tolist() == ["ann", "bob"] and timing["judgements"].tolist() == [0, 0]
     assert len(app.get("plotly_chart")) == 2
+    store.close()
+
+
+def test_the_annotator_count_agrees_with_the_tables_and_says_what_it_counts(store_url):
+    """Issue 45: "Annotators 4" stood above tables listing 3 (one annotator shared no pair): every
+    per-annotator table lists everyone counted, and the count says who the agreement leaves out."""
+    store = Store(store_url)
+    store_setup.ensure_demo(store)
+    ids = [r.candidate_id for r in store.datasets.candidate_rows("demo")][:4]
+    for name in ("ann", "bob", "cleo"):
+        store.labels.add_label(ids[0], name, 2)
+    store.labels.add_label(ids[1], "ann", 1)
+    store.labels.add_label(ids[1], "bob", 3)
+    store.labels.add_label(ids[3], "dora", 4)  # alone on her pair
+    app = open_page(LABEL)
+    app.radio(key="label_view").set_value("Agreement").run()
+    assert not app.exception, app.exception
+    assert metrics(app)["Annotators"] == "4"
+    (line,) = [c.value for c in app.caption if c.value.startswith("everyone with a current label")]
+    assert "dora shares no pair with another (no κ, no bias)" in line
+    bias = next(d.value for d in app.dataframe if "bias" in d.value.columns)
+    timing = next(d.value for d in app.dataframe if "p90 s" in d.value.columns)
+    assert bias["annotator"].tolist() == timing["annotator"].tolist() == ["ann", "bob", "cleo", "dora"]
+    assert bias.set_index("annotator").loc["dora", "shared pairs"] == 0
     store.close()
 
 
@@ -188,8 +213,10 @@ def shown_item(app) -> str:
 
 def test_pairwise_mode_judges_skips_and_undoes_with_history(store_url):
     app = start("alice")
+    assert any("partly answers" in m.value for m in app.markdown), "the graded mode's scale"
     app.selectbox(key="label_mode").select("pairwise").run()
     assert not app.exception, app.exception
+    assert not any("partly answers" in m.value for m in app.markdown), "pairwise judges no grade: no 0-4 scale"
     keys = next(c.value for c in app.caption if c.value.startswith("Keys:"))
     assert "1 left better · 2 right better · 3 tie (equally good) · 0 both bad" in keys and "U undo" in keys
     assert {b.key: b.proto.shortcut for b in app.button if b.key and b.key.startswith("pair-")} == {

@@ -104,3 +104,21 @@ def test_gold_pairs_and_their_report_escape_the_data(store_url):
     assert app.dataframe[0].value["agrees"].tolist() == [True, True]
     assert {m.label: m.value for m in app.metric}["Exact agreement"] == "100%"
     store.close()
+
+
+def test_the_setting_says_who_calibrates_as_the_queue_decides(store_url):
+    """Issue 45: the caption said everyone "without a calibration record" calibrates; one who has
+    labelled as many pairs as the run has is not asked (rightly), and now the caption says so."""
+    name = "ada@example.org" if pages.SIGNED_IN else "alice"
+    store = Store(store_url)
+    app = start(name)
+    store.calibration.set_calibration("demo", True, 2, "lead")
+    for row in store.datasets.candidate_rows("demo", split="train")[:2]:
+        store.labels.add_label(row.candidate_id, name, 1)
+    app.run()
+    assert not progress(app).startswith("Calibration"), "two labels already: not new, no calibration"
+    app.radio(key="label_view").set_value("Guidelines").run()
+    (line,) = [c.value for c in app.caption if c.value.startswith("Now on, 2 gold pairs")]
+    assert "fewer than 2 current labels" in line and "one who has labelled 2 pairs or more here is not asked" in line
+    assert "without a calibration record" not in line
+    store.close()

@@ -116,3 +116,22 @@ def test_pages_start_on_the_trained_model_and_follow_a_dataset_change(store):
     compare.selectbox(key="dataset").select(OTHER).run()
     assert not compare.exception, compare.exception
     assert compare.multiselect(key="models").value[0] == "smcnn"  # the other dataset's default, not the demo's choice
+
+
+def test_train_opens_on_the_datasets_own_version_and_names_another_datasets(store):
+    """Issue 45: on the demo, Train opened on the newest version (trained on "other") and compared it
+    with the demo's as if it were the demo's own, "significantly worse". It opens on the version the
+    chosen dataset uses, and a version of another dataset chosen there says where it was trained."""
+    app = open_page(TRAIN)
+    app.selectbox(key="train_dataset").select("demo").run()
+    app.selectbox(key="train_model").select("smcnn").run()
+    assert not app.exception, app.exception
+    assert app.selectbox(key="train_version_smcnn").value == 1  # promoted for the demo, not the newest (2)
+    assert not [w for w in [*app.warning, *app.info] if "against version" in w.value], "no card: it is the one in use"
+    app.selectbox(key="train_version_smcnn").select(2).run()
+    (card,) = [w.value for w in [*app.warning, *app.info] if "against version" in w.value]
+    assert card.startswith(f"Version 2 (trained on {OTHER}) against version 1 (promoted for demo) on demo DEV"), card
+    app.selectbox(key="train_dataset").select(OTHER).run()
+    assert app.selectbox(key="train_version_smcnn").value == 2  # the other dataset's own
+    app.selectbox(key="train_dataset").select("demo").run()
+    assert app.selectbox(key="train_version_smcnn").value == 1  # back on the demo: its own again

@@ -420,7 +420,8 @@ def test_upgrade_from_0001_keeps_labels_and_models(database_url: str) -> None:
         assert [(v["version"], v["action"], v["promoted_at"]) for v in store.models.promotion_history("smcnn", "*")] == [
             (1, "migrated", T0)
         ]
-        assert store.labels.undo_last("alice") == {"label_id": 2, "candidate_id": 1, "value": 3}
+        assert store.labels.undo_last("alice") == {"label_id": 2, "candidate_id": 1, "value": 3, "dataset": "old",
+                                                   "qid": "q1", "doc_id": "d1"}
         assert store.labels.current_labels("old") == {1: {"alice": 1, "bob": 0}}
     finally:
         store.close()
@@ -445,7 +446,8 @@ def test_undo_retracts_without_losing_history(store: Store, tmp_path: Path) -> N
     store.labels.add_label(second, "alice", 4)
     store.labels.add_label(first, "bob", 0)
 
-    assert store.labels.undo_last("alice") == {"label_id": 3, "candidate_id": second, "value": 4}
+    assert store.labels.undo_last("alice") == {"label_id": 3, "candidate_id": second, "value": 4, "dataset": "demo",
+                                               "qid": "q2", "doc_id": "d1"}  # the pair as the pages name it
     assert store.labels.current_labels("demo") == {first: {"alice": 2, "bob": 0}}
     assert store.labels.undo_last("alice", "demo")["value"] == 2  # the previous judgement becomes current
     assert store.labels.current_labels("demo") == {first: {"alice": 1, "bob": 0}}

@@ -115,9 +115,12 @@ def test_failed_job_keeps_the_promoted_model_and_says_why(
                                 text=True, timeout=JOB_WAIT_S, env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert worker.returncode == 0 and '"status": "failed"' in worker.stdout, worker.stderr
     wait_for_outcome(app)
-    message = app.error[0].value
-    assert "failed" in message and "no labels to train on" in message
-    assert "Nothing was registered; version 1 stays in use" in message
+    (message,) = [e.value for e in app.error]
+    # One sentence, and no bar (a full one read as done): the job failed before its first epoch.
+    assert message.startswith(f"Training job {store.jobs.jobs('smcnn')[0]['id']} failed before its first step: "
+                              "no labels to train on"), message
+    assert message.endswith("; nothing was registered, and version 1 stays in use.")
+    assert not app.get("progress")
     assert [(v["version"], v["promoted_for"]) for v in store.models.model_versions("smcnn")] == [(1, ["demo"])]
 
 
@@ -140,3 +143,21 @@ def test_label_rule_and_conflicts_are_shown(store_url: str) -> None:
     conflicts = app.dataframe[1].value
     assert len(conflicts) == 1 and conflicts.iloc[0]["labels"] == "alice: 4, bob: 0"
     assert conflicts.iloc[0]["used"] == 0  # a tie goes to the grade judged most recently (bob's)
+
+
+def test_a_failed_jobs_sentence_says_how_far_it_got() -> None:
+    """The sentence that replaces the bar of a failed job: the last step reached, the reason, and
+    what stays in use (a promoted version, the newest trained on the dataset, or none)."""
+    import pandas as pd
+
+    from qa_core.services.retraining import EVENT_COLUMNS, JobStatus
+
+    job = {"id": 7, "status": "failed", "phase": "training", "error": "cancelled", "dataset": "demo"}
+    events = pd.DataFrame([(1, None, 2, 5, "epoch", 80, 0.4, 0.61)], columns=EVENT_COLUMNS)
+    status = JobStatus(job, events, 1.0)
+    assert status.failed and not status.active
+    assert status.failure({"version": 3, "promoted": True}) == (
+        "Training job 7 failed at epoch 2 of 5: cancelled; nothing was registered, and version 3 stays in use.")
+    assert status.failure({"version": 2, "promoted": False}).endswith(
+        "and version 2 (the newest trained on demo) stays in use.")
+    assert status.failure(None).endswith("and no version is in use for demo.")

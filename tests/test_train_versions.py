@@ -60,7 +60,9 @@ def test_a_worse_version_is_compared_on_dev_and_its_promotion_confirmed(store_ur
 
     app = open_page(TRAIN)  # a fresh session: smcnn, last trained and promoted, not attention_lstm
     assert app.selectbox(key="train_model").value == "smcnn"
-    assert app.selectbox(key="train_version_smcnn").value == 2
+    assert app.selectbox(key="train_version_smcnn").value == 1, "the version in use for the demo first"
+    assert not [w for w in app.warning if "significantly worse" in w.value]
+    app.selectbox(key="train_version_smcnn").select(2).run()
     (warning,) = [w.value for w in app.warning if "significantly worse" in w.value]
     assert "Version 2 against version 1 (promoted for demo) on demo DEV" in warning
     assert f"Δ {check.delta:+.4f}" in warning and "28 questions (clean off)" in warning
@@ -110,6 +112,7 @@ def test_cards_are_per_store_and_an_unchecked_version_needs_a_confirmation(store
     store.models.register_model("smcnn", NewVersion("smcnn", copy_to_models(bad), {"dataset": "demo", "seed": 1}, {"dev_map": 0.3}))
     store.close()
     app = open_page(TRAIN)
+    app.selectbox(key="train_version_smcnn").select(2).run()
     assert [w for w in app.warning if "significantly worse" in w.value]
 
     copy = tmp_path / "copy.sqlite"
@@ -120,7 +123,7 @@ def test_cards_are_per_store_and_an_unchecked_version_needs_a_confirmation(store
         target.commit()
     monkeypatch.setenv("RERANK_LAB_DB", f"sqlite:///{copy}")
     app = open_page(TRAIN)
-    assert app.selectbox(key="train_version_smcnn").value == 2
+    app.selectbox(key="train_version_smcnn").select(2).run()
     assert not [w for w in app.warning if "significantly worse" in w.value], "the first store's card"
     (warning,) = [w.value for w in app.warning if "was not compared" in w.value]
     assert "not the file registered" in warning

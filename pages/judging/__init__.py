@@ -89,7 +89,7 @@ def take_local_name() -> None:
     try:
         st.session_state[ANNOTATOR] = labeling.annotator_name(st.session_state.get("judge_name", ""))
     except InputError as error:
-        st.session_state[JUDGE_NOTICE] = f"Not taken: {error}."
+        st.session_state[JUDGE_NOTICE] = (True, f"Not taken: {error}.")
 
 
 def judge_in_place(store, state: dict, qid: str, doc_id: str, grade: int) -> None:
@@ -98,10 +98,10 @@ def judge_in_place(store, state: dict, qid: str, doc_id: str, grade: int) -> Non
     actor = current_actor()
     try:
         workplace.judge_in_place(store, state["dataset"], qid, doc_id, grade, annotator_now(), actor)
-    except InputError as error:  # e.g. the dataset was replaced, or the role was taken away meanwhile
-        st.session_state[JUDGE_NOTICE] = f"Not saved: {error}"
+    except InputError as error:  # no name yet, the dataset replaced, or the role taken away meanwhile
+        st.session_state[JUDGE_NOTICE] = (True, f"Not saved: {error}")
         return
-    st.session_state[JUDGE_NOTICE] = f"Labelled {qid} / {doc_id} as {grade} ({GRADE_NAMES[grade]})."
+    st.session_state[JUDGE_NOTICE] = (False, f"Labelled {qid} / {doc_id} as {grade} ({GRADE_NAMES[grade]}).")
     st.session_state[JUDGED] = True
 
 
@@ -110,12 +110,11 @@ def undo_in_place(store, state: dict) -> None:
     try:
         undone = workplace.undo_in_place(store, state["dataset"], annotator_now(), current_actor())
     except InputError as error:
-        st.session_state[JUDGE_NOTICE] = f"Not undone: {error}"
+        st.session_state[JUDGE_NOTICE] = (True, f"Not undone: {error}")
         return
-    st.session_state[JUDGE_NOTICE] = (
-        "Nothing of yours to undo in this dataset." if undone is None
-        else f"Took back your label {undone['value']} of candidate {undone['candidate_id']} (it stays in the history)."
-    )
+    st.session_state[JUDGE_NOTICE] = (False, "Nothing of yours to undo in this dataset." if undone is None else
+                                      f"Took back your label {undone['value']} of {undone['qid']} / {undone['doc_id']} "
+                                      "(it stays in the history).")  # the pair as saving named it
     st.session_state[JUDGED] = True
 
 
@@ -148,10 +147,11 @@ def judge_panel(store, state: dict, qid: str | None, doc_id: str) -> None:
                       placeholder="e.g. alice", on_change=take_local_name)
     notice = st.session_state.pop(JUDGE_NOTICE, None)
     if notice:
-        st.caption(as_markdown(notice))
-    grade_buttons("judge-grade", judge_in_place, lambda grade: (store, state, qid, doc_id, grade),
-                  disabled=name is None, primary_from=1)
-    keyed_button(st.button, "Undo", key="judge-undo", shortcut="U", on_click=undo_in_place, args=(store, state),
-                 disabled=name is None)
+        refused, text = notice
+        (st.warning if refused else st.caption)(as_markdown(text))
+    # Enabled before a name is given: a key or a click then says that a name is needed (a disabled
+    # button took the key and said nothing).
+    grade_buttons("judge-grade", judge_in_place, lambda grade: (store, state, qid, doc_id, grade), primary_from=1)
+    keyed_button(st.button, "Undo", key="judge-undo", shortcut="U", on_click=undo_in_place, args=(store, state))
     st.caption(as_markdown(f"Keys: 0–4 judge this candidate as {name or 'the annotator named above'}"
                                      " · U undo your latest label in this dataset"))

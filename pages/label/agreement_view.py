@@ -44,6 +44,7 @@ def agreement_view(desk: Desk) -> None:
     report = board.report
     left, middle, right = st.columns(3)
     left.metric("Annotators", len(report.annotators))
+    left.caption(as_markdown(dashboard.annotators_line(board)))
     middle.metric("Pairs judged by two or more", report.items_with_overlap)
     if report.overlap_share is not None:
         middle.caption(f"{report.overlap_share:.0%} of {report.judged} judged")

@@ -130,7 +130,7 @@ def preference_view(desk: Desk, annotator: str, mode: str, order: str, scores, s
                 st.markdown("\n".join(f"{n}. {marks.get(r.candidate_id, '')}{as_markdown(r.candidate)}"
                                        for n, r in enumerate(records, 1)))
         with guide:
-            guidelines_panel(desk.store, desk.dataset)
+            guidelines_panel(desk.store, desk.dataset, grades=False)  # no grade is judged here
         if mode == preferences.PAIRWISE:
             for column, (outcome, (key, name)) in zip(st.columns(len(PAIR_KEYS)), PAIR_KEYS.items()):
                 keyed_button(column.button, f"{key} · {name}", key=f"pair-{outcome}", shortcut=key,

@@ -146,17 +146,30 @@ def pair_beside_guidelines(desk: Desk, record, suggesting: str | None = None) ->
         guidelines_panel(desk.store, desk.dataset)
 
 
-def guidelines_panel(store, dataset: str) -> None:
-    """The grade scale and the dataset's guidelines in force, beside the pair (each label records
-    the version it was made under)."""
+GUIDELINES_HEIGHT = 220  # px: the grade, skip and undo buttons under the pair stay in view at 1280x1000 (issue 45)
+GUIDELINES_KEY = "guidelines_panel"
+# The guidelines' own headings at the size of bold text: a "# Heading" first drew a title as large as
+# the page's, and the two-fifths column it sits in pushed the grade buttons below the fold.
+SMALL_HEADINGS = (f"<style>.st-key-{GUIDELINES_KEY} :is(h1, h2, h3, h4, h5, h6) "
+                  "{font-size: 1rem; font-weight: 600; padding: 0.5rem 0 0.25rem;}</style>")
+
+
+def guidelines_panel(store, dataset: str, grades: bool = True) -> None:
+    """The grade scale (``grades``: the graded mode's; pairwise and top-k judge no grade) and the
+    dataset's guidelines in force, beside the pair (each label records the version it was made
+    under). The panel scrolls within a fixed height, its headings small, so that guidelines of any
+    length never push the buttons under the pair out of view."""
     guideline = store.annotation.guidelines(dataset)
     title = "Guidelines" if guideline is None else f"Guidelines (version {guideline.version})"
-    with st.expander(title, expanded=True):
-        st.markdown("\n".join(f"- **{grade} · {GRADE_NAMES[grade]}**: {meaning}" for grade, meaning in GRADE_MEANINGS.items()))
+    with st.expander(title, expanded=True), st.container(height=GUIDELINES_HEIGHT, border=False, key=GUIDELINES_KEY):
         if guideline is None:
             st.caption("No guidelines for this dataset yet: whoever manages it writes them in the Guidelines view (G).")
-        else:
+        else:  # first: what this dataset's lead wrote; the scale below it is the same everywhere
             st.markdown(guideline.text)  # the guidelines' own markdown; Streamlit escapes HTML in it
+        if grades:
+            st.markdown("\n".join(f"- **{grade} · {GRADE_NAMES[grade]}**: {meaning}"
+                                   for grade, meaning in GRADE_MEANINGS.items()))
+    st.html(SMALL_HEADINGS)
 
 
 def show_suggestion(desk: Desk, model: str, record) -> None:

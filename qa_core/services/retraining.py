@@ -137,6 +137,26 @@ class JobStatus:
                     "(the versions table's number)")
         return f"job {job['id']}: {job['status']}{phase}{where}{kept}"
 
+    @property
+    def failed(self) -> bool:
+        return self.job["status"] == "failed"
+
+    def failure(self, in_use: dict[str, Any] | None) -> str:
+        """A failed job in one sentence: how far it got, why, and the version that stays in use
+        (``in_use``: ``Store.promoted_model`` for the job's model and dataset). The page shows it
+        instead of a progress bar, which read as a full bar under "failed"."""
+        job = self.job
+        reached = "before its first step"
+        if not self.events.empty:
+            last = self.events.iloc[-1]
+            of = "" if pd.isna(last["total"]) else f" of {int(last['total'])}"
+            reached = f"at {last['unit']} {int(last['step'])}{of}"
+        kept = (f"version {in_use['version']} stays in use" if in_use is not None and in_use["promoted"]
+                else f"no version is in use for {job['dataset']}" if in_use is None
+                else f"version {in_use['version']} (the newest trained on {job['dataset']}) stays in use")
+        return (f"Training job {job['id']} failed {reached}: {str(job['error']).rstrip('.')}; nothing was registered, "
+                f"and {kept}.")
+
 
 EVENT_COLUMNS = ["id", "created_at", "step", "total", "unit", "batch", "loss", "dev_map"]
 
@@ -170,7 +190,9 @@ def training_figure(events: pd.DataFrame) -> go.Figure:
     figure.update_layout(
         xaxis_title="mini-batches" if by_batch else unit,
         yaxis={"title": "loss"},
-        yaxis2={"title": "dev MAP", "overlaying": "y", "side": "right"},
+        # Ticks of its own: an overlaying axis syncs its ticks with the loss axis by default, at such
+        # values of MAP as 0.5007, 0.555, 0.6092; its grid would cross the loss axis's.
+        yaxis2={"title": "dev MAP", "overlaying": "y", "side": "right", "tickmode": "auto", "showgrid": False},
         template="plotly_white",
         height=320,
         margin={"t": 30, "b": 40},
@@ -224,6 +246,18 @@ def comparison(store: Store, model: str, version: int, dataset: str) -> pd.DataF
     return pd.DataFrame(table, columns=["version", "in use for", "trained on", "labels", *METRIC_COLUMNS.values()])
 
 
+def version_to_open(versions: pd.DataFrame, in_use: dict[str, Any] | None, dataset: str, new: bool) -> int:
+    """The version (of ``versions_table``) the page opens on for ``dataset``: with ``new`` (versions
+    were registered since the page last looked) the newest trained on it, else the one it uses
+    (``in_use``, ``Store.promoted_model``: promoted for it, else the newest trained on it), else the
+    newest of all (whose card says where it was trained). A version of another dataset opened as if
+    it were this one's was compared with this one's as "significantly worse" (issue 45)."""
+    here = versions.loc[versions["dataset"] == dataset, "version"]
+    if new and not here.empty:
+        return int(here.iloc[0])
+    return int(in_use["version"]) if in_use is not None else int(versions["version"].iloc[0])
+
+
 DEV_SPLIT = "dev"  # versions are compared where they were selected, never on TEST
 
 
@@ -239,6 +273,8 @@ class VersionCheck:
     map_promoted: float
     p_value: float | None  # paired randomisation test (qa_core.significance), two-sided
     worse: pd.DataFrame  # the questions whose AP dropped: qid, question, AP promoted, AP version, Δ AP
+    trained_on: str | None = None  # the dataset each version was trained on (None: not recorded)
+    promoted_trained_on: str | None = None
 
     @property
     def delta(self) -> float:
@@ -254,7 +290,12 @@ class VersionCheck:
         p_value = shown if shown.startswith("<") else f"= {shown}"
         verdict = "significantly worse" if self.significantly_worse else (
             "no significant difference" if self.p_value is None or self.p_value >= ALPHA else "significantly better")
-        return (f"Version {self.version} against version {self.promoted} (promoted for {dataset}) on {dataset} DEV, "
+        def elsewhere(trained_on: str | None) -> str:  # a version of another dataset is said to be one
+            return "" if trained_on == dataset else f"trained on {trained_on or 'a dataset not recorded'}"
+
+        chosen = f" ({elsewhere(self.trained_on)})" if elsewhere(self.trained_on) else ""
+        promoted = ", ".join(filter(None, (f"promoted for {dataset}", elsewhere(self.promoted_trained_on))))
+        return (f"Version {self.version}{chosen} against version {self.promoted} ({promoted}) on {dataset} DEV, "
                 f"gold labels, all {self.questions} questions (clean off): MAP {self.map_version:.4f} vs "
                 f"{self.map_promoted:.4f}, Δ {self.delta:+.4f}; paired randomisation test p {p_value}: "
                 f"{verdict}; {len(self.worse)} questions got worse.")
@@ -287,4 +328,5 @@ def check_against_promoted(store: Store, model: str, version: int, dataset: str)
                           f"AP version {promoted['version']}": before[dropped.index].to_numpy(),
                           f"AP version {version}": after[dropped.index].to_numpy(), "Δ AP": dropped.to_numpy()})
     return VersionCheck(version, promoted["version"], len(questions), float(after.mean()), float(before.mean()),
-                        randomisation_test(after.to_numpy(), before.to_numpy()).p_value, worse)
+                        randomisation_test(after.to_numpy(), before.to_numpy()).p_value, worse,
+                        *((record["training_data"] or {}).get("dataset") for record in (chosen, promoted)))

@@ -23,9 +23,10 @@ def _bar(x, y, title: str, axis: str, text=None) -> go.Figure:
 
 
 def dashboard_figures(dashboard: Dashboard) -> dict[str, go.Figure]:
-    """The dashboard's charts by title; a table with no rows has no chart."""
+    """The dashboard's charts by title; a table with nothing measured (no rows, or no pair shared,
+    no judgement timed: its annotators are listed with 0) has no chart."""
     figures = {}
-    if not dashboard.bias.empty:
+    if dashboard.bias["shared pairs"].any():
         bias = dashboard.bias
         figures["bias"] = _bar(
             bias["annotator"], bias["bias"], "Bias per annotator (mean grade − consensus)", "grades",
@@ -37,7 +38,7 @@ def dashboard_figures(dashboard: Dashboard) -> dict[str, go.Figure]:
             by_class["question class"], by_class["disagreement rate"], "Disagreement per question class",
             "share of shared pairs", [f"{d}/{n}" for d, n in zip(by_class["disagreements"], by_class["shared pairs"])],
         )
-    if not dashboard.timing.empty:
+    if dashboard.timing["judgements"].any():
         timing = dashboard.timing
         figures["timing"] = _bar(
             timing["annotator"], timing["median s"], "Seconds per judgement (median)", "seconds",

@@ -63,19 +63,21 @@ def consensus(labels: Labels, adjudicated: Mapping[int, int] | None = None) -> d
 
 
 def annotator_bias(labels: Labels, adjudicated: Mapping[int, int] | None = None) -> pd.DataFrame:
-    """Per annotator: pairs judged with others, mean grade there, and bias against the consensus."""
+    """Per annotator with a current label: pairs judged with others, mean grade there, and bias
+    against the consensus (both empty for one who shares no pair: listed all the same, so that the
+    table names everyone the dashboard counts)."""
     agreed = consensus(labels, adjudicated)
-    rows: dict[str, list[tuple[int, float]]] = {}
+    rows: dict[str, list[tuple[int, float]]] = {name: [] for judged in labels.values() for name in judged}
     for candidate_id, value in agreed.items():
         for name, grade in labels[candidate_id].items():
-            rows.setdefault(name, []).append((grade, grade - value))
+            rows[name].append((grade, grade - value))
     return pd.DataFrame(
         [
             {
                 "annotator": name,
                 "shared pairs": len(pairs),
-                "mean grade": float(np.mean([g for g, _ in pairs])),
-                "bias": float(np.mean([d for _, d in pairs])),
+                "mean grade": float(np.mean([g for g, _ in pairs])) if pairs else None,
+                "bias": float(np.mean([d for _, d in pairs])) if pairs else None,
             }
             for name, pairs in sorted(rows.items())
         ],
@@ -102,12 +104,13 @@ def disagreement_by_class(labels: Labels, classes: Mapping[int, str | None]) -> 
     )
 
 
-def seconds_per_judgement(times: Iterable[JudgementTime]) -> pd.DataFrame:
-    """Per annotator: judgements timed, and the median, mean and 90th percentile of their seconds."""
+def seconds_per_judgement(times: Iterable[JudgementTime], annotators: Iterable[str] = ()) -> pd.DataFrame:
+    """Per annotator: judgements timed, and the median, mean and 90th percentile of their seconds;
+    each of ``annotators`` listed, with 0 judgements where none was timed (their labels came from
+    elsewhere than the queue: an import, Ask or Compare)."""
     frame = pd.DataFrame([(t.annotator, t.seconds) for t in times], columns=["annotator", "seconds"])
+    frame = frame.astype({"seconds": float})  # an empty frame's column is of objects, which have no quantile
     columns = ["annotator", "judgements", "median s", "mean s", "p90 s"]
-    if frame.empty:
-        return pd.DataFrame(columns=columns)
     grouped = frame.groupby("annotator")["seconds"]
     table = pd.DataFrame(
         {
@@ -116,8 +119,10 @@ def seconds_per_judgement(times: Iterable[JudgementTime]) -> pd.DataFrame:
             "mean s": grouped.mean(),
             "p90 s": grouped.quantile(0.9),
         }
-    ).reset_index()
-    return table[columns]
+    )
+    everyone = sorted(set(table.index) | set(annotators))
+    table = table.reindex(pd.Index(everyone, name="annotator")).fillna({"judgements": 0})
+    return table.astype({"judgements": int}).reset_index()[columns]
 
 
 def kappa_table(report: AgreementReport) -> pd.DataFrame:
@@ -158,8 +163,20 @@ def build_dashboard(
         kappas=kappa_table(report),
         bias=annotator_bias(labels, adjudicated),
         by_class=disagreement_by_class(labels, classes or {}),
-        timing=seconds_per_judgement(times),
+        timing=seconds_per_judgement(times, report.annotators),
     )
+
+
+def annotators_line(dashboard: Dashboard, named: int = 3) -> str:
+    """What the dashboard's annotator count counts, and who of them the agreement leaves out (the
+    per-annotator tables list everyone counted; the κ table, the annotators who share a pair),
+    naming at most ``named`` of those."""
+    alone = dashboard.bias.loc[dashboard.bias["shared pairs"] == 0, "annotator"].tolist()
+    line = "everyone with a current label in this dataset"
+    if alone:
+        names = ", ".join(alone[:named]) + (f" and {len(alone) - named} more" if len(alone) > named else "")
+        line += f"; {names} {'shares' if len(alone) == 1 else 'share'} no pair with another (no κ, no bias)"
+    return line
 
 
 def dashboard_stamp(store: Store, dataset: str) -> str:

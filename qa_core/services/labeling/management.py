@@ -42,8 +42,12 @@ def calibration_line(settings: CalibrationSettings) -> str:
     """The calibration setting in force, said for the page."""
     state = f"on, {settings.pairs} gold pairs" if settings.enabled else "off"
     changed = f"set by {settings.changed_by}" if settings.changed_by else "the default"
-    return (f"Now {state} ({changed}). An annotator without a calibration record judges the same gold pairs "
-            "first, without seeing gold, and sees their agreement with gold before real work.")
+    when = "A" if settings.enabled else "When on, a"
+    # The rule of ``calibration.Calibration.build``: one who has labelled as many pairs is not new.
+    return (f"Now {state} ({changed}). {when} new annotator (no calibration begun in this dataset and fewer than "
+            f"{settings.pairs} current labels in it) judges the same gold pairs first, in the graded mode and without "
+            "seeing gold, and sees their agreement with gold before real work; a calibration begun is finished, and "
+            f"one who has labelled {settings.pairs} pairs or more here is not asked.")
 
 
 def set_calibration(
