@@ -3,6 +3,7 @@ keep what the program writes inside the data folder and stop a long job before t
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Callable
@@ -156,6 +157,43 @@ def available_memory() -> int | None:
     except (OSError, KeyError, ValueError):  # not Linux, or no cgroup v2 limit: what was found stands
         pass
     return available
+
+
+MAX_MODELS = 3
+"""Loaded rankers (a model version on a dataset) the server keeps for every session
+(``RERANK_LAB_MAX_MODELS`` overrides); the least recently used goes first. An SM-CNN takes ~20 MB,
+the tree kernel ~60 MB, a baseline fitted on WikiQA's TRAIN ~40 MB (docs/benchmarks.md, "Server memory")."""
+MAX_INDEXES = 1
+"""Datasets' BM25 collections (typed questions' first stage) a process keeps loaded
+(``RERANK_LAB_MAX_INDEXES`` overrides); the least recently used goes first, and comes back
+memory-mapped from the data folder when asked again."""
+MAX_DATASETS = 2
+"""Datasets' questions with their pools the server keeps loaded (``RERANK_LAB_MAX_DATASETS``
+overrides; WikiQA's ~100 MB of Python objects); the least recently used goes first."""
+
+
+def max_models() -> int:
+    return _count_setting("RERANK_LAB_MAX_MODELS", MAX_MODELS)
+
+
+def max_indexes() -> int:
+    return _count_setting("RERANK_LAB_MAX_INDEXES", MAX_INDEXES)
+
+
+def max_datasets() -> int:
+    return _count_setting("RERANK_LAB_MAX_DATASETS", MAX_DATASETS)
+
+
+def _count_setting(name: str, default: int) -> int:
+    """The whole number of at least 1 that ``name`` sets, else ``default``. A bad value is said in
+    one logged sentence and the default kept: the pages read these when they are first imported,
+    where a refusal would leave every page on a traceback."""
+    setting = os.environ.get(name, "").strip()
+    if setting.isdecimal() and int(setting) >= 1:
+        return int(setting)
+    if setting:
+        logging.getLogger(__name__).warning("%s must be a whole number of at least 1, got %r; using %d", name, setting, default)
+    return default
 
 
 def shared_data_dir() -> Path | None:

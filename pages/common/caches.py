@@ -1,5 +1,7 @@
 """What the server keeps for every session: one store per URL, loaded rankers (per model version and
-dataset import), loaded datasets and whole-split runs; a new version or a re-import loads afresh."""
+dataset import), loaded datasets and whole-split runs; a new version or a re-import loads afresh.
+Rankers and datasets are bounded by settings (``config.max_models``, ``config.max_datasets``, read
+when the server starts): Streamlit's resource cache drops the least recently used beyond them."""
 
 from __future__ import annotations
 
@@ -9,14 +11,13 @@ from collections.abc import Sequence
 import streamlit as st
 
 from pages.render.markdown import as_markdown
+from qa_core import config
 from qa_core.evaluation import Run
 from qa_core.rankers.base import Ranker
 from qa_core.services import candidate_pools, experiments, model_loading, store_setup
 from qa_core.services.datasets import Store
 from qa_core.types import InputError, NotTrainedError, Question
 
-MODELS_KEPT = 6  # loaded (model version, dataset) pairs the server keeps; older ones are dropped
-DATASETS_KEPT = 2  # loaded dataset imports the server keeps (WikiQA's is ~100 MB of Python objects)
 RUNS_KEPT = 32  # whole-split runs the server keeps, per (model version, dataset import, split)
 
 
@@ -32,7 +33,7 @@ def get_store(url: str, team: bool = False) -> Store:
     return store
 
 
-@st.cache_resource(show_spinner="Loading the model…", max_entries=MODELS_KEPT)
+@st.cache_resource(show_spinner="Loading the model…", max_entries=config.max_models())
 def get_ranker(_store, url: str, model: str, dataset: str, model_version: str | None, dataset_version: str,
                _version: model_loading.VersionInUse | None = None):
     """Rankers are shared by all sessions; a new model version or a re-import loads a new one.
@@ -63,7 +64,7 @@ def show_not_trained(error: NotTrainedError, model: str, dataset: str) -> None:
     st.code(model_loading.train_command(model, dataset), language="bash")
 
 
-@st.cache_resource(show_spinner="Loading the dataset…", max_entries=DATASETS_KEPT)
+@st.cache_resource(show_spinner="Loading the dataset…", max_entries=config.max_datasets())
 def get_questions(_store, url: str, dataset: str, dataset_version: str):
     """The dataset's questions with their own pools and gold labels, in import order: loaded once
     per import for the whole server."""

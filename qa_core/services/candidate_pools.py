@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -141,7 +142,7 @@ def index_folder(store: Store, dataset: str) -> Path:
     return config.data_dir() / "bm25" / place
 
 
-_indexes: dict[tuple[str, str, str, str], BM25Index] = {}
+_indexes: OrderedDict[tuple[str, str, str, str], BM25Index] = OrderedDict()  # least recently used first
 
 
 _indexes_lock = threading.Lock()
@@ -160,7 +161,8 @@ def collection_index(store: Store, dataset: str) -> BM25Index:
     """The BM25 index of the dataset's unique candidate sentences, once per store, dataset, import and
     first-stage analysis (a re-import or another analysis rebuilds it): loaded from the data folder, or built from one streamed pass over the
     store's candidate texts (the unique-sentence map made in that pass) and saved. The sentences
-    themselves stay in the store; a search's hits are read by id."""
+    themselves stay in the store; a search's hits are read by id. The process keeps
+    ``config.max_indexes()`` of them, the least recently used dropped first (loaded again, memory-mapped, when asked)."""
     from qa_core.retrieval import FIRST_STAGE, saved_index
 
     version = dataset_version(store, dataset)
@@ -171,6 +173,9 @@ def collection_index(store: Store, dataset: str) -> BM25Index:
                 index_folder(store, dataset), version,
                 lambda: collection_passages(store.datasets.candidate_texts(dataset), FIRST_STAGE), FIRST_STAGE,
             )
+            while len(_indexes) > config.max_indexes():  # a setting: the least recently used is dropped
+                _indexes.popitem(last=False)
+        _indexes.move_to_end(key)
         return _indexes[key]
 
 
