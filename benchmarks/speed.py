@@ -41,10 +41,10 @@ from common import (
     write_result,
     write_section,
 )
-from speed_browser import render_app, render_label, render_walk, run_app, run_label, run_walk
+from speed_browser import render_app, render_label, run_app, run_label
 from speed_import import render_import, run_import
 
-PARTS = ("e2e", "throughput", "import", "app", "label", "walk", "batch", "gpu", "explain")
+PARTS = ("e2e", "throughput", "import", "app", "label", "batch", "gpu", "explain")
 EXPLAIN_OPENED = 5  # candidates opened per model and explainer, each in a fresh request (no cache)
 EXPLAIN_TARGET_MS = 500
 CANDIDATES = 100
@@ -293,7 +293,7 @@ def render(results: dict[str, Any]) -> list[str]:
                   "(niced, `nice -n 10`); parts that recorded it give the 1-minute load average when they started.",
                   ""]
     parts = (("e2e", render_e2e), ("throughput", render_throughput), ("import", render_import),
-             ("explain", render_explain), ("app", render_app), ("label", render_label), ("walk", render_walk),
+             ("explain", render_explain), ("app", render_app), ("label", render_label),
              ("batch", render_batch))
     for part, render_part in parts:
         if results.get(part):
@@ -402,8 +402,6 @@ def main() -> None:
                     results["app"] = {**run_app(), "load_average": load_average}
                 elif part == "label":
                     results["label"] = {**run_label(), "load_average": load_average}
-                elif part == "walk":
-                    results["walk"] = {**run_walk(), "load_average": load_average, "machine": machine()}
                 elif part == "batch":
                     from qa_core.data.importers import load_wikiqa
 

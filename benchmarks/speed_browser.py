@@ -1,6 +1,6 @@
 """The parts of ``benchmarks/speed.py`` timed in headless Chromium against the running app: page
-render (``app``), the Label page's key press to next pair (``label``) and the server's memory over a
-walk through every page (``walk``)."""
+render (``app``) and the Label page's key press to next pair (``label``); the server's memory over a
+walk through every page is ``benchmarks/server_memory.py``'s, on these helpers."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, load_note, machine_line, percentile, wikiqa_path
+from common import ROOT, load_note, percentile
 
 APP_RUNS = 5
 LABEL_JUDGEMENTS, LABEL_WARMUP = 50, 5  # issue 21: p95 <= 250 ms over 50 warm judgements
@@ -121,79 +121,17 @@ def run_app(runs: int = APP_RUNS) -> dict[str, Any]:
             "open_explanation_ms": opened, "rank_again_ms": ranked_again}
 
 
-# ---------------------------------------------------------------------------- server memory (walk)
-
-
-def resident_mb(leader: int) -> float:
-    """Resident memory (VmRSS) of every process in ``leader``'s session (make, the Streamlit server
-    and anything it started), in MB."""
+def resident_mb(leader: int, field: str = "VmRSS") -> float:
+    """Resident memory (``field`` of /proc/PID/status: VmRSS, or its private part RssAnon) of every
+    process in ``leader``'s session (make, the Streamlit server and anything it started), in MB."""
     total_kb = 0
     for status in Path("/proc").glob("[0-9]*/status"):
         with contextlib.suppress(OSError, ValueError):
             if os.getsid(int(status.parent.name)) != leader:
                 continue
             fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
-            total_kb += int(fields.get("VmRSS", "0 kB").split()[0])
+            total_kb += int(fields.get(field, "0 kB").split()[0])
     return total_kb / 1024
-
-
-def run_walk(hold_seconds: int = 30) -> dict[str, Any]:
-    """WikiQA and TrecQA imported beside the demo, the app started, then one Chromium session walks
-    every page on each dataset as a user would (Ask ranks a TEST question from a link, Errors, a
-    whole-split Compare of three models: the demo's SM-CNN, promoted for every dataset, bm25 and
-    overlap; Label and its agreement dashboard, Train), and the server's resident memory is read after
-    each page and once more after ``hold_seconds`` idle. Target (issues 22, 32): under 1 GB."""
-    from playwright.sync_api import expect
-
-    from db.store import Store
-
-    folder = Path(os.environ["RERANK_LAB_DATA"]).parent / "walk"
-    shared = wikiqa_path().parent
-    env = app_environment(folder)
-    (folder / "data").mkdir(parents=True, exist_ok=True)
-    for name in ("wikiqa", "trecqa"):
-        subprocess.run([sys.executable, "-m", "qa_core", "data", "import", str(shared / name), "--name", name],
-                       cwd=ROOT, env=env, check=True, capture_output=True)
-    steps: list[dict[str, Any]] = []
-    with app_server(folder) as (url, server), chromium() as browser:
-        store = Store(env["RERANK_LAB_DB"])
-        first_test = {name: store.datasets.load_dataset(name).split("test")[0].qid for name in store.datasets.dataset_names()}
-        for name in ("wikiqa", "trecqa"):  # a trained model beside the baselines on each, for Compare's three
-            store.models.promote("smcnn", store.models.promoted_model("smcnn", "demo")["version"], name)
-        store.close()
-        page = browser.new_context(viewport={"width": 1400, "height": 1800}).new_page()
-
-        def visit(name: str, dataset: str, ready) -> None:
-            started = time.perf_counter()
-            expect(ready).to_be_visible(timeout=600_000)
-            steps.append({"page": name, "dataset": dataset, "seconds": time.perf_counter() - started,
-                          "resident_mb": resident_mb(server.pid)})
-            print(f"walk: {name} on {dataset}: {steps[-1]['resident_mb']:.0f} MB", file=sys.stderr)
-
-        for dataset in ("wikiqa", "trecqa", "demo"):
-            page.goto(f"{url}/Ask?dataset={dataset}&qid={first_test[dataset]}&model=bm25")
-            visit("Ask", dataset, page.get_by_text("Ranked candidates"))
-            page.get_by_role("link", name="Errors").click()
-            visit("Errors", dataset, page.get_by_text("Worst questions"))
-            page.get_by_role("link", name="Compare").click()
-            page.get_by_text("Whole split").click()
-            models = page.get_by_test_id("stMultiSelect")  # the defaults (smcnn, bm25) and a third: overlap
-            expect(models).to_be_visible(timeout=600_000)
-            models.click()
-            page.get_by_role("option", name="overlap", exact=True).click()
-            page.keyboard.press("Escape")
-            page.get_by_role("button", name="Compare on the split").click()
-            visit("Compare (3 models)", dataset, page.get_by_text("Means with 95% bootstrap intervals"))
-            page.get_by_role("link", name="Label").click()
-            visit("Label", dataset, page.get_by_text("Annotator").first)
-            page.get_by_text("Agreement", exact=True).click()
-            visit("Label dashboard", dataset, page.get_by_text("Share of pairs judged by two annotators"))
-            page.get_by_role("link", name="Train").click()
-            visit("Train", dataset, page.get_by_role("heading", name=re.compile("^Versions of")))
-        time.sleep(hold_seconds)
-        held = resident_mb(server.pid)
-    return {"steps": steps, "hold_seconds": hold_seconds, "held_resident_mb": held,
-            "peak_resident_mb": max([held, *(step["resident_mb"] for step in steps)])}
 
 
 # The "qid · doc_id" caption of the pair on screen.
@@ -274,21 +212,3 @@ def render_label(label: dict[str, Any]) -> list[str]:
             "warm-up ones (headless Chromium, the app started with `make run`, random order over the demo "
             f"corpus). Median {label['median_ms']:.0f} ms, p95 {label['p95_ms']:.0f} ms: {verdict} the target "
             f"on this machine.{load_note(label)}", ""]
-
-
-def render_walk(walk: dict[str, Any]) -> list[str]:
-    """Resident memory after each page of the walk and after the idle hold."""
-    lines = ["### Server memory after a walk of every page", "",
-             "WikiQA and TrecQA imported beside the demo, the app started with `make run`, one Chromium session "
-             "walks every page on each dataset (Ask ranks a TEST question with BM25 from a link, Errors with "
-             "the default model, Compare of three models on the whole TEST split: the demo's SM-CNN, promoted "
-             "for every dataset, bm25 and overlap; Label and its agreement dashboard, Train); "
-             "resident memory (VmRSS) of the server's process session after each page and after "
-             f"{walk['hold_seconds']} s idle. Target (issues 22, 32): under 1 GB.{load_note(walk)}", "",
-             "| page | dataset | seconds to ready | resident MB |", "|---|---|---|---|"]
-    lines += [f"| {s['page']} | {s['dataset']} | {s['seconds']:.1f} | {s['resident_mb']:.0f} |" for s in walk["steps"]]
-    if "machine" in walk:  # the walk may run on another day or machine than the parts above
-        lines += ["", f"Walk machine: {machine_line(walk['machine'])}."]
-    lines += ["", f"Held after the walk: {walk['held_resident_mb']:.0f} MB; peak {walk['peak_resident_mb']:.0f} MB "
-              f"({'under' if walk['peak_resident_mb'] < 1024 else 'over'} 1 GB).", ""]
-    return lines

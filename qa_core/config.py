@@ -161,15 +161,16 @@ def available_memory() -> int | None:
 
 MAX_MODELS = 3
 """Loaded rankers (a model version on a dataset) the server keeps for every session
-(``RERANK_LAB_MAX_MODELS`` overrides); the least recently used goes first. An SM-CNN takes ~20 MB,
-the tree kernel ~60 MB, a baseline fitted on WikiQA's TRAIN ~40 MB (docs/benchmarks.md, "Server memory")."""
+(``RERANK_LAB_MAX_MODELS`` overrides); the least recently used goes first. A loaded ranker is small
+(another SM-CNN version ~1 MB, the tree kernel ~3 MB) but loading one again costs time and transient
+memory (a baseline refits on the dataset's TRAIN): docs/benchmarks.md, "Server memory after a walk"."""
 MAX_INDEXES = 1
 """Datasets' BM25 collections (typed questions' first stage) a process keeps loaded
 (``RERANK_LAB_MAX_INDEXES`` overrides); the least recently used goes first, and comes back
 memory-mapped from the data folder when asked again."""
 MAX_DATASETS = 2
 """Datasets' questions with their pools the server keeps loaded (``RERANK_LAB_MAX_DATASETS``
-overrides; WikiQA's ~100 MB of Python objects); the least recently used goes first."""
+overrides; WikiQA's take ~16 MB); the least recently used goes first."""
 
 
 def max_models() -> int:

@@ -278,7 +278,8 @@ def test_judge_in_place_on_ask_writes_the_store_and_the_table(store_url, both_mo
     and undo takes it back (kept in the history)."""
     app = open_page(ASK, dataset="demo", qid=SISTINE, model="overlap")
     if both_modes == "local":
-        assert app.button(key="judge-grade-3").disabled  # no annotator yet
+        app.button(key="judge-grade-3").click().run()  # no annotator yet: it says a name is needed
+        assert "Not saved: type your name (as on the Label page) to judge here" in [w.value for w in app.warning]
         app.text_input(key="judge_name").set_value("alice").run()
     annotator = "alice" if both_modes == "local" else "ada@example.org"  # as the Label page writes it
     first = app.dataframe[0].value.iloc[0]

@@ -86,3 +86,14 @@ def test_the_least_recently_used_index_goes_first(store_url: str, monkeypatch: p
         assert gone() is None
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("value", ["0", "three", "-1", "2.5"])
+def test_a_bad_setting_is_said_and_the_default_kept(value: str, monkeypatch: pytest.MonkeyPatch,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    from qa_core import config
+
+    monkeypatch.setenv("RERANK_LAB_MAX_MODELS", value)
+    assert config.max_models() == config.MAX_MODELS
+    assert caplog.messages == [f"RERANK_LAB_MAX_MODELS must be a whole number of at least 1, got {value!r}; "
+                               f"using {config.MAX_MODELS}"]

@@ -161,3 +161,18 @@ def test_a_failed_jobs_sentence_says_how_far_it_got() -> None:
     assert status.failure({"version": 2, "promoted": False}).endswith(
         "and version 2 (the newest trained on demo) stays in use.")
     assert status.failure(None).endswith("and no version is in use for demo.")
+
+
+def test_the_version_box_opens_on_the_datasets_version() -> None:
+    """Issue 45: the newest version of any dataset was opened; now the dataset's own (in use), the
+    newest only when a training here just registered it."""
+    import pandas as pd
+
+    from qa_core.services.retraining import version_to_open
+
+    versions = pd.DataFrame({"version": [3, 2, 1], "dataset": ["wikiqa", "demo", "demo"]})
+    in_use = {"version": 1, "promoted": True}
+    assert version_to_open(versions, in_use, "demo", new=False) == 1
+    assert version_to_open(versions, in_use, "demo", new=True) == 1  # 3 came from WikiQA: not this dataset's
+    assert version_to_open(versions, None, "trecqa", new=False) == 3  # nothing of its own: the newest, card says where
+    assert version_to_open(versions.iloc[1:], in_use, "demo", new=True) == 2  # a training here just registered 2

@@ -247,15 +247,16 @@ def comparison(store: Store, model: str, version: int, dataset: str) -> pd.DataF
 
 
 def version_to_open(versions: pd.DataFrame, in_use: dict[str, Any] | None, dataset: str, new: bool) -> int:
-    """The version (of ``versions_table``) the page opens on for ``dataset``: with ``new`` (versions
-    were registered since the page last looked) the newest trained on it, else the one it uses
-    (``in_use``, ``Store.promoted_model``: promoted for it, else the newest trained on it), else the
-    newest of all (whose card says where it was trained). A version of another dataset opened as if
-    it were this one's was compared with this one's as "significantly worse" (issue 45)."""
-    here = versions.loc[versions["dataset"] == dataset, "version"]
-    if new and not here.empty:
-        return int(here.iloc[0])
-    return int(in_use["version"]) if in_use is not None else int(versions["version"].iloc[0])
+    """The version (of ``versions_table``, newest first) the page opens on for ``dataset``: with
+    ``new`` (versions were registered since the page last looked) the newest, if trained on it (a
+    training just ended here); else the one it uses (``in_use``, ``Store.promoted_model``: promoted
+    for it, else the newest trained on it); else the newest of all, whose card says where it was
+    trained. The newest of any dataset, opened as if it were this one's, was compared with this
+    one's as "significantly worse" (issue 45)."""
+    newest = versions.iloc[0]
+    if new and newest["dataset"] == dataset:
+        return int(newest["version"])
+    return int(in_use["version"]) if in_use is not None else int(newest["version"])
 
 
 DEV_SPLIT = "dev"  # versions are compared where they were selected, never on TEST
