@@ -12,6 +12,18 @@ from qa_core.services import viz
 from qa_core.text.links import Link
 
 FIGURE_LENGTHS = (5, 20, 60, 150)
+
+# An SVG figure as drawn: wider than its column (its right part behind a scroll bar, issue 45: the
+# 4,999-character answer's arcs, 1,015 px in an 820 px column), or shrunk below the minimum text size
+# (an SVG scaled to its column keeps its computed font size: layout_check.js cannot see that).
+SVG_FITS = """(minimumPx) => [...document.querySelectorAll(".rl-arcs svg")].flatMap((svg, index) => {
+  const drawn = svg.getBoundingClientRect(), column = svg.closest(".rl-arcs").getBoundingClientRect();
+  if (drawn.width === 0) return [];  // an inactive tab
+  const shown = parseFloat(svg.getAttribute("font-size")) * drawn.width / svg.viewBox.baseVal.width;
+  return [...(drawn.right > column.right + 1 ? [`arcs ${index}: ${drawn.width} px wide in a ${column.width} px column`] : []),
+          ...(shown < minimumPx ? [`arcs ${index}: words drawn at ${shown.toFixed(1)} px`] : [])];
+})"""
+
 QUESTION = ["who", "discovered", "penicillin", "first", "in", "<b>London</b>", "?"]
 WORDS = ("Alexander Fleming discovered penicillin in 1928 at St Mary 's Hospital in London , after noticing "
          "that a mould called Penicillium notatum killed the <b>bacteria</b> ; its internationalisation and "

@@ -23,19 +23,10 @@ import pytest
 
 from tests import ROOT
 from tests.conftest import BROWSER_TIMEOUT_MS, PLOTS_FIT, SCREENSHOT_WIDTHS, _free_port, _wait_healthy, settled
+from tests.figures import SVG_FITS
 
 MINIMUM_TEXT_PX = 10
 CHECK = (Path(__file__).parent / "layout_check.js").read_text(encoding="utf-8")
-# An SVG figure as drawn: wider than its column (its right part behind a scroll bar, issue 45: the
-# 4,999-character answer's arcs, 1,015 px in an 820 px column), or shrunk below the minimum text size
-# (an SVG scaled to its column keeps its computed font size: layout_check.js cannot see that).
-SVG_FITS = """(minimumPx) => [...document.querySelectorAll(".rl-arcs svg")].flatMap((svg, index) => {
-  const drawn = svg.getBoundingClientRect(), column = svg.closest(".rl-arcs").getBoundingClientRect();
-  if (drawn.width === 0) return [];  // an inactive tab
-  const shown = parseFloat(svg.getAttribute("font-size")) * drawn.width / svg.viewBox.baseVal.width;
-  return [...(drawn.right > column.right + 1 ? [`arcs ${index}: ${drawn.width} px wide in a ${column.width} px column`] : []),
-          ...(shown < minimumPx ? [`arcs ${index}: words drawn at ${shown.toFixed(1)} px`] : [])];
-})"""
 # A square chart (an axis anchored to the other's scale) as drawn: its ranges as the figure sets them
 # (issue 45: the AP scatter's axis ran -0.5..1.5 at 1920 px, widened to keep the square).
 SQUARE_RANGES = """() => [...document.querySelectorAll(".js-plotly-plot")]

@@ -1,6 +1,7 @@
 """Long texts end to end (issue 22): a 200 KB candidate is refused at import with its file and line
 and nothing imported; a candidate at the 5,000-character limit imports, ranks and is explained on
-Ask in Chromium (its highlighted words wrap like a paragraph and the arcs summarise the unlinked words)."""
+Ask in Chromium (its highlighted words wrap like a paragraph and are its only copy on the page; the
+arcs summarise the unlinked words and wrap onto rows that fit the column at 1280 and 1920 px)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pathlib import Path
 
 from db.store import Store
 from tests import ROOT
-from tests.conftest import BROWSER_TIMEOUT_MS, choose, enter_text
+from tests.conftest import BROWSER_TIMEOUT_MS, PLOTS_FIT, SCREENSHOT_WIDTHS, choose, enter_text
+from tests.figures import AT_LIMIT, SVG_FITS
 
 QUESTION = "which river flows through the long valley"
 ANSWER = "The Long River flows through the long valley."
@@ -40,9 +42,8 @@ def test_a_200_kb_candidate_is_refused_and_one_at_the_limit_is_explained(running
     store = Store(running_app.database_url)
     assert "huge" not in store.datasets.dataset_names()
 
-    at_limit = ("The valley is long and the river is wide. " * 120)[:5_000].strip()
     fine = tmp_path / "fine.jsonl"
-    fine.write_text(pairs([(ANSWER, 1), (at_limit, 0), ("Mountains rise above the plain.", 0)]))
+    fine.write_text(pairs([(ANSWER, 1), (AT_LIMIT, 0), ("Mountains rise above the plain.", 0)]))
     assert import_file(running_app, fine, "longtexts").returncode == 0
     assert "longtexts" in store.datasets.dataset_names()
     store.close()
@@ -62,3 +63,10 @@ def test_a_200_kb_candidate_is_refused_and_one_at_the_limit_is_explained(running
     expect(page.locator(".rl-highlighted", has_text="Answer, ").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     expect(page.locator(".rl-arcs", has_text="REL links").first).to_be_visible(timeout=BROWSER_TIMEOUT_MS)
     assert "Traceback" not in page.content()
+    # Issue 45: the text was printed twice (a paragraph, then the heatmap), and its arcs drew 1,015 px
+    # in an 820 px column at 1280 px, their last words behind a scroll bar.
+    expect(page.locator("[data-testid=stMarkdownContainer] p", has_text=AT_LIMIT[:80])).to_have_count(0)
+    for width in SCREENSHOT_WIDTHS:
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.wait_for_function(PLOTS_FIT, timeout=BROWSER_TIMEOUT_MS)
+        assert page.evaluate(SVG_FITS, 10) == [], f"at {width} px"
