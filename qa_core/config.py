@@ -173,6 +173,14 @@ MAX_DATASETS = 2
 overrides; WikiQA's take ~16 MB); the least recently used goes first."""
 
 
+MAX_PARSES = 10_000
+"""Parsed texts a process keeps in memory above the parse cache's SQLite file
+(``RERANK_LAB_MAX_PARSES`` overrides); the oldest go first and are read from the file when asked
+again. A parsed sentence holds ~7 KB of Python objects: at the former 200,000 a server that fitted a
+baseline on WikiQA's TRAIN kept ~100 MB of parses it never asked for again. 10,000 holds a whole TEST
+split (WikiQA's 2,351 candidates, TrecQA's 1,517) and a batch job's chunk (2,048 pairs)."""
+
+
 def max_models() -> int:
     return _count_setting("RERANK_LAB_MAX_MODELS", MAX_MODELS)
 
@@ -183,6 +191,10 @@ def max_indexes() -> int:
 
 def max_datasets() -> int:
     return _count_setting("RERANK_LAB_MAX_DATASETS", MAX_DATASETS)
+
+
+def max_parses() -> int:
+    return _count_setting("RERANK_LAB_MAX_PARSES", MAX_PARSES)
 
 
 def _count_setting(name: str, default: int) -> int:

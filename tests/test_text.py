@@ -348,3 +348,45 @@ def test_direction_controls_and_zero_width_characters_are_neutralised_for_displa
         assert session.scalar(select(CandidateRow.text)) == "\u202elive\u202c bacteria"
         assert session.scalar(select(QuestionRow.text)) == hidden
     store.close()
+
+
+def test_glove_word_rows_match_the_first_row_of_every_word() -> None:
+    """The compact word index answers as the dict it replaced: every GloVe word's first row, and no
+    row for a word GloVe lacks (fails if a hash is matched without comparing the word)."""
+    import pandas as pd
+
+    from qa_core.text.vectors import _glove_root
+
+    words = pd.read_parquet(_glove_root() / "glove_6B_index.parquet", columns=["index"])["index"].tolist()
+    expected: dict[str, int] = {}
+    for row, word in enumerate(words):
+        expected.setdefault(str(word), row)
+    rows, _ = glove()
+    assert all(rows[word] == row for word, row in expected.items())
+    assert len(rows) == len(expected)
+    for absent in ("qqzzxxunknownword", "", "Twain", "twain "):
+        assert absent not in rows and rows.get(absent) is None
+    with pytest.raises(KeyError):
+        rows["qqzzxxunknownword"]
+
+
+def test_glove_word_rows_repeated_and_colliding_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    from qa_core.text import vectors
+
+    rows = vectors.WordRows(["a", "b", "a", "ünï", "c"])
+    assert (rows["a"], rows["b"], rows["ünï"], rows["c"]) == (0, 1, 3, 4)
+    assert list(rows) == ["a", "b", "ünï", "c"] and len(rows) == 4 and 7 not in rows
+    # Every word with one hash: the words' bytes decide, the first row of a repeated word wins.
+    monkeypatch.setattr(vectors, "hash", lambda word: 0, raising=False)
+    colliding = vectors.WordRows(["a", "b", "a", "ünï", "c"])
+    assert (colliding["a"], colliding["b"], colliding["ünï"], colliding["c"]) == (0, 1, 3, 4)
+    assert "d" not in colliding
+
+
+def test_parse_cache_memory_level_follows_the_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from qa_core.text import nlp
+
+    monkeypatch.setenv("RERANK_LAB_PARSE_CACHE", str(tmp_path / "parses.sqlite"))
+    monkeypatch.setenv("RERANK_LAB_MAX_PARSES", "3")
+    monkeypatch.setattr(nlp, "_default_caches", {})
+    assert nlp.default_cache().memory_limit == 3

@@ -32,7 +32,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qa_core.config import parse_cache_path
+from qa_core.config import max_parses, parse_cache_path
 from qa_core.text.normalise import visible_text
 
 if TYPE_CHECKING:
@@ -318,7 +318,7 @@ def default_cache() -> ParseCache:
     path = parse_cache_path()
     with _default_lock:
         if path not in _default_caches:
-            _default_caches[path] = ParseCache(path)
+            _default_caches[path] = ParseCache(path, memory_limit=max_parses())
         return _default_caches[path]
 
 

