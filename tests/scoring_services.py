@@ -212,7 +212,11 @@ def serving(args: Sequence[str], env: dict[str, str] | None = None) -> Iterator[
         yield f"http://127.0.0.1:{port}/"
     finally:
         process.terminate()
-        process.wait(timeout=20)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:  # uvicorn's graceful stop waits for requests a page still sends
+            process.kill()
+            process.wait(timeout=20)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
