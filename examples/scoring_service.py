@@ -79,7 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    app = build_app(ranker, (version and version.key) or args.model, args.max_batch)
+    # The trained version's number and id name it (its cache key holds the server's checkpoint path,
+    # which every client would show); a model with no versions is named by its name.
+    record = version.record if version is not None else None
+    named = f"version {record['version']}, id {record['id']}" if record else args.model
+    app = build_app(ranker, named, args.max_batch)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 

@@ -32,9 +32,11 @@ def check_name(name: object, what: str) -> str:
     name = name.strip()
     too_long = len(name) > MAX_NAME_CHARS or len(name.encode("utf-8")) > MAX_NAME_BYTES
     if too_long or not _follows(name):
-        why = (f"it is too long ({len(name):,} characters, {len(name.encode('utf-8')):,} bytes)" if too_long
-               else _fault(name))
-        raise InputError(f"the {what} {_shown(name)} is not allowed: {why}; a name holds {NAME_RULE}")
+        if too_long:
+            raise InputError(f"the {what} {_shown(name)} is too long ({len(name):,} characters, "
+                             f"{len(name.encode('utf-8')):,} bytes; the limit is {MAX_NAME_CHARS} characters and "
+                             f"{MAX_NAME_BYTES} bytes); a name holds {NAME_RULE}")
+        raise InputError(f"the {what} {_shown(name)} is not allowed: {_fault(name)}; a name holds {NAME_RULE}")
     return name
 
 
@@ -64,7 +66,8 @@ def _fault(name: str) -> str:
         return f"it starts with {name[0]!r}"
     if ".." in name:
         return "it holds '..'"
-    return f"it holds {next(c for c in name if not _in_a_name(c))!r}"
+    char = next(c for c in name if not _in_a_name(c))
+    return "it holds a NUL character" if char == "\x00" else f"it holds {char!r}"
 
 
 def _shown(name: str) -> str:

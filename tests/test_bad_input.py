@@ -972,9 +972,9 @@ def test_cli_refuses_a_bad_system_name_and_changes_nothing(env: Env, name: str, 
     run.write_text("demo-01 Q0 demo-01-0 1 1.0 x\n")
     before = snapshot(env.url)
     assert_refused(cli_in_process(capsys, "systems", "add-run", str(run), "--data", "demo", "--name", name),
-                   "system name", "not allowed")
+                   "system name", "a name holds letters")
     assert_refused(cli_in_process(capsys, "systems", "add-service", "http://127.0.0.1:9/", "--name", name),
-                   "system name", "not allowed")
+                   "system name", "a name holds letters")
     assert snapshot(env.url) == before
 
 

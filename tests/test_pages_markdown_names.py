@@ -19,9 +19,9 @@ from qa_core.types import Dataset
 from tests.conftest import model_file
 from tests.pages import COMPARE, TRAIN, open_page, select_points
 
-# Markdown, were it rendered: "x.**y**", a link, an italic s (a dataset name holds only letters, digits,
-# "_", "-" and ".": names.NAME_RULE)
-DATASET, QID, SYSTEM = "x.__y__", "[q](http://e)-", "*s*"
+# Markdown, were it rendered: "x.**y**", a link, "s.**t**" (a dataset or system name holds only letters,
+# digits, "_", "-" and ".": names.NAME_RULE)
+DATASET, QID, SYSTEM = "x.__y__", "[q](http://e)-", "s.__t__"
 
 
 @pytest.fixture

@@ -566,3 +566,20 @@ def test_a_services_version_is_shown_by_its_file_name_cut_with_an_ellipsis(demo_
         assert "(smcnn demo-2026-11-29T07-31-4…)" in line and "/home/someone" not in line
     finally:
         demo_store.systems.remove_system("pathy")
+
+
+def test_compare_lists_a_system_added_meanwhile_on_its_next_run(store_url: str, tmp_path: Path) -> None:
+    """Compare reads its model list, systems included, on every run (no cache): a system added on
+    the Systems page is an option at the next run (issue 45, item 20: the browser test was early, not
+    the page)."""
+    from tests.pages import COMPARE
+
+    store = Store(store_url)
+    store.datasets.import_dataset(load_demo())
+    compare = open_page(COMPARE)
+    assert "system:partial" not in compare.multiselect(key="models").options
+    systems.add_run(store, _run_file(tmp_path, store)[0], "demo", "partial")
+    store.close()
+    compare.run()
+    assert not compare.exception, compare.exception
+    assert "system:partial" in compare.multiselect(key="models").options

@@ -46,7 +46,8 @@ def keep_question(
     # The import's rules before the store is asked: the one name rule for the split (no ``../x``), the
     # question's length limit, and no NUL (PostgreSQL stores none; a typed question may hold one).
     split = check_name(split, "split")
-    text = check_text(candidate_pools.check_question(ranking.question), "the question")
+    text = candidate_pools.check_question(ranking.question)
+    check_text(text, "the question")
     # A whole-collection ranking (Ask's option) holds every sentence of the collection: the kept pool
     # is what the first stage found (BM25's top n, first-stage ranks kept), as for a BM25 ranking.
     found = [c for c in ranking.pool if c.first_stage_rank is not None] or list(ranking.pool)
