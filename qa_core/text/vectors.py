@@ -28,12 +28,14 @@ UNKNOWN_RANGE = 0.25  # unknown words: U[-0.25, 0.25] per component, as SM-CNN
 _DIGIT = re.compile(r"\d")
 
 
-@functools.lru_cache(maxsize=1 << 18)
+@functools.lru_cache(maxsize=1 << 15)
 def normalize(token: str) -> str:
     """Lowercase and every digit -> ``0`` (SM-CNN preprocessing).
 
     Memoised: encoding a 100-candidate pool normalises ~6,000 tokens, mostly repeats, and the regex
-    was a tenth of a warm rerank (benchmarks/speed.py's profile)."""
+    was a tenth of a warm rerank (benchmarks/speed.py's profile). 32,768 tokens hold a pool many
+    times over; an entry takes ~370 bytes, so the former 262,144 let a long-running server keep
+    ~95 MB of them (docs/benchmarks.md, "Server memory after a walk")."""
     return _DIGIT.sub("0", token.lower())
 
 
