@@ -300,8 +300,9 @@ def _checksum(directory: Path, version: str) -> str:
     wrongly without a word, so the files are hashed when the index is saved and once more when a
     process first loads it (``saved_index``; the process keeps it, ``candidate_pools.collection_index``).
     Affordable there: hashing reads each file once (hashlib's C loop); on ``benchmarks/scale.py``'s
-    synthetic collection of 100,000 sentences (12.2 MB of files) it took 0.02-0.04 s beside 0.10 s
-    to load the index memory-mapped, and 35 s to build it, on the loaded 2-core machine.
+    synthetic collection it took 0.02-0.04 s at 100,000 sentences (12.2 MB of files; loading them
+    memory-mapped 0.10 s) and 0.51-0.55 s at 1,000,000 (118.6 MB; loading 1.08 s, building 760 s),
+    on the 2-core machine under a load of 15-18.
     """
     digest = hashlib.sha256(json.dumps(version).encode())
     for path in sorted(directory.iterdir()):

@@ -1005,3 +1005,49 @@ def test_cli_names_a_secret_or_huge_answer_in_one_line_without_its_body(
                                             "--quiet"), needle)
     assert SECRET.partition("=")[2] not in err
     assert snapshot(env.url) == before
+
+
+# ------------------------------------------------------------------------------ issue 45: doors
+
+
+def test_a_checkpoint_of_another_model_is_refused_at_registration_in_one_sentence(env: Env) -> None:
+    """A cnn_wo checkpoint registered as smcnn was registered and promoted; loading refused it later."""
+    from qa_core.checkpoints import save_checkpoint
+
+    path = save_checkpoint("cnn_wo", {"config": {}}, model_file("cnn_wo.pt"))
+    before = snapshot(env.url)
+    store = Store(env.url)
+    try:
+        with pytest.raises(InputError) as refused:
+            store.models.register_model("smcnn", NewVersion("smcnn", path, {"dataset": "demo"}, {}, promote=True))
+    finally:
+        store.close()
+    assert str(refused.value).endswith("holds model 'cnn_wo' (a 'cnn_wo' model), not model 'smcnn' (a 'smcnn' "
+                                       "model); nothing was registered") and "\n" not in str(refused.value)
+    assert snapshot(env.url) == before
+
+
+@pytest.mark.parametrize("edit", ["scores x10", "doc ids shuffled"])
+def test_an_edited_saved_index_is_rebuilt_and_rank_says_so_in_one_line(env: Env, capsys: pytest.CaptureFixture,
+                                                                        edit: str) -> None:
+    """A saved BM25 index edited so that it still reads ranked otherwise without a word (issue 45)."""
+    from qa_core import retrieval
+    from qa_core.services import candidate_pools
+    from tests.test_retrieval import READABLE_EDITS
+
+    store = Store(env.url)
+    try:
+        folder, version = candidate_pools.index_folder(store, "demo"), candidate_pools.dataset_version(store, "demo")
+        passages = candidate_pools.collection_passages(store.datasets.candidate_texts("demo"), retrieval.FIRST_STAGE)
+    finally:
+        store.close()
+    retrieval.saved_index(folder, version, lambda: passages)  # as an earlier process saved it
+    (saved,) = folder.iterdir()
+    READABLE_EDITS[edit](saved)
+    before = snapshot(env.url)
+    result = cli_in_process(capsys, "rank", "who wrote hamlet", "--top", "1")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("warning: the saved BM25 index ") and len(result.stderr.splitlines()) == 1
+    assert "checksum differs); rebuilding it" in result.stderr
+    assert len(result.stdout.splitlines()) == 1  # ranked from the rebuilt index (tests/test_retrieval.py: as built)
+    assert snapshot(env.url) == before

@@ -142,3 +142,22 @@ def test_the_systems_page_shows_its_forms_only_to_a_role_that_may_add_or_remove(
     assert [tab.label for tab in ada.tabs] == ["Add a run", "Add a service", "Remove"]
     assert {b.key for b in ada.button} == {"sign_out", "systems_add_run", "systems_add_service", "systems_remove"}
     assert snapshot(url) == before
+
+
+def test_a_job_queued_by_an_admin_demoted_before_it_runs_registers_and_promotes_nothing(team) -> None:
+    """Issue 45: it registered and promoted, authorised as the worker's operator, not as its creator."""
+    from qa_core.access import operator
+    from qa_core.services.worker import serve
+
+    store, url = team
+    ada = store.users.sign_in("sub-ada", "ada@example.org", "Ada", **_times())
+    anna = store.users.sign_in("sub-anna", "anna@example.org", "Anna", **_times())
+    store.users.grant_role("anna@example.org", "admin", actor=ada)
+    job_id = store.jobs.create_job("smcnn", "demo", {"promote": True, "seed": 1}, runner="worker", actor=anna)
+    store.users.grant_role("anna@example.org", "annotator", actor=ada)
+    before = {t: rows for t, rows in snapshot(url).items() if t in ("model_versions", "model_promotions")}
+    (served,) = serve(store, until_idle=True, report=lambda record: None, actor=operator("worker"))
+    assert served["status"] == "failed" and served["error"] == (
+        f"anna@example.org (annotator), who queued training job {job_id}, may no longer train models; nothing was saved")
+    assert store.jobs.job(job_id)["error"] == served["error"]
+    assert {t: rows for t, rows in snapshot(url).items() if t in before} == before

@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from streamlit.errors import StreamlitSecretNotFoundError
 
 from pages.common.caches import get_store
-from pages.common.navigation import PAGES_DIR, page_files, page_summaries
+from pages.common.navigation import page_files, page_summaries
 from pages.render.markdown import as_markdown
 from qa_core import config
 from qa_core.access import LOCAL, Actor, Permission, plain_http_refusal
@@ -85,6 +85,7 @@ def _team_serving_guard() -> None:
     refusal = plain_http_refusal(st.get_option("server.address"), (auth_settings() or {}).get("redirect_uri"),
                                  config.allow_plain_http())
     if refusal is not None:
+        _no_pages_listed()
         st.error(as_markdown(refusal))
         st.stop()
 
@@ -97,6 +98,7 @@ def _providers() -> list[str | None]:
 
 def _sign_in_screen(message: str, refused: bool = False) -> None:
     """A sign-in button per provider under ``message``, and nothing else: the page stops."""
+    _no_pages_listed()  # before the button: declared after ``st.login`` it kept the provider's page from opening
     st.title("Rerank Lab")
     (st.error if refused else st.info)(as_markdown(message))
     for provider in _providers():
@@ -112,7 +114,6 @@ def navigable_pages() -> list[tuple[str, str]]:
     opens the store and draws the sidebar's identity)."""
     if not team_mode():
         return page_summaries(LOCAL)
-    _no_pages_listed()
     _team_serving_guard()
     try:
         store = get_store(config.database_url(), True)
@@ -125,9 +126,10 @@ def _no_pages_listed() -> None:
     """Declare the pages with the navigation hidden, for a run that stops at the gate (the sign-in
     or plain-HTTP refusal screen): a run that never declares a navigation gets Streamlit's own, every
     file of ``pages/`` in the sidebar, to a visitor who may open none. Every page is declared, so a
-    page's address opened before sign-in is no "page not found"; ``app.py``'s navigation, declared
-    once the gate let the user through, replaces this one in the same run."""
-    pages = [st.Page(str(path.relative_to(PAGES_DIR.parent))) for path in page_files(LOCAL)]
+    page's address opened before sign-in is no "page not found". Only where the run stops: a run the
+    gate lets through declares ``app.py``'s navigation alone (declaring both lost the landing page's
+    links in the browser)."""
+    pages = [st.Page(path) for path in page_files(LOCAL)]  # absolute: a page run on its own (AppTest) has pages/ as its folder
     st.navigation([st.Page(_gate, title="Rerank Lab", default=True), *pages], position="hidden")
 
 
