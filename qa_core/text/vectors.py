@@ -135,14 +135,24 @@ class WordRows(Mapping[str, int]):
     def get(self, word: object, default: int | None = None) -> int | None:  # type: ignore[override]
         if not isinstance(word, str):
             return default
-        key, wanted = hash(word), word.encode()
-        at = int(np.searchsorted(self._hashes, key))
-        while at < len(self._hashes) and self._hashes[at] == key:
-            row = int(self._order[at])
-            if self._word(row) == wanted:
-                return row
-            at += 1
-        return default
+        row = self.rows_of([word])[0]
+        return default if row is None else row
+
+    def rows_of(self, words: Sequence[str]) -> list[int | None]:
+        """Each word's row (``None`` where GloVe lacks it), the hashes searched in one call: a
+        vocabulary's 20,000 words one by one took ~1.8 s, a dict's lookups 0.01 s."""
+        keys = np.fromiter((hash(word) for word in words), dtype=np.int64, count=len(words))
+        starts = np.searchsorted(self._hashes, keys)
+        out: list[int | None] = []
+        for word, key, at in zip(words, keys.tolist(), starts.tolist(), strict=True):
+            wanted, row = word.encode(), None
+            while at < len(self._hashes) and self._hashes[at] == key:  # one step but where hashes collide
+                if self._word(int(self._order[at])) == wanted:
+                    row = int(self._order[at])
+                    break
+                at += 1
+            out.append(row)
+        return out
 
     def __getitem__(self, word: str) -> int:
         row = self.get(word)
@@ -165,7 +175,7 @@ class WordRows(Mapping[str, int]):
         return sum(1 for _ in self)
 
 
-_given: tuple[Mapping[str, int], np.ndarray] | None = None
+_given: tuple[WordRows, np.ndarray] | None = None
 
 
 def use_vectors(vectors: Mapping[str, np.ndarray]) -> None:
@@ -173,12 +183,12 @@ def use_vectors(vectors: Mapping[str, np.ndarray]) -> None:
     in this process: for a machine without the package (``benchmarks/gpu_check.py``'s GPU node)."""
     global _given
     matrix = np.stack(list(vectors.values())) if vectors else np.zeros((0, EMBEDDING_DIM))
-    _given = {word: row for row, word in enumerate(vectors)}, matrix.astype(np.float32)
+    _given = WordRows(list(vectors)), matrix.astype(np.float32)
     glove.cache_clear()
 
 
 @functools.cache
-def glove() -> tuple[Mapping[str, int], np.ndarray]:
+def glove() -> tuple[WordRows, np.ndarray]:
     """(word -> row, memory-mapped 400000 x 50 float32 matrix), loaded once per process (or the rows
     given to ``use_vectors``).
 
@@ -194,13 +204,16 @@ def glove() -> tuple[Mapping[str, int], np.ndarray]:
 def glove_rows(vocab: Vocabulary) -> dict[int, int]:
     """Vocabulary id -> GloVe row for the words GloVe knows (PAD and UNK excluded)."""
     rows, _ = glove()
-    return {i: rows[w] for i, w in enumerate(vocab.words) if i > UNK and w in rows}
+    found = rows.rows_of(vocab.words[UNK + 1:])
+    return {i: row for i, row in enumerate(found, start=UNK + 1) if row is not None}
 
 
 def glove_vectors(words: Iterable[str]) -> dict[str, np.ndarray]:
     """GloVe vectors (float32) of the words GloVe knows, in the order given; others are left out."""
     rows, matrix = glove()
-    return {word: np.asarray(matrix[rows[word]], dtype=np.float32) for word in words if word in rows}
+    words = list(words)
+    return {word: np.asarray(matrix[row], dtype=np.float32)
+            for word, row in zip(words, rows.rows_of(words), strict=True) if row is not None}
 
 
 def glove_coverage(vocab: Vocabulary) -> float:
