@@ -243,7 +243,11 @@ def check_request(ranker: Any, request: dict[str, Any], reference: np.ndarray) -
 def provide_request_inputs(request: dict[str, Any]) -> None:
     """What the request path would compute with spaCy and the GloVe package, from the bundle: parses
     (memory level of the parse cache), spaCy token vectors and GloVe rows."""
-    nlp.default_cache().remember({nlp.text_key(text): nlp.decode(blob) for text, blob in request["parses"].items()})
+    cache = nlp.default_cache()
+    # The node has no spaCy to parse again: its memory level holds every parse brought (WikiQA's exceed
+    # RERANK_LAB_MAX_PARSES' default).
+    cache.memory_limit = max(cache.memory_limit, len(request["parses"]))
+    cache.remember({nlp.text_key(text): nlp.decode(blob) for text, blob in request["parses"].items()})
     contextual.remember({text: rows.numpy() for text, rows in request["context"].items()})
     vectors.use_vectors({word: row.numpy() for word, row in request["glove"].items()})
 
